@@ -1,0 +1,15 @@
+"""tilejit: a Numba-style JIT compiler for NVIDIA GPUs targeting Tile IR.
+
+``import tilejit as tile``. Public names only; implementations live in the subpackages.
+"""
+from .errors import (TileJitError, DeviceError, DriverError, ContextError, KernelCacheError,
+                     SchedulingError, LaunchError, InternalError, CompileError, TypingError,
+                     UnsupportedError, ToolchainError, TensorError)
+from .dtypes import (DType, bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+                     bfloat16, float32, float64, tfloat32, float8_e4m3fn, float8_e5m2)
+
+__version__ = "0.1.0"
+
+# --- runtime (host) public names: section owned by the runtime work ---------------------------------
+
+# --- kernel language public names: section owned by the front-end work ------------------------------

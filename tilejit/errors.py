@@ -1,0 +1,136 @@
+"""The tilejit exception hierarchy (API.md §4).
+
+    TileJitError
+    ├── DeviceError ── DriverError, ContextError, KernelCacheError, SchedulingError, LaunchError,
+    │                  InternalError
+    ├── CompileError ─ TypingError, UnsupportedError, ToolchainError
+    └── TensorError
+
+Compile errors carry the user's source location; ``str(err)`` renders ``file:line``, the source line
+and a caret so that notebooks and terminals show the problem where it is.
+"""
+from __future__ import annotations
+
+import linecache
+from dataclasses import dataclass
+from typing import Optional
+
+
+class TileJitError(Exception):
+    """Base class of every error tilejit raises on purpose."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Device side
+class DeviceError(TileJitError):
+    """Something went wrong talking to the GPU or scheduling work on it."""
+
+
+class DriverError(DeviceError):
+    """A CUDA driver call failed. ``code`` is the ``CUresult`` value (an int) when known."""
+
+    def __init__(self, message: str, code: Optional[int] = None):
+        super().__init__(message)
+        self.code = code
+
+
+class ContextError(DeviceError):
+    """No usable CUDA context / device (bad ordinal, no driver, wrong device)."""
+
+
+class KernelCacheError(DeviceError):
+    """The in-memory or on-disk kernel cache could not provide a kernel."""
+
+
+class SchedulingError(DeviceError):
+    """A DeviceOp was executed in a way its rules forbid (re-entrant sync, allocation in a graph...)."""
+
+
+class LaunchError(DeviceError):
+    """A kernel launch was rejected (bad grid, argument count, missing partition...)."""
+
+
+class InternalError(DeviceError):
+    """A bug in tilejit. Please report it with the message."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Compile side
+@dataclass(frozen=True)
+class SourceLocation:
+    """A place in the user's Python source. ``col`` is 0-based and optional."""
+
+    filename: str
+    line: int
+    col: Optional[int] = None
+    end_col: Optional[int] = None
+    function: Optional[str] = None
+
+    def source_line(self) -> str:
+        return linecache.getline(self.filename, self.line).rstrip("\n")
+
+    def render(self) -> str:
+        """``file:line`` plus the source line and a caret under the offending code."""
+        head = f'File "{self.filename}", line {self.line}'
+        if self.function:
+            head += f", in {self.function}"
+        text = self.source_line()
+        if not text:
+            return head
+        stripped = text.lstrip()
+        indent = len(text) - len(stripped)
+        if self.col is not None and self.col >= indent:
+            start = self.col - indent
+            width = max(1, (self.end_col - self.col) if self.end_col else 1)
+        else:
+            start, width = 0, max(1, len(stripped))
+        return f"{head}\n    {stripped}\n    {' ' * start}{'^' * width}"
+
+    def __str__(self) -> str:
+        return f"{self.filename}:{self.line}"
+
+
+class CompileError(TileJitError):
+    """A kernel could not be compiled. ``loc`` points at the user's code when known."""
+
+    def __init__(self, message: str, loc: Optional[SourceLocation] = None):
+        super().__init__(message)
+        self.message = message
+        self.loc = loc
+
+    def __str__(self) -> str:
+        if self.loc is None:
+            return self.message
+        return f"{self.loc}: {self.message}\n{self.loc.render()}"
+
+
+class TypingError(CompileError, TypeError):
+    """A kernel does not type-check (wrong dtype, shape mismatch, unknown attribute...)."""
+
+
+class UnsupportedError(CompileError):
+    """A Python construct that tile kernels do not support (lists, try, closures...)."""
+
+
+class ToolchainError(CompileError):
+    """tileiras is missing or failed. ``command`` and ``bytecode_path`` say how to reproduce it."""
+
+    def __init__(self, message: str, loc: Optional[SourceLocation] = None, *,
+                 command: Optional[list] = None, bytecode_path: Optional[str] = None,
+                 stderr: str = ""):
+        super().__init__(message, loc)
+        self.command = command
+        self.bytecode_path = bytecode_path
+        self.stderr = stderr
+
+
+# --------------------------------------------------------------------------------------------------
+class TensorError(TileJitError, ValueError):
+    """A tensor was used in a way the ownership rules forbid, or has the wrong dtype/shape."""
+
+
+__all__ = [
+    "TileJitError", "DeviceError", "DriverError", "ContextError", "KernelCacheError",
+    "SchedulingError", "LaunchError", "InternalError", "SourceLocation", "CompileError",
+    "TypingError", "UnsupportedError", "ToolchainError", "TensorError",
+]
