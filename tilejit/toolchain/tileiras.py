@@ -1,0 +1,253 @@
+"""Find and run NVIDIA's ``tileiras`` (Tile IR bytecode -> cubin) and ``tileirdisasm``.
+
+Search order: ``$TILEJIT_TILEIRAS``, the ``nvidia-cuda-tileiras`` wheel, ``PATH``, ``$CUDA_HOME/bin``.
+tileiras prefers ``$CUDA_HOME/nvvm/lib64/libnvvm.so`` over its own libnvvm, and a stale CUDA_HOME
+makes it fail with only "failed to compile Tile IR program"; so it always runs with CUDA_HOME set
+to its own installation root.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Optional, Tuple
+
+from ..errors import SourceLocation, ToolchainError
+
+INSTALL_HINT = ("Install it with `pip install 'tilejit[tileiras]'` (or `pip install "
+                "'nvidia-cuda-tileiras==13.4.*' 'nvidia-cuda-nvcc==13.4.*' 'nvidia-nvvm==13.4.*'`), "
+                "or point TILEJIT_TILEIRAS at a tileiras binary.")
+DEFAULT_TIMEOUT = float(os.environ.get("TILEJIT_TILEIRAS_TIMEOUT", "300"))
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    tileiras: str
+    root: str                      # CUDA_HOME to run it with (its installation root)
+
+    @property
+    def tileirdisasm(self) -> Optional[str]:
+        p = Path(self.tileiras).with_name("tileirdisasm")
+        return str(p) if p.exists() else shutil.which("tileirdisasm")
+
+    def env(self) -> dict:
+        env = {k: v for k, v in os.environ.items() if k not in ("CUDA_HOME", "CUDA_PATH")}
+        env["CUDA_HOME"] = self.root
+        lib = os.path.join(self.root, "lib")
+        if os.path.isdir(lib):
+            env["LD_LIBRARY_PATH"] = lib + os.pathsep + env.get("LD_LIBRARY_PATH", "")
+        return env
+
+
+def _wheel_tileiras() -> Optional[str]:
+    """tileiras from the nvidia-cuda-tileiras wheel (nvidia/cu13/bin/tileiras), if installed."""
+    try:
+        import nvidia  # namespace package from the NVIDIA wheels
+    except ImportError:
+        return None
+    for base in getattr(nvidia, "__path__", []):
+        for sub in ("cu13", "cu14", "cuda_tileiras"):
+            p = os.path.join(base, sub, "bin", "tileiras")
+            if os.path.isfile(p) and os.access(p, os.X_OK):
+                return p
+    return None
+
+
+def _candidates() -> List[Tuple[str, str]]:
+    out = []
+    env = os.environ.get("TILEJIT_TILEIRAS")
+    if env:
+        out.append((env, "TILEJIT_TILEIRAS"))
+    w = _wheel_tileiras()
+    if w:
+        out.append((w, "the nvidia-cuda-tileiras package"))
+    p = shutil.which("tileiras")
+    if p:
+        out.append((p, "PATH"))
+    home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
+    if home:
+        out.append((os.path.join(home, "bin", "tileiras"), "CUDA_HOME"))
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def find_toolchain() -> Toolchain:
+    """The tileiras to use; raises ToolchainError saying how to install it when there is none."""
+    env = os.environ.get("TILEJIT_TILEIRAS")
+    if env and not (os.path.isfile(env) and os.access(env, os.X_OK)):
+        raise ToolchainError(f"TILEJIT_TILEIRAS={env!r} is not an executable file. " + INSTALL_HINT)
+    for path, _ in _candidates():
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            path = os.path.realpath(path)
+            root = os.path.dirname(os.path.dirname(path))
+            return Toolchain(path, root)
+    raise ToolchainError("tileiras (NVIDIA's Tile IR compiler) was not found. " + INSTALL_HINT)
+
+
+def available() -> bool:
+    try:
+        find_toolchain()
+        return True
+    except ToolchainError:
+        return False
+
+
+@functools.lru_cache(maxsize=None)
+def version_text(tileiras: Optional[str] = None) -> str:
+    """The full ``tileiras --version`` output (part of every cache key)."""
+    tc = find_toolchain() if tileiras is None else Toolchain(tileiras, os.path.dirname(os.path.dirname(tileiras)))
+    r = subprocess.run([tc.tileiras, "--version"], capture_output=True, text=True, env=tc.env(),
+                       timeout=60)
+    return r.stdout.strip()
+
+
+def version() -> Optional[Tuple[int, int, int]]:
+    """``(13, 4, 92)`` from ``tileiras --version`` (None if it cannot be parsed)."""
+    m = re.search(r"V(\d+)\.(\d+)\.(\d+)", version_text())
+    return tuple(int(x) for x in m.groups()) if m else None
+
+
+_PINNED: Optional[Tuple[int, int]] = None
+
+
+def pin_bytecode_version(v) -> None:
+    """Force the bytecode version used for JIT compiles (``"13.3"``); ``None`` un-pins."""
+    global _PINNED
+    from ..tileir.version import as_version
+    _PINNED = None if v is None else tuple(as_version(v)[:2])
+
+
+@functools.lru_cache(maxsize=None)
+def _probe_versions() -> Tuple[Tuple[int, int], ...]:
+    tc = find_toolchain()
+    r = subprocess.run([tc.tileiras, "--list-versions"], capture_output=True, text=True,
+                       env=tc.env(), timeout=60)
+    found = []
+    if r.returncode == 0:
+        for line in r.stdout.split():
+            m = re.fullmatch(r"(\d+)\.(\d+)", line.strip())
+            if m:
+                found.append((int(m.group(1)), int(m.group(2))))
+    if not found:           # older tileiras: compile an empty module per version
+        from ..tileir.bytecode import write_bytecode
+        from ..tileir.ir import Module
+        from ..tileir.version import SUPPORTED
+        for v in reversed(SUPPORTED):
+            try:
+                compile_bytecode(write_bytecode(Module("probe"), v), "sm_90", keep_failed=False)
+                found.append(tuple(v[:2]))
+                break
+            except ToolchainError:
+                continue
+    return tuple(sorted(found))
+
+
+def max_bytecode_version():
+    """The newest bytecode version both tilejit and the installed tileiras support."""
+    from ..tileir.version import SUPPORTED, BytecodeVersion
+    env = os.environ.get("TILEJIT_BYTECODE_VERSION")
+    if _PINNED is not None:
+        return BytecodeVersion(*_PINNED)
+    if env:
+        from ..tileir.version import as_version
+        return as_version(env)
+    accepted = set(_probe_versions())
+    ours = [v for v in SUPPORTED if tuple(v[:2]) in accepted]
+    if not ours:
+        raise ToolchainError(f"the installed tileiras ({find_toolchain().tileiras}) accepts bytecode "
+                             f"{sorted(accepted)}, none of which tilejit writes "
+                             f"({', '.join(map(str, SUPPORTED))}). " + INSTALL_HINT)
+    return ours[-1]
+
+
+# ------------------------------------------------------------------------------------------------
+_LOC = re.compile(r'loc\("(?P<file>[^"]+)":(?P<line>\d+):(?P<col>\d+)\)')
+
+
+def parse_diagnostics(stderr: str) -> Optional[SourceLocation]:
+    """The first Python source location mentioned in tileiras' diagnostics, if any."""
+    for m in _LOC.finditer(stderr):
+        f = m.group("file")
+        if f.endswith(".py"):
+            return SourceLocation(f, int(m.group("line")), max(0, int(m.group("col")) - 1))
+    return None
+
+
+def failed_dir() -> str:
+    d = os.path.join(tempfile.gettempdir(), "tilejit-failed")
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def compile_bytecode(bytecode: bytes, arch: str, *, opt_level: int = 3, lineinfo: bool = True,
+                     timeout: Optional[float] = None, name: str = "kernel",
+                     keep_failed: bool = True) -> bytes:
+    """Run tileiras on ``bytecode`` for ``arch`` (``"sm_90"``) and return the cubin bytes."""
+    tc = find_toolchain()
+    if not re.fullmatch(r"sm_\d+[a-z]?", arch):
+        raise ToolchainError(f"bad target architecture {arch!r}; expected e.g. 'sm_90'")
+    timeout = DEFAULT_TIMEOUT if timeout is None else timeout
+    with tempfile.TemporaryDirectory(prefix="tilejit-") as tmp:
+        src = os.path.join(tmp, f"{name}.tileirbc")
+        out = os.path.join(tmp, f"{name}.cubin")
+        with open(src, "wb") as f:
+            f.write(bytecode)
+        cmd = [tc.tileiras, src, "-o", out, f"--gpu-name={arch}", f"-O{opt_level}"]
+        if lineinfo:
+            cmd.append("--lineinfo")
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, env=tc.env(), timeout=timeout)
+        except subprocess.TimeoutExpired:
+            kept = _keep(bytecode, name) if keep_failed else src
+            raise ToolchainError(
+                f"tileiras did not finish within {timeout:.0f} s compiling '{name}' for {arch}. "
+                f"Smaller tiles usually compile faster; TILEJIT_TILEIRAS_TIMEOUT raises the limit. "
+                f"Bytecode kept at {kept}.", command=cmd, bytecode_path=kept) from None
+        if r.returncode != 0 or not os.path.exists(out) or os.path.getsize(out) == 0:
+            kept = _keep(bytecode, name) if keep_failed else src
+            cmd_shown = [kept if c == src else c for c in cmd]
+            msg = (f"tileiras failed (exit code {r.returncode}) compiling '{name}' for {arch}.\n"
+                   f"command: {' '.join(cmd_shown)}\n(run with CUDA_HOME={tc.root})\n"
+                   f"{(r.stderr or r.stdout).strip()}\nbytecode kept at {kept}")
+            raise ToolchainError(msg, parse_diagnostics(r.stderr), command=cmd_shown,
+                                 bytecode_path=kept, stderr=r.stderr)
+        with open(out, "rb") as f:
+            return f.read()
+
+
+def _keep(bytecode: bytes, name: str) -> str:
+    h = hashlib.sha256(bytecode).hexdigest()[:16]
+    path = os.path.join(failed_dir(), f"{name}-{h}.tileirbc")
+    with open(path, "wb") as f:
+        f.write(bytecode)
+    return path
+
+
+def disassemble(bytecode: bytes) -> str:
+    """``tileirdisasm`` text of ``bytecode`` (raises ToolchainError if it cannot be read)."""
+    tc = find_toolchain()
+    dis = tc.tileirdisasm
+    if dis is None:
+        raise ToolchainError("tileirdisasm was not found next to tileiras. " + INSTALL_HINT)
+    with tempfile.NamedTemporaryFile(suffix=".tileirbc", delete=False) as f:
+        f.write(bytecode)
+        path = f.name
+    try:
+        r = subprocess.run([dis, path], capture_output=True, text=True, env=tc.env(), timeout=60)
+    finally:
+        os.unlink(path)
+    if r.returncode != 0:
+        raise ToolchainError(f"tileirdisasm rejected the bytecode:\n{r.stderr.strip()}",
+                             stderr=r.stderr)
+    return r.stdout
+
+
+if __name__ == "__main__":  # pragma: no cover
+    print(find_toolchain(), version_text(), max_bytecode_version(), file=sys.stderr)
