@@ -458,3 +458,53 @@ def entry_hints_default():
     f, b = _fn("entry_hints_default", [], hints=OptHints.make({"default": {"occupancy": 2}}))
     b.return_()
     return Module("m", [f])
+
+
+# ------------------------------------------------------------------------------------------------
+# Realistic kernels for the tileiras compile tests
+
+
+def vector_add_module(tile_n: int = 1024) -> Module:
+    """z[i] = x[i] + y[i] over 1-D f32 tensors (ptr, shape, stride per tensor)."""
+    f, b = _fn("vector_add", [ptr("f32"), I32, I32] * 3)
+    bx, _, _ = b.get_tile_block_id()
+    views = []
+    for i in range(3):
+        base = b.assume(f.args[3 * i], A.DivBy(16))
+        n = b.assume(f.args[3 * i + 1], A.Bounded(0, None))
+        tv = b.make_tensor_view(base, [n], [1])
+        views.append(b.make_partition_view(tv, (tile_n,), padding="zero"))
+    x, t1 = b.load_view_tko(views[1], [bx])
+    y, t2 = b.load_view_tko(views[2], [bx])
+    b.store_view_tko(b.addf(x, y), views[0], [bx])
+    b.return_()
+    return Module("vector_add", [f])
+
+
+def matmul_module(bm: int = 64, bn: int = 64, bk: int = 32, elem: str = "f16") -> Module:
+    """C[M,N] (f32) = A[M,K] @ B[K,N] with a K loop of ``for`` carrying the accumulator."""
+    arr = [ptr(elem), I32, I32, I32, I32]
+    f, b = _fn("matmul", [ptr("f32"), I32, I32, I32, I32] + arr + arr)
+    bx, by, _ = b.get_tile_block_id()
+
+    def view(i, tile_shape, dtype_elem):
+        base, m, n, sm, sn = f.args[5 * i:5 * i + 5]
+        base = b.assume(base, A.DivBy(16))
+        tv = b.make_tensor_view(base, [m, n], [sm, 1])
+        return b.make_partition_view(tv, tile_shape, padding="zero")
+
+    c = view(0, (bm, bn), "f32")
+    a = view(1, (bm, bk), elem)
+    bb = view(2, (bk, bn), elem)
+    zero, one = b.constant(0, I32), b.constant(1, I32)
+    nk = b.get_index_space_shape(a)[1]
+    acc0 = b.constant(0.0, tile("f32", (bm, bn)))
+    loop = b.for_(zero, nk, one, [acc0])
+    k, acc = loop.regions[0].args
+    with b.at(loop.regions[0]):
+        ta, _ = b.load_view_tko(a, [bx, k])
+        tb, _ = b.load_view_tko(bb, [k, by])
+        b.continue_([b.mmaf(ta, tb, acc)])
+    b.store_view_tko(loop.results[0], c, [bx, by])
+    b.return_()
+    return Module("matmul", [f])

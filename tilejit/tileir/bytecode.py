@@ -171,6 +171,7 @@ class _Writer:
         self.strings = _Interned()
         self.types = _Interned()
         self.constants = _Interned()
+        self.used: set = set()
 
     # --- tables --------------------------------------------------------------------------------
     def string(self, s: str) -> int:
@@ -332,7 +333,13 @@ class _Writer:
         if d.results and d.results[-1].variadic:
             results = list(op.results)
         else:
-            results = [r for r, rd in zip(op.results, d.results) if rd.since <= v]
+            results = []
+            for r, rd in zip(op.results, d.results):
+                if rd.since <= v:
+                    results.append(r)
+                elif r in self.used:
+                    raise BytecodeError(f"{d.name}: result '{rd.name}' needs bytecode "
+                                        f"{rd.since[0]}.{rd.since[1]} but is used, targeting {v}")
         if d.is_variadic:
             b.varint(len(results))
         for r in results:
@@ -425,6 +432,7 @@ class _Writer:
         counter[0] = saved
 
     def function(self, fn: Function) -> bytes:
+        self.used = {x for op in fn.walk() for x in op.operands}
         body = Buf()
         ids: Dict[Value, int] = {}
         counter = [0]

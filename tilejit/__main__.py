@@ -1,0 +1,101 @@
+"""Command line: ``python -m tilejit info`` (versions, GPUs, tileiras, cache) and
+``python -m tilejit disasm FILE`` (print a bytecode file as text through tileirdisasm)."""
+from __future__ import annotations
+
+import argparse
+import platform
+import sys
+from typing import List, Tuple
+
+
+def _try(fn, default="unavailable"):
+    try:
+        return fn()
+    except Exception as e:  # info must report problems, never crash
+        return f"{default} ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})"
+
+
+def _gpus() -> List[str]:
+    from .runtime import driver
+    if not driver.driver_available():
+        return []
+    from .runtime.device import Device
+    out = []
+    for i in range(driver.device_count()):
+        d = Device(i)
+        out.append(f"[{i}] {d.name} ({d.arch}, compute capability "
+                   f"{d.compute_capability[0]}.{d.compute_capability[1]})")
+    return out
+
+
+def info_lines() -> List[Tuple[str, str]]:
+    from . import __version__
+    from .toolchain import cache, tileiras
+    lines = [("tilejit", __version__),
+             ("python", f"{platform.python_version()} ({sys.executable})")]
+    for mod in ("numba", "numpy", "ml_dtypes"):
+        lines.append((mod, _try(lambda m=mod: __import__(m).__version__, "not installed")))
+    lines.append(("cuda-bindings", _try(lambda: __import__("cuda.bindings", fromlist=["__version__"])
+                                        .__version__, "not installed")))
+
+    def driver_text():
+        from .runtime import driver
+        if not driver.driver_available():
+            return "no CUDA driver found"
+        v = driver.driver_version()
+        return f"CUDA {v[0]}.{v[1]}" if v else "present"
+
+    lines.append(("driver", _try(driver_text)))
+    gpus = _try(_gpus, "error")
+    if isinstance(gpus, str):
+        lines.append(("GPUs", gpus))
+    elif not gpus:
+        lines.append(("GPUs", "no GPU (kernels run on the CPU simulator)"))
+    else:
+        for g in gpus:
+            lines.append(("GPU", g))
+
+    def backend_text():
+        from .runtime import backend
+        return f"{backend.current()} ({backend.reason()})"
+
+    lines.append(("backend", _try(backend_text)))
+    lines.append(("tileiras", _try(lambda: tileiras.find_toolchain().tileiras, "not found")))
+    lines.append(("tileiras version", _try(lambda: tileiras.version_text().splitlines()[-2]
+                                           if len(tileiras.version_text().splitlines()) > 1
+                                           else tileiras.version_text(), "not found")))
+    lines.append(("max bytecode version", _try(lambda: str(tileiras.max_bytecode_version()),
+                                               "not found")))
+    lines.append(("cache directory", cache.cache_dir() or "disabled (TILEJIT_CACHE_DIR)"))
+    return lines
+
+
+def cmd_info(_args) -> int:
+    lines = info_lines()
+    width = max(len(k) for k, _ in lines)
+    for k, v in lines:
+        print(f"{k.ljust(width)} : {v}")
+    return 0
+
+
+def cmd_disasm(args) -> int:
+    from .toolchain import tileiras
+    with open(args.file, "rb") as f:
+        sys.stdout.write(tileiras.disassemble(f.read()))
+    return 0
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m tilejit", description=__doc__)
+    sub = p.add_subparsers(dest="cmd")
+    sub.add_parser("info", help="versions, GPUs, driver, tileiras and cache location")
+    d = sub.add_parser("disasm", help="print a Tile IR bytecode file as text")
+    d.add_argument("file")
+    args = p.parse_args(argv)
+    if args.cmd == "disasm":
+        return cmd_disasm(args)
+    return cmd_info(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,142 @@
+"""Kernel entry: parameters from the specialization keys (contract C1/C2) and the prologue.
+
+Each array argument becomes ``base, shape_0.., stride_0..``; the prologue turns the key's facts
+into ``assume`` ops (pointer alignment, non-negative extents, divisibility) and a tensor view whose
+innermost unit stride is static, so tileiras can pick vector loads and TMA.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from .. import dtypes as D
+from ..dtypes import DType
+from ..tileir import Builder, Function, TileType, Value
+from ..tileir import attrs as A
+from ..tileir.types import ptr, scalar
+from .emit import TV, Emitter, elem, mem_elem
+
+
+@dataclass
+class ArrayParam:
+    """An array argument inside the kernel: its tensor view and what is known about it."""
+
+    name: str
+    kind: str                       # "tensor" | "partition"
+    dtype: DType
+    ndim: int
+    facts: Optional[tuple]
+    tile_shape: Optional[Tuple[int, ...]] = None
+    writable: bool = False
+    base: Optional[Value] = None
+    shape: List[TV] = field(default_factory=list)
+    strides: List[TV] = field(default_factory=list)
+    tview: Optional[Value] = None
+    views: Dict[tuple, Value] = field(default_factory=dict)
+
+    @property
+    def index_dtype(self) -> DType:
+        bits = self.facts[0] if self.facts else 64
+        return D.int32 if bits == 32 else D.int64
+
+    @property
+    def written(self) -> bool:
+        return self.kind == "partition" or self.writable
+
+    def partition_view(self, b: Builder, tile_shape, padding: Optional[str] = None,
+                       dim_map: Optional[Sequence[int]] = None) -> Value:
+        """A partition view of this array's tensor view (created once per tile shape/padding)."""
+        key = (tuple(tile_shape), padding, None if dim_map is None else tuple(dim_map))
+        v = self.views.get(key)
+        if v is None:
+            with b.at(b.block):
+                v = b.make_partition_view(self.tview, tuple(tile_shape), dim_map=dim_map,
+                                          padding=padding)
+            self.views[key] = v
+        return v
+
+
+@dataclass
+class ScalarParam:
+    name: str
+    dtype: DType
+    value: Optional[TV] = None
+
+
+def _entry_types(keys) -> List[TileType]:
+    types = []
+    for k in keys:
+        kind = k[0]
+        if kind in ("tensor", "partition"):
+            dt = D.from_name(k[1])
+            ndim = k[2]
+            facts = k[3]
+            idx = "i32" if (facts and facts[0] == 32) else "i64"
+            types.append(ptr(mem_elem(dt)))
+            types += [scalar(idx)] * (2 * ndim)
+        elif kind == "scalar":
+            dt = D.from_name(k[1])
+            types.append(scalar("i32" if dt.is_bool else elem(dt)))
+        else:
+            raise ValueError(f"unknown argument key {k!r}")
+    return types
+
+
+def build_entry(name: str, param_names: Sequence[str], keys: Sequence[tuple], *,
+                hints: Optional[A.OptHints] = None, loc=None):
+    """Create the entry function and its prologue. Returns ``(fn, builder, params)`` where
+    ``params`` maps each runtime parameter name to an ArrayParam or ScalarParam."""
+    fn = Function(name, _entry_types(keys), hints=hints, loc=loc)
+    b = Builder(fn.body, loc)
+    em = Emitter(b)
+    args = iter(fn.args)
+    params: Dict[str, object] = {}
+    for pname, k in zip(param_names, keys):
+        kind = k[0]
+        dt = D.from_name(k[1])
+        if kind == "scalar":
+            raw = next(args)
+            raw.hint = pname
+            if dt.is_bool:
+                v = em.compare("!=", TV(raw, D.int32), em.const(0, D.int32))
+            else:
+                v = TV(raw, dt)
+            params[pname] = ScalarParam(pname, dt, v)
+            continue
+        ndim, facts = k[2], k[3]
+        p = ArrayParam(pname, kind, dt, ndim, facts,
+                       tile_shape=tuple(k[4]) if kind == "partition" else None,
+                       writable=bool(k[4]) if kind == "tensor" else True)
+        base = next(args)
+        base.hint = pname
+        shape_vals = [next(args) for _ in range(ndim)]
+        stride_vals = [next(args) for _ in range(ndim)]
+        _, base_div, shape_div, stride_div, stride_one = facts if facts else (64, 1, (1,) * ndim,
+                                                                             (1,) * ndim,
+                                                                             (False,) * ndim)
+        if base_div > 1:
+            base = b.assume(base, A.DivBy(base_div))
+        p.base = base
+        idx_dt = p.index_dtype
+        shape_tvs, tv_shape = [], []
+        for i, s in enumerate(shape_vals):
+            s = b.assume(s, A.Bounded(0, None))
+            if shape_div[i] > 1:
+                s = b.assume(s, A.DivBy(shape_div[i]))
+            shape_tvs.append(TV(s, idx_dt))
+            tv_shape.append(s)
+        stride_tvs, tv_strides = [], []
+        for i, s in enumerate(stride_vals):
+            if stride_one[i] and i == ndim - 1:
+                tv_strides.append(1)                        # static unit stride: contiguous rows
+                stride_tvs.append(em.const(1, idx_dt))
+                continue
+            s = b.assume(s, A.Bounded(0, None))
+            if stride_div[i] > 1:
+                s = b.assume(s, A.DivBy(stride_div[i]))
+            tv_strides.append(s)
+            stride_tvs.append(TV(s, idx_dt))
+        p.shape, p.strides = shape_tvs, stride_tvs
+        p.tview = b.make_tensor_view(base, tv_shape, tv_strides)
+        params[pname] = p
+    return fn, b, params

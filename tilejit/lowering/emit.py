@@ -1,0 +1,442 @@
+"""Kernel-language semantics in Tile IR: dtype-aware emitters used by the lowering.
+
+Tile IR integers are signless, so a value is carried with its tilejit dtype as a :class:`TV`
+(typed value). Every emitter takes and returns TVs; broadcasting and conversions are explicit
+here, so the Tile IR that reaches tileiras (and the simulator) is fully typed.
+
+Python semantics that differ from C are honoured: ``//`` floors, ``%`` takes the divisor's sign,
+``/`` on integers is true division (float result), comparisons of unsigned values are unsigned.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence, Tuple
+
+import numpy as np
+
+from .. import dtypes as D
+from ..dtypes import DType
+from ..errors import TypingError
+from ..tileir import Builder, TileType, Value
+from ..tileir import attrs as A
+
+
+def elem(dt: DType) -> str:
+    """Tile IR element type of a tile of ``dt`` (bools are i1 in tiles, i8 in memory)."""
+    return "i1" if dt.is_bool else dt.tileir
+
+
+def mem_elem(dt: DType) -> str:
+    return "i8" if dt.is_bool else dt.tileir
+
+
+@dataclass(frozen=True)
+class TV:
+    """A Tile IR value together with its tilejit dtype."""
+
+    value: Value
+    dtype: DType
+
+    @property
+    def shape(self) -> Tuple[int, ...]:
+        return self.value.type.shape
+
+    @property
+    def type(self) -> TileType:
+        return self.value.type
+
+
+class Emitter:
+    """Emits kernel-language operations through a :class:`Builder`."""
+
+    def __init__(self, b: Builder):
+        self.b = b
+
+    # --- constants -----------------------------------------------------------------------------
+    def const(self, value, dt: DType, shape=()) -> TV:
+        if dt.is_bool:
+            value = bool(value)
+        elif dt.is_integer:
+            value = int(value)
+            bits = dt.bits
+            if dt.is_unsigned:
+                value &= (1 << bits) - 1
+            else:
+                value = ((value + (1 << (bits - 1))) % (1 << bits)) - (1 << (bits - 1))
+        else:
+            value = float(value)
+        return TV(self.b.constant(value, TileType(elem(dt), tuple(shape))), dt)
+
+    def array_const(self, arr: np.ndarray, dt: DType) -> TV:
+        return TV(self.b.constant(np.asarray(arr), TileType(elem(dt), np.shape(arr))), dt)
+
+    # --- shapes --------------------------------------------------------------------------------
+    def reshape(self, x: TV, shape) -> TV:
+        shape = tuple(shape)
+        if x.shape == shape:
+            return x
+        return TV(self.b.reshape(x.value, shape), x.dtype)
+
+    def broadcast(self, x: TV, shape) -> TV:
+        """NumPy broadcasting of ``x`` to ``shape`` (rank is extended on the left)."""
+        shape = tuple(shape)
+        if x.shape == shape:
+            return x
+        if len(x.shape) > len(shape):
+            raise TypingError(f"cannot broadcast shape {x.shape} to {shape}")
+        padded = (1,) * (len(shape) - len(x.shape)) + x.shape
+        for a, b in zip(padded, shape):
+            if a not in (1, b):
+                raise TypingError(f"cannot broadcast shape {x.shape} to {shape}")
+        v = self.reshape(x, padded)
+        if padded == shape:
+            return v
+        return TV(self.b.broadcast(v.value, shape), x.dtype)
+
+    def permute(self, x: TV, perm) -> TV:
+        perm = tuple(perm)
+        if perm == tuple(range(len(perm))):
+            return x
+        return TV(self.b.permute(x.value, perm), x.dtype)
+
+    def expand_dims(self, x: TV, axis: int) -> TV:
+        shape = list(x.shape)
+        shape.insert(axis, 1)
+        return self.reshape(x, shape)
+
+    def cat(self, x: TV, y: TV, axis: int) -> TV:
+        return TV(self.b.cat(x.value, y.value, axis), x.dtype)
+
+    # --- conversions ---------------------------------------------------------------------------
+    def cast(self, x: TV, to: DType) -> TV:
+        """``x.astype(to)`` with NumPy semantics (float->int truncates toward zero;
+        int/float->bool is ``!= 0``; bool->number is 0/1)."""
+        fr = x.dtype
+        if fr is to:
+            return x
+        b = self.b
+        v = x.value
+        if to.is_bool:
+            zero = self.const(0, fr, x.shape)
+            return self.compare("!=", x, zero)
+        if fr.is_bool:
+            if to.is_float:
+                return TV(b.itof(v, elem(to), signed=False), to)
+            return TV(b.exti(v, elem(to), signed=False), to)
+        if fr.is_integer and to.is_integer:
+            if fr.bits == to.bits:
+                return TV(v, to)                     # signless: same bits, new meaning
+            if fr.bits < to.bits:
+                return TV(b.exti(v, elem(to), signed=fr.is_signed), to)
+            return TV(b.trunci(v, elem(to)), to)
+        if fr.is_integer and to.is_float:
+            return TV(b.itof(v, elem(to), signed=fr.is_signed), to)
+        if fr.is_float and to.is_integer:
+            return TV(b.ftoi(v, elem(to), signed=to.is_signed), to)
+        # float -> float
+        if fr.tileir == to.tileir:
+            return TV(v, to)
+        if fr.is_fp8 and to.is_fp8:
+            v = b.ftof(v, "f16")
+        return TV(b.ftof(v, elem(to)), to)
+
+    def bitcast(self, x: TV, to: DType) -> TV:
+        if x.dtype.bits != to.bits or x.dtype.is_bool or to.is_bool:
+            raise TypingError(f"bitcast needs types of the same width, got {x.dtype} -> {to}")
+        if x.dtype.tileir == to.tileir:
+            return TV(x.value, to)
+        return TV(self.b.bitcast(x.value, x.type.with_element(elem(to))), to)
+
+    # --- arithmetic ----------------------------------------------------------------------------
+    def _same(self, x: TV, y: TV, dt: Optional[DType] = None) -> Tuple[TV, TV]:
+        """Convert both operands to ``dt`` (default: x's dtype) and broadcast them together."""
+        dt = dt or x.dtype
+        x, y = self.cast(x, dt), self.cast(y, dt)
+        shape = np.broadcast_shapes(x.shape, y.shape)
+        return self.broadcast(x, shape), self.broadcast(y, shape)
+
+    def binary(self, op: str, x: TV, y: TV, dt: DType) -> TV:
+        """``x <op> y`` computed in ``dt`` (the promoted dtype the typing chose)."""
+        if op == "/" and not dt.is_float:
+            dt = D.float32
+        x, y = self._same(x, y, dt)
+        b = self.b
+        fl = dt.is_float
+        if dt.is_bool and op in ("+", "*", "-"):
+            raise TypingError(f"operator {op!r} is not defined for bool tiles; use | & ^")
+        if op == "+":
+            r = b.addf(x.value, y.value) if fl else b.binary("addi", x.value, y.value)
+        elif op == "-":
+            r = b.subf(x.value, y.value) if fl else b.binary("subi", x.value, y.value)
+        elif op == "*":
+            r = b.mulf(x.value, y.value) if fl else b.binary("muli", x.value, y.value)
+        elif op == "/":
+            r = b.divf(x.value, y.value)
+        elif op == "//":
+            return self.floordiv(x, y)
+        elif op == "%":
+            return self.mod(x, y)
+        elif op == "**":
+            return self.power(x, y)
+        elif op in ("&", "|", "^"):
+            if fl:
+                raise TypingError(f"bitwise {op!r} needs integer or bool tiles, got {dt}")
+            r = b.binary({"&": "andi", "|": "ori", "^": "xori"}[op], x.value, y.value)
+        elif op in ("<<", ">>"):
+            if not dt.is_integer:
+                raise TypingError(f"shift {op!r} needs integer tiles, got {dt}")
+            if op == "<<":
+                r = b.binary("shli", x.value, y.value)
+            else:
+                r = b.binary("shri", x.value, y.value, signedness=_sign(dt))
+        elif op in ("min", "max"):
+            if fl:
+                r = b.binary("minf" if op == "min" else "maxf", x.value, y.value)
+            else:
+                r = b.binary("mini" if op == "min" else "maxi", x.value, y.value,
+                             signedness=_sign(dt))
+        elif op == "atan2":
+            r = b.binary("atan2", x.value, y.value)
+        else:
+            raise TypingError(f"unsupported binary operator {op!r}")
+        return TV(r, dt)
+
+    def floordiv(self, x: TV, y: TV) -> TV:
+        b = self.b
+        dt = x.dtype
+        if dt.is_float:
+            return TV(b.unary("floor", b.divf(x.value, y.value)), dt)
+        rounding = "negative_inf" if dt.is_signed else "zero"
+        return TV(b.binary("divi", x.value, y.value, signedness=_sign(dt), rounding=rounding), dt)
+
+    def mod(self, x: TV, y: TV) -> TV:
+        """Python's modulo: the result takes the sign of the divisor."""
+        b = self.b
+        dt = x.dtype
+        if dt.is_float:
+            r = TV(b.binary("remf", x.value, y.value), dt)
+        else:
+            r = TV(b.binary("remi", x.value, y.value, signedness=_sign(dt)), dt)
+            if not dt.is_signed:
+                return r
+        zero = self.const(0, dt, r.shape)
+        r_nz = self.compare("!=", r, zero)
+        diff = self.compare("!=", self.compare("<", r, zero), self.compare("<", y, zero))
+        fix = TV(b.binary("andi", r_nz.value, diff.value), D.bool_)
+        return self.where(fix, self.binary("+", r, y, dt), r)
+
+    def power(self, x: TV, y: TV) -> TV:
+        if not x.dtype.is_float:
+            raise TypingError("integer ** is only supported with a small constant exponent; "
+                              "convert to float first (x.astype(tile.float32) ** y)")
+        return TV(self.b.binary("fpowf", x.value, y.value), x.dtype)
+
+    def int_power(self, x: TV, n: int) -> TV:
+        """``x ** n`` for a constant non-negative integer ``n`` (repeated squaring)."""
+        if n < 0:
+            raise TypingError("negative integer exponents need a float base")
+        result, base = None, x
+        while n:
+            if n & 1:
+                result = base if result is None else self.binary("*", result, base, x.dtype)
+            n >>= 1
+            if n:
+                base = self.binary("*", base, base, x.dtype)
+        return result if result is not None else self.const(1, x.dtype, x.shape)
+
+    _PRED = {"==": "equal", "!=": "not_equal", "<": "less_than", "<=": "less_than_or_equal",
+             ">": "greater_than", ">=": "greater_than_or_equal"}
+
+    def compare(self, op: str, x: TV, y: TV, dt: Optional[DType] = None) -> TV:
+        dt = dt or D.result_type(x.dtype, y.dtype) or x.dtype
+        if dt.is_bool:
+            dt = D.uint8 if op not in ("==", "!=") else dt
+            x, y = self._same(x, y, D.uint8)
+            dt = D.uint8
+        else:
+            x, y = self._same(x, y, dt)
+        pred = self._PRED[op]
+        if dt.is_float:
+            # NaN compares unequal to everything: `!=` is the unordered predicate
+            r = self.b.cmpf(pred, x.value, y.value, "unordered" if op == "!=" else "ordered")
+        else:
+            r = self.b.cmpi(pred, x.value, y.value, _sign(dt))
+        return TV(r, D.bool_)
+
+    def logical_not(self, x: TV) -> TV:
+        x = self.cast(x, D.bool_)
+        return TV(self.b.binary("xori", x.value, self.const(True, D.bool_, x.shape).value), D.bool_)
+
+    def negate(self, x: TV) -> TV:
+        if x.dtype.is_float:
+            return TV(self.b.unary("negf", x.value), x.dtype)
+        if x.dtype.is_bool:
+            raise TypingError("unary - is not defined for bool tiles; use ~ or not")
+        return self.binary("-", self.const(0, x.dtype, x.shape), x, x.dtype)
+
+    def invert(self, x: TV) -> TV:
+        if x.dtype.is_float:
+            raise TypingError(f"~ needs an integer or bool tile, got {x.dtype}")
+        ones = self.const(True if x.dtype.is_bool else -1, x.dtype, x.shape)
+        return TV(self.b.binary("xori", x.value, ones.value), x.dtype)
+
+    def absolute(self, x: TV) -> TV:
+        if x.dtype.is_float:
+            return TV(self.b.unary("absf", x.value), x.dtype)
+        if x.dtype.is_unsigned or x.dtype.is_bool:
+            return x
+        return TV(self.b.unary("absi", x.value), x.dtype)
+
+    def where(self, c: TV, a: TV, b: TV, dt: Optional[DType] = None) -> TV:
+        dt = dt or D.result_type(a.dtype, b.dtype) or a.dtype
+        a, b = self.cast(a, dt), self.cast(b, dt)
+        shape = np.broadcast_shapes(c.shape, a.shape, b.shape)
+        c = self.broadcast(self.cast(c, D.bool_), shape)
+        a, b = self.broadcast(a, shape), self.broadcast(b, shape)
+        return TV(self.b.select(c.value, a.value, b.value), dt)
+
+    _FLOAT_UNARY = {"exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tan", "sinh",
+                    "cosh", "tanh", "floor", "ceil"}
+
+    def math(self, fn: str, x: TV) -> TV:
+        if not x.dtype.is_float:
+            x = self.cast(x, D.float32)
+        if x.dtype.is_fp8 or x.dtype is D.tfloat32:
+            raise TypingError(f"{fn} is not available for {x.dtype}; convert to float32 first")
+        b = self.b
+        if fn == "sqrt":
+            return TV(b.sqrt(x.value), x.dtype)
+        if fn in ("exp", "tanh"):
+            return TV(b.unary(fn, x.value, rounding_mode="full"), x.dtype)
+        if fn in self._FLOAT_UNARY:
+            return TV(b.unary(fn, x.value), x.dtype)
+        if fn == "isnan":
+            return TV(b.cmpf("not_equal", x.value, x.value, "unordered"), D.bool_)
+        raise TypingError(f"unknown math function {fn!r}")
+
+    def fma(self, a: TV, b_: TV, c: TV, dt: DType) -> TV:
+        a, b_ = self._same(a, b_, dt)
+        c = self.broadcast(self.cast(c, dt), a.shape)
+        a, b_ = self.broadcast(a, c.shape), self.broadcast(b_, c.shape)
+        return TV(self.b.fma(a.value, b_.value, c.value), dt)
+
+    # --- reductions and scans ------------------------------------------------------------------
+    _REDUCE_IDENTITY = {"sum": 0, "prod": 1}
+
+    def identity(self, kind: str, dt: DType):
+        if kind in self._REDUCE_IDENTITY:
+            return self._REDUCE_IDENTITY[kind]
+        if dt.is_float:
+            return float("-inf") if kind == "max" else float("inf")
+        if dt.is_bool:
+            return kind == "min"
+        info = np.iinfo(dt.np_dtype)
+        return int(info.min) if kind == "max" else int(info.max)
+
+    def _typed_identity(self, value, dt: DType) -> A.TypedValue:
+        if dt.is_integer and dt.is_unsigned:
+            value = int(value) & ((1 << dt.bits) - 1)
+        return A.TypedValue(value, elem(dt))
+
+    def _combine(self, kind: str, lhs: Value, rhs: Value, dt: DType) -> Value:
+        b = self.b
+        fl = dt.is_float
+        if kind == "sum":
+            return b.addf(lhs, rhs) if fl else b.binary("addi", lhs, rhs)
+        if kind == "prod":
+            return b.mulf(lhs, rhs) if fl else b.binary("muli", lhs, rhs)
+        if kind in ("max", "min"):
+            if dt.is_bool:
+                return b.binary("ori" if kind == "max" else "andi", lhs, rhs)
+            if fl:
+                return b.binary("maxf" if kind == "max" else "minf", lhs, rhs)
+            return b.binary("maxi" if kind == "max" else "mini", lhs, rhs, signedness=_sign(dt))
+        raise TypingError(f"unknown reduction {kind!r}")
+
+    def reduce(self, kind: str, x: TV, axis: int, keepdims: bool = False) -> TV:
+        dt = x.dtype
+        if kind == "sum" and (dt.is_bool or (dt.is_integer and dt.bits < 32)):
+            x = self.cast(x, D.int64 if dt.is_signed or dt.is_bool else D.uint64)  # NumPy's sum
+            dt = x.dtype
+        op = self.b.reduce([x.value], axis, [self._typed_identity(self.identity(kind, dt), dt)])
+        lhs, rhs = op.regions[0].args
+        with self.b.at(op.regions[0]):
+            self.b.yield_([self._combine(kind, lhs, rhs, dt)])
+        r = TV(op.results[0], dt)
+        if keepdims:
+            shape = list(x.shape)
+            shape[axis] = 1
+            r = self.reshape(r, shape)
+        return r
+
+    def reduce_all(self, kind: str, x: TV, keepdims: bool = False) -> TV:
+        flat = self.reshape(x, (int(np.prod(x.shape)),)) if x.shape else self.reshape(x, (1,))
+        r = self.reduce(kind, flat, 0)
+        if keepdims:
+            r = self.reshape(r, (1,) * len(x.shape))
+        return r
+
+    def arg_reduce(self, kind: str, x: TV, axis: int, keepdims: bool = False) -> TV:
+        """argmax / argmin along ``axis`` (first occurrence on ties), as int32 indices."""
+        b = self.b
+        dt = x.dtype
+        n = x.shape[axis]
+        idx_shape = [1] * len(x.shape)
+        idx_shape[axis] = n
+        iota = self.reshape(TV(b.iota(TileType("i32", (n,))), D.int32), idx_shape)
+        idx = self.broadcast(iota, x.shape)
+        ident = self.identity("max" if kind == "argmax" else "min", dt)
+        op = b.reduce([x.value, idx.value], axis,
+                      [self._typed_identity(ident, dt), A.TypedValue(np.iinfo(np.int32).max, "i32")])
+        va, vb, ia, ib = op.regions[0].args
+        with b.at(op.regions[0]):
+            better_pred = "greater_than" if kind == "argmax" else "less_than"
+            if dt.is_float:
+                better = b.cmpf(better_pred, va, vb)
+                equal = b.cmpf("equal", va, vb)
+            else:
+                better = b.cmpi(better_pred, va, vb, _sign(dt))
+                equal = b.cmpi("equal", va, vb, _sign(dt))
+            first = b.cmpi("less_than", ia, ib, "signed")
+            take_a = b.binary("ori", better, b.binary("andi", equal, first))
+            b.yield_([b.select(take_a, va, vb), b.select(take_a, ia, ib)])
+        r = TV(op.results[1], D.int32)
+        if keepdims:
+            shape = list(x.shape)
+            shape[axis] = 1
+            r = self.reshape(r, shape)
+        return r
+
+    def scan(self, kind: str, x: TV, axis: int, reverse: bool = False) -> TV:
+        dt = x.dtype
+        if kind == "sum" and (dt.is_bool or (dt.is_integer and dt.bits < 32)):
+            x = self.cast(x, D.int64 if dt.is_signed or dt.is_bool else D.uint64)
+            dt = x.dtype
+        op = self.b.scan([x.value], axis, [self._typed_identity(self.identity(kind, dt), dt)],
+                         reverse=reverse)
+        lhs, rhs = op.regions[0].args
+        with self.b.at(op.regions[0]):
+            self.b.yield_([self._combine(kind, lhs, rhs, dt)])
+        return TV(op.results[0], dt)
+
+    # --- matmul --------------------------------------------------------------------------------
+    def mma(self, a: TV, b_: TV, acc: TV) -> TV:
+        if a.dtype.is_integer:
+            if not (a.dtype.bits == 8 and b_.dtype.bits == 8 and acc.dtype is D.int32):
+                raise TypingError(f"integer mma takes int8/uint8 x int8/uint8 -> int32, got "
+                                  f"{a.dtype} x {b_.dtype} -> {acc.dtype}")
+            return TV(self.b.mmai(a.value, b_.value, acc.value, a.dtype.is_signed,
+                                  b_.dtype.is_signed), acc.dtype)
+        return TV(self.b.mmaf(a.value, b_.value, acc.value), acc.dtype)
+
+    # --- misc ----------------------------------------------------------------------------------
+    def iota(self, n: int, dt: DType) -> TV:
+        if dt.is_integer:
+            base = "i32" if dt.bits <= 32 else "i64"
+            v = TV(self.b.iota(TileType(base, (n,))), D.int32 if base == "i32" else D.int64)
+            return self.cast(v, dt)
+        return self.cast(TV(self.b.iota(TileType("i32", (n,))), D.int32), dt)
+
+
+def _sign(dt: DType) -> str:
+    return "unsigned" if (dt.is_unsigned or dt.is_bool) else "signed"

@@ -1,0 +1,143 @@
+"""On-disk cache of cubins, keyed by everything that determines tileiras' output.
+
+Key: sha256 over a schema tag, the full ``tileiras --version`` text, the target arch, the flags and
+the bytecode. The bytecode already contains everything the front end decided, so a hit is always
+valid. Entries are ``<dir>/<k[:2]>/<k>.cubin`` with a header holding the payload's sha256; a
+corrupted or truncated entry is ignored, removed and rebuilt. The directory is bounded in size
+(least recently used entries are evicted). Failures to read or write the cache never fail a
+compile.
+
+``TILEJIT_CACHE_DIR`` sets the location (``0``, ``off``, ``none`` or empty disables it);
+``TILEJIT_CACHE_SIZE`` the bound in bytes (default 1 GiB).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Optional
+
+SCHEMA = b"tilejit-cubin-v1\0"
+MAGIC = b"TJCUBIN1"
+DEFAULT_SIZE = 1 << 30
+_DISABLED = {"0", "off", "none", "false", ""}
+
+
+def default_dir() -> str:
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or os.path.expanduser("~\\AppData\\Local")
+        return os.path.join(base, "tilejit", "Cache")
+    if sys.platform == "darwin":
+        return os.path.expanduser("~/Library/Caches/tilejit")
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    return os.path.join(base, "tilejit")
+
+
+def cache_dir() -> Optional[str]:
+    """The cache directory, or None when the disk cache is disabled."""
+    env = os.environ.get("TILEJIT_CACHE_DIR")
+    if env is not None:
+        return None if env.strip().lower() in _DISABLED else env
+    return default_dir()
+
+
+def max_size() -> int:
+    try:
+        return int(os.environ.get("TILEJIT_CACHE_SIZE", DEFAULT_SIZE))
+    except ValueError:
+        return DEFAULT_SIZE
+
+
+def make_key(bytecode: bytes, arch: str, flags: str, compiler_version: str) -> str:
+    h = hashlib.sha256(SCHEMA)
+    for part in (compiler_version.encode(), arch.encode(), flags.encode(), bytecode):
+        h.update(len(part).to_bytes(8, "little"))
+        h.update(part)
+    return h.hexdigest()
+
+
+class DiskCache:
+    """A directory of cubins. Thread-safe; process-safe through atomic renames."""
+
+    def __init__(self, directory: str, limit: int = DEFAULT_SIZE):
+        self.dir = Path(directory)
+        self.limit = limit
+        self._lock = threading.Lock()
+
+    def _path(self, key: str) -> Path:
+        return self.dir / key[:2] / f"{key}.cubin"
+
+    def get(self, key: str) -> Optional[bytes]:
+        p = self._path(key)
+        try:
+            data = p.read_bytes()
+        except OSError:
+            return None
+        payload = data[len(MAGIC) + 32:]
+        if (data[:len(MAGIC)] != MAGIC or
+                hashlib.sha256(payload).digest() != data[len(MAGIC):len(MAGIC) + 32] or not payload):
+            try:
+                p.unlink()                        # corrupted: drop it, the caller rebuilds
+            except OSError:
+                pass
+            return None
+        try:
+            os.utime(p)                           # mark as recently used
+        except OSError:
+            pass
+        return payload
+
+    def put(self, key: str, cubin: bytes) -> None:
+        p = self._path(key)
+        try:
+            p.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=".tmp-")
+            with os.fdopen(fd, "wb") as f:
+                f.write(MAGIC + hashlib.sha256(cubin).digest() + cubin)
+            os.replace(tmp, p)
+        except OSError:
+            return
+        self.evict()
+
+    def entries(self):
+        out = []
+        for p in self.dir.glob("*/*.cubin"):
+            try:
+                st = p.stat()
+            except OSError:
+                continue
+            out.append((st.st_mtime, st.st_size, p))
+        return out
+
+    def size(self) -> int:
+        return sum(s for _, s, _ in self.entries())
+
+    def evict(self) -> None:
+        with self._lock:
+            entries = self.entries()
+            total = sum(s for _, s, _ in entries)
+            if total <= self.limit:
+                return
+            for _, s, p in sorted(entries):
+                try:
+                    p.unlink()
+                except OSError:
+                    continue
+                total -= s
+                if total <= self.limit:
+                    break
+
+    def clear(self) -> None:
+        for _, _, p in self.entries():
+            try:
+                p.unlink()
+            except OSError:
+                pass
+
+
+def current() -> Optional[DiskCache]:
+    d = cache_dir()
+    return None if d is None else DiskCache(d, max_size())
