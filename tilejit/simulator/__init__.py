@@ -1,0 +1,35 @@
+"""The CPU simulator: an interpreter of Tile IR modules over a simulated device memory.
+
+    from tilejit.simulator import compile_function
+    kernel = compile_function(module, "kernel_name")   # prepared once per (module, name), cached
+    kernel((gx, gy, gz), params)                        # C1 parameter values; pointers are
+                                                        # addresses in simulator.memory
+
+Modules: :mod:`.interp` (preparation, frames, the block loop), :mod:`.registry` (op name ->
+implementation), ``sem_*`` (one op family each), :mod:`.elements` (element types in NumPy),
+:mod:`.numerics` (exact rounding), :mod:`.printf`, :mod:`.errors`, :mod:`.memory`.
+
+Where the CPU result can differ from a GPU's (each module's docstring has the details):
+transcendental functions and ``approx`` modes use NumPy's libm; ``mmaf`` accumulates in float32 in
+NumPy's order; ``reduce``/``scan``/``atomic addf`` combine in tree order; ``ftoi`` saturates and
+maps NaN to 0 (undefined in Tile IR), fp8 conversions saturate; integer division by zero gives 0;
+masked loads without padding read 0; tokens and memory orderings are satisfied by executing in
+program order, one tile block at a time.
+"""
+from .errors import (DeviceAssertionError, SimulatorError, SimulatorMemoryError,
+                     SimulatorUnsupportedError)
+
+_LAZY = ("compile_function", "SimKernel", "run")
+
+
+def __getattr__(name):
+    # the interpreter (and the Tile IR package) load on first use, so that importing
+    # ``simulator.memory`` from the runtime stays cheap
+    if name in _LAZY:
+        from . import interp
+        return getattr(interp, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["compile_function", "SimKernel", "run", "SimulatorError", "SimulatorMemoryError",
+           "DeviceAssertionError", "SimulatorUnsupportedError"]

@@ -1,0 +1,371 @@
+"""Simulated device memory for the CPU simulator backend.
+
+The simulator gives every allocation a fake *device address*: a plain Python ``int`` that is nonzero,
+256-byte aligned and never reused, even after the allocation is freed (so a stale pointer is always
+detected as a use-after-free instead of silently reading someone else's data). Each allocation is
+backed by a NumPy ``uint8`` buffer. Allocations are separated by an unmapped guard gap, so running off
+the end of one buffer never lands inside the next one.
+
+Kernel parameters (contract C1) carry these addresses exactly as a GPU kernel receives real pointers:
+``base + sum(index_i * stride_i) * itemsize``. The interpreter therefore computes element addresses
+with ordinary int64 arithmetic and hands whole arrays of them to :meth:`SimulatedMemory.load` and
+:meth:`SimulatedMemory.store`, which resolve all of them at once.
+
+Typical interpreter use::
+
+    from tilejit.simulator.memory import memory          # the process-wide address space
+    addrs = base + (rows[:, None] * stride0 + cols[None, :] * stride1) * itemsize  # int64 array
+    tile = memory.load(addrs, np.float32, mask=in_bounds, other=0.0)
+    memory.store(addrs, tile * 2, np.float32, mask=in_bounds)
+    old = memory.atomic_rmw("add", addrs, ones, np.int32)
+
+All errors are :class:`tilejit.DeviceError` with the faulting address in hex, e.g.
+``out-of-bounds access at 0x100000110 (16 bytes past allocation 0x100000000 of 256 bytes)``.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Dict, Optional, Tuple
+
+import numpy as np
+
+from ..errors import DeviceError
+
+ALIGNMENT = 256            # like cudaMalloc: every base address is a multiple of 256
+_GUARD = 1 << 16           # unmapped bytes between allocations (catches overruns into neighbours)
+_FIRST_BASE = 1 << 32
+_FREED_HISTORY = 1 << 16   # freed allocations remembered for "use after free" messages      # above 4 GiB, so an address truncated to 32 bits is detected as invalid
+
+
+def _round_up(n: int, a: int) -> int:
+    return (n + a - 1) // a * a
+
+
+class SimulatedMemory:
+    """A simulated device address space: allocations are NumPy ``uint8`` buffers keyed by address.
+
+    Thread-safe for allocation and freeing; loads and stores from several threads work like racy
+    device accesses (no tearing within NumPy's own copy, no ordering guarantees between threads).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._next = _FIRST_BASE
+        self._buffers: Dict[int, np.ndarray] = {}       # base -> uint8 buffer (live allocations)
+        self._freed: Dict[int, int] = {}                # base -> size (freed allocations, for messages)
+        self._bytes_in_use = 0
+        # Sorted lookup tables over live allocations, rebuilt lazily after alloc/free.
+        self._dirty = True
+        self._bases = np.zeros(0, np.int64)
+        self._ends = np.zeros(0, np.int64)
+        self._order: list = []                          # buffers, in the order of _bases
+
+    # --- allocation -------------------------------------------------------------------------------
+    def alloc(self, nbytes: int) -> int:
+        """Allocate ``nbytes`` (zero allowed) and return the base address (nonzero, 256-aligned).
+
+        The contents are *not* zeroed on a real GPU; here they are filled with a recognisable
+        garbage pattern (0xCD) so that reading uninitialised memory shows up in tests.
+        """
+        nbytes = int(nbytes)
+        if nbytes < 0:
+            raise ValueError(f"cannot allocate a negative number of bytes ({nbytes})")
+        buf = np.full(nbytes, 0xCD, dtype=np.uint8)
+        with self._lock:
+            base = self._next
+            self._next = _round_up(base + max(nbytes, 1) + _GUARD, ALIGNMENT)
+            self._buffers[base] = buf
+            self._bytes_in_use += nbytes
+            self._dirty = True
+        return base
+
+    def free(self, addr: int) -> None:
+        """Free the allocation whose base address is ``addr``. Freeing twice is a DeviceError."""
+        addr = int(addr)
+        with self._lock:
+            buf = self._buffers.pop(addr, None)
+            if buf is None:
+                if addr in self._freed:
+                    raise DeviceError(f"double free of simulated allocation 0x{addr:x}")
+                raise DeviceError(f"free of 0x{addr:x}, which is not the base of a live simulated "
+                                  f"allocation")
+            self._freed[addr] = buf.size
+            if len(self._freed) > _FREED_HISTORY:            # keep messages cheap and memory bounded
+                self._freed.pop(next(iter(self._freed)))
+            self._bytes_in_use -= buf.size
+            self._dirty = True
+
+    def is_live(self, addr: int) -> bool:
+        """True if ``addr`` is the base of, or lies inside, a live allocation."""
+        addr = int(addr)
+        if addr in self._buffers:
+            return True
+        try:
+            self._locate(addr, 1)
+            return True
+        except DeviceError:
+            return False
+
+    def allocation_of(self, addr: int) -> Tuple[int, int]:
+        """``(base, nbytes)`` of the live allocation containing ``addr``; DeviceError if none."""
+        base, buf = self._locate(int(addr), 0)
+        return base, buf.size
+
+    @property
+    def bytes_in_use(self) -> int:
+        return self._bytes_in_use
+
+    @property
+    def num_allocations(self) -> int:
+        return len(self._buffers)
+
+    # --- byte access -----------------------------------------------------------------------------
+    def read(self, addr: int, nbytes: int) -> np.ndarray:
+        """A *copy* of ``nbytes`` bytes starting at ``addr`` (uint8 array)."""
+        base, buf = self._locate(int(addr), int(nbytes))
+        start = int(addr) - base
+        return buf[start:start + int(nbytes)].copy()
+
+    def write(self, addr: int, data) -> None:
+        """Copy ``data`` (bytes, bytearray, memoryview or any NumPy array: its raw bytes) to ``addr``."""
+        if isinstance(data, np.ndarray):
+            raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+        else:
+            raw = np.frombuffer(memoryview(data).cast("B"), dtype=np.uint8)
+        base, buf = self._locate(int(addr), raw.size)
+        start = int(addr) - base
+        buf[start:start + raw.size] = raw
+
+    def view(self, addr: int, dtype, count: int) -> np.ndarray:
+        """A writable NumPy view of ``count`` elements of ``dtype`` starting at ``addr``.
+
+        The view aliases simulated memory (writes through it are device writes). ``addr`` must be
+        aligned to the element size, like on the GPU.
+        """
+        dt = np.dtype(dtype)
+        count = int(count)
+        addr = int(addr)
+        if dt.itemsize > 1 and addr % dt.itemsize:
+            raise DeviceError(f"misaligned access at 0x{addr:x}: {dt} needs {dt.itemsize}-byte "
+                              f"alignment")
+        base, buf = self._locate(addr, count * dt.itemsize)
+        start = addr - base
+        return buf[start:start + count * dt.itemsize].view(dt)
+
+    def host_view(self, addr: int, nbytes: int) -> np.ndarray:
+        """A writable uint8 view of ``nbytes`` bytes at ``addr`` (for host-side interop such as DLPack)."""
+        base, buf = self._locate(int(addr), int(nbytes))
+        start = int(addr) - base
+        return buf[start:start + int(nbytes)]
+
+    # --- vectorized element access (the interpreter's hot path) -----------------------------------
+    def load(self, addrs, np_dtype, mask=None, other=0) -> np.ndarray:
+        """Gather elements: ``result[i] = *(np_dtype*)addrs[i]`` for every element of ``addrs``.
+
+        ``addrs``: integer array (any shape, 0-d included) of byte addresses. ``mask``: optional
+        bool array broadcastable to ``addrs``; lanes where it is False are not accessed (they may
+        hold any address, even 0) and read as ``other``. Returns a new array of ``addrs.shape`` and
+        ``np_dtype``. Raises DeviceError on a misaligned address or one outside every live
+        allocation (freed allocations included).
+        """
+        dt = np.dtype(np_dtype)
+        addrs = np.asarray(addrs, dtype=np.int64)
+        flat = addrs.reshape(-1)
+        if mask is None:
+            return self._gather(flat, dt).reshape(addrs.shape)
+        lanes = np.flatnonzero(np.broadcast_to(np.asarray(mask, dtype=bool), addrs.shape))
+        out = np.full(flat.size, np.asarray(other).astype(dt), dtype=dt)
+        if lanes.size:
+            out[lanes] = self._gather(flat[lanes], dt)
+        return out.reshape(addrs.shape)
+
+    def store(self, addrs, values, np_dtype, mask=None) -> None:
+        """Scatter elements: ``*(np_dtype*)addrs[i] = values[i]`` where ``mask`` is True (or everywhere).
+
+        ``values`` is broadcast to ``addrs.shape`` and converted to ``np_dtype`` (C-style cast).
+        When several lanes write the same address the last one in C order wins (a GPU gives no
+        such guarantee; kernels must not rely on it). Nothing is written if any unmasked lane is
+        out of bounds.
+        """
+        dt = np.dtype(np_dtype)
+        addrs = np.asarray(addrs, dtype=np.int64)
+        vals = np.broadcast_to(np.asarray(values).astype(dt, copy=False), addrs.shape).reshape(-1)
+        flat = addrs.reshape(-1)
+        if mask is None:
+            self._scatter(flat, vals, dt)
+            return
+        lanes = np.flatnonzero(np.broadcast_to(np.asarray(mask, dtype=bool), addrs.shape))
+        self._scatter(flat[lanes], vals[lanes], dt)
+
+    def atomic_rmw(self, op: str, addrs, values, np_dtype, mask=None) -> np.ndarray:
+        """Atomic read-modify-write; returns the old values (masked-off lanes read 0).
+
+        ``op`` is one of ``add``, ``max``, ``min``, ``xchg``, ``and``, ``or``, ``xor``. Lanes are
+        applied in C order, so lanes that hit the same address see each other's updates exactly as
+        a sequence of device atomics would (each lane gets a distinct old value).
+        """
+        fn = _RMW_OPS.get(op)
+        if fn is None:
+            raise ValueError(f"unknown atomic op {op!r}; expected one of {sorted(_RMW_OPS)}")
+        dt = np.dtype(np_dtype)
+        addrs = np.asarray(addrs, dtype=np.int64)
+        flat = addrs.reshape(-1)
+        vals = np.broadcast_to(np.asarray(values).astype(dt, copy=False), addrs.shape).reshape(-1)
+        lanes = (np.arange(flat.size) if mask is None else
+                 np.flatnonzero(np.broadcast_to(np.asarray(mask, dtype=bool), addrs.shape)))
+        old = np.zeros(flat.size, dtype=dt)
+        a, v = flat[lanes], vals[lanes]
+        if a.size == 0:
+            return old.reshape(addrs.shape)
+        cur = self._gather(a, dt)
+        if np.unique(a).size == a.size:
+            # No two lanes share an address: one vectorized update is exact.
+            old[lanes] = cur
+            self._scatter(a, np.asarray(fn(cur, v)).astype(dt, copy=False), dt)
+            return old.reshape(addrs.shape)
+        got = np.empty(a.size, dtype=dt)
+        for i in range(a.size):                       # sequential: exact for duplicate addresses
+            cur_i = self._gather(a[i:i + 1], dt)
+            got[i] = cur_i[0]
+            self._scatter(a[i:i + 1], np.asarray(fn(cur_i, v[i:i + 1])).astype(dt, copy=False),
+                          dt)
+        old[lanes] = got
+        return old.reshape(addrs.shape)
+
+    def atomic_cas(self, addrs, expected, desired, np_dtype, mask=None) -> np.ndarray:
+        """Atomic compare-and-swap per lane, in C order (bitwise comparison); returns old values."""
+        dt = np.dtype(np_dtype)
+        addrs = np.asarray(addrs, dtype=np.int64)
+        flat = addrs.reshape(-1)
+        exp = np.broadcast_to(np.asarray(expected).astype(dt, copy=False), addrs.shape).reshape(-1)
+        des = np.broadcast_to(np.asarray(desired).astype(dt, copy=False), addrs.shape).reshape(-1)
+        lanes = (np.arange(flat.size) if mask is None else
+                 np.flatnonzero(np.broadcast_to(np.asarray(mask, dtype=bool), addrs.shape)))
+        old = np.zeros(flat.size, dtype=dt)
+        self._resolve(flat[lanes], dt.itemsize)       # fail before any write
+        for i in lanes:
+            a = flat[i:i + 1]
+            cur = self._gather(a, dt)
+            old[i] = cur[0]
+            if cur.tobytes() == exp[i:i + 1].tobytes():
+                self._scatter(a, des[i:i + 1], dt)
+        return old.reshape(addrs.shape)
+
+    # --- internals ---------------------------------------------------------------------------------
+    def _tables(self):
+        if self._dirty:
+            with self._lock:
+                if self._dirty:
+                    bases = sorted(self._buffers)
+                    self._order = [self._buffers[b] for b in bases]
+                    self._bases = np.asarray(bases, dtype=np.int64)
+                    self._ends = np.asarray([b + self._buffers[b].size for b in bases],
+                                            dtype=np.int64)
+                    self._dirty = False
+        return self._bases, self._ends, self._order
+
+    def _locate(self, addr: int, nbytes: int):
+        """(base, buffer) of the live allocation holding [addr, addr + nbytes)."""
+        bases, ends, order = self._tables()
+        i = int(np.searchsorted(bases, addr, side="right")) - 1
+        if i >= 0 and addr + nbytes <= int(ends[i]):
+            return int(bases[i]), order[i]
+        raise DeviceError(self._describe_fault(addr, nbytes))
+
+    def _resolve(self, addrs: np.ndarray, itemsize: int):
+        """Allocation index of every address; raises on the first bad one."""
+        bases, ends, _ = self._tables()
+        idx = np.searchsorted(bases, addrs, side="right") - 1
+        safe = np.maximum(idx, 0)
+        ok = (idx >= 0) & (addrs + itemsize <= ends[safe]) if bases.size else np.zeros(
+            addrs.shape, dtype=bool)
+        if not ok.all():
+            bad = int(addrs[np.argmin(ok)])
+            raise DeviceError(self._describe_fault(bad, itemsize))
+        if itemsize > 1:
+            mis = addrs % itemsize
+            if mis.any():
+                bad = int(addrs[np.argmax(mis != 0)])
+                raise DeviceError(f"misaligned access at 0x{bad:x}: a {itemsize}-byte element "
+                                  f"needs a {itemsize}-byte aligned address")
+        return idx
+
+    def _groups(self, addrs: np.ndarray, itemsize: int):
+        """Yield (buffer, base, lane selector or None) per allocation touched by ``addrs``."""
+        idx = self._resolve(addrs, itemsize)
+        bases, _, order = self._tables()
+        first = int(idx[0])
+        if (idx == first).all():                       # common case: one allocation
+            yield order[first], int(bases[first]), None
+            return
+        for k in np.unique(idx):
+            yield order[int(k)], int(bases[int(k)]), idx == k
+
+    def _gather(self, addrs: np.ndarray, dt: np.dtype) -> np.ndarray:
+        out = np.empty(addrs.shape, dtype=dt)
+        if addrs.size == 0:
+            return out
+        for buf, base, sel in self._groups(addrs, dt.itemsize):
+            typed = buf[:buf.size - buf.size % dt.itemsize].view(dt)
+            if sel is None:
+                out[...] = typed[(addrs - base) // dt.itemsize]
+            else:
+                out[sel] = typed[(addrs[sel] - base) // dt.itemsize]
+        return out
+
+    def _scatter(self, addrs: np.ndarray, vals: np.ndarray, dt: np.dtype) -> None:
+        if addrs.size == 0:
+            return
+        for buf, base, sel in self._groups(addrs, dt.itemsize):
+            typed = buf[:buf.size - buf.size % dt.itemsize].view(dt)
+            if sel is None:
+                typed[(addrs - base) // dt.itemsize] = vals
+            else:
+                typed[(addrs[sel] - base) // dt.itemsize] = vals[sel]
+
+    def _describe_fault(self, addr: int, nbytes: int) -> str:
+        where = f"access at 0x{addr:x}"
+        if addr == 0:
+            return f"null pointer {where}"
+        for base, size in reversed(list(self._freed.items())):
+            if base <= addr < base + max(size, 1):
+                return (f"use after free: {where} ({addr - base} bytes into freed allocation "
+                        f"0x{base:x} of {size} bytes)")
+        bases, ends, _ = self._tables()
+        i = int(np.searchsorted(bases, addr, side="right")) - 1
+        if i >= 0:
+            base, end = int(bases[i]), int(ends[i])
+            if addr < end:     # starts inside, runs past the end
+                return (f"out-of-bounds {where} ({addr + nbytes - end} bytes past allocation "
+                        f"0x{base:x} of {end - base} bytes: a {nbytes}-byte access starting "
+                        f"{end - addr} bytes before its end)")
+            return (f"out-of-bounds {where} ({addr - end} bytes past allocation 0x{base:x} of "
+                    f"{end - base} bytes)")
+        if bases.size:
+            return (f"out-of-bounds {where} ({int(bases[0]) - addr} bytes before allocation "
+                    f"0x{int(bases[0]):x}, the lowest live one)")
+        return f"out-of-bounds {where}: there is no live allocation"
+
+
+def _rmw_max(a, b):
+    return np.maximum(a, b)
+
+
+def _rmw_min(a, b):
+    return np.minimum(a, b)
+
+
+_RMW_OPS = {
+    "add": lambda a, b: a + b,
+    "max": _rmw_max,
+    "min": _rmw_min,
+    "xchg": lambda a, b: b,
+    "and": lambda a, b: a & b,
+    "or": lambda a, b: a | b,
+    "xor": lambda a, b: a ^ b,
+}
+
+#: The process-wide simulated address space used by the simulator backend.
+memory = SimulatedMemory()
+
+__all__ = ["SimulatedMemory", "memory", "ALIGNMENT"]

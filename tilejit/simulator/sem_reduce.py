@@ -1,0 +1,88 @@
+"""``reduce`` and ``scan`` with their combiner regions, vectorized.
+
+The combiner region is compiled like any block; it is run on whole arrays: each step binds its
+``(element, accumulator)`` arguments to array halves and evaluates every op of the region once.
+
+* reduce: a pairwise tree along ``dim`` (log2(n) region evaluations), combining neighbours
+  ``f(element=x[2i+1], accumulator=x[2i])`` so that only associativity is assumed, never
+  commutativity;
+* scan: Hillis-Steele inclusive scan (log2(n) evaluations), ``f(element=x[i], accumulator=x[i-d])``;
+  ``reverse`` scans run on the flipped tile.
+
+The identities are not needed by these schemes (the GPU uses them to pad); with a correct
+identity the results are the same.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .elements import storage
+from .errors import KernelFault
+from .registry import YIELD, impl
+
+
+def _combiner(op, c):
+    region = op.regions[0]
+    body = c.block(region)
+    args = [c.slot(a) for a in region.args]
+    elem_slots, acc_slots = args[0::2], args[1::2]
+
+    def combine(env, elems, accs):
+        for s, v in zip(elem_slots, elems):
+            env[s] = v
+        for s, v in zip(acc_slots, accs):
+            env[s] = v
+        sig = body(env)
+        if sig is None or sig[0] is not YIELD:
+            raise KernelFault(f"the {op.name} combiner region must end with 'yield'")
+        shape = np.shape(accs[0])
+        return [np.broadcast_to(y, shape) for y in sig[1]]
+    return combine
+
+
+@impl("reduce")
+def _reduce(op, c):
+    dim = int(op.attrs["dim"])
+    ins = [c.slot(v) for v in op.operands]
+    outs = [c.slot(r) for r in op.results]
+    dts = [storage(r.type.element) for r in op.results]
+    combine = _combiner(op, c)
+
+    def run(env):
+        xs = [np.moveaxis(np.asarray(env[s]), dim, 0) for s in ins]
+        n = xs[0].shape[0]
+        while n > 1:
+            h = n // 2
+            ys = combine(env, [x[1:2 * h:2] for x in xs], [x[0:2 * h:2] for x in xs])
+            if n % 2:
+                ys = [np.concatenate([y, x[-1:]]) for y, x in zip(ys, xs)]
+            xs, n = ys, h + n % 2
+        for s, x, dt in zip(outs, xs, dts):
+            env[s] = np.asarray(x[0]).astype(dt, copy=False)
+    return run
+
+
+@impl("scan")
+def _scan(op, c):
+    dim = int(op.attrs["dim"])
+    reverse = bool(op.attrs.get("reverse", False))
+    ins = [c.slot(v) for v in op.operands]
+    outs = [c.slot(r) for r in op.results]
+    dts = [storage(r.type.element) for r in op.results]
+    combine = _combiner(op, c)
+
+    def run(env):
+        xs = [np.moveaxis(np.asarray(env[s]), dim, 0) for s in ins]
+        if reverse:
+            xs = [x[::-1] for x in xs]
+        n = xs[0].shape[0]
+        d = 1
+        while d < n:
+            ys = combine(env, [x[d:] for x in xs], [x[:-d] for x in xs])
+            xs = [np.concatenate([x[:d], y]) for x, y in zip(xs, ys)]
+            d *= 2
+        for s, x, dt in zip(outs, xs, dts):
+            if reverse:
+                x = x[::-1]
+            env[s] = np.moveaxis(x, 0, dim).astype(dt, copy=False)
+    return run
