@@ -1,0 +1,10 @@
+"""Lazy GPU work: the DeviceOp base class, its combinators and scheduling policies."""
+from .deviceop import DeviceOp, DeviceFuture, execute_input, into_op
+from .execution import ExecutionContext
+from .combinators import value, shared, zip, with_context
+from .scheduling import (SchedulingPolicy, StreamPoolRoundRobin, SingleStream, set_default_policy,
+                         default_policy)
+
+__all__ = ["DeviceOp", "DeviceFuture", "ExecutionContext", "execute_input", "into_op", "value",
+           "shared", "zip", "with_context", "SchedulingPolicy", "StreamPoolRoundRobin",
+           "SingleStream", "set_default_policy", "default_policy"]

@@ -25,7 +25,7 @@ All errors are :class:`tilejit.DeviceError` with the faulting address in hex, e.
 from __future__ import annotations
 
 import threading
-from typing import Dict, Optional, Tuple
+from typing import Dict, Tuple
 
 import numpy as np
 

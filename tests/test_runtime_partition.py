@@ -1,0 +1,155 @@
+"""Partitions and the ownership checks that replace Rust's borrow checker."""
+import gc
+
+import numpy as np
+import pytest
+
+import tilejit as tile
+from tilejit.runtime import argspec, backend
+from tilejit.runtime import transfer as T
+
+
+@pytest.fixture(autouse=True)
+def _simulator():
+    with backend.force("simulator"):
+        yield
+
+
+def dev(shape, seed=0, dtype=np.float32):
+    return T.from_numpy(np.random.default_rng(seed).standard_normal(shape).astype(dtype)).sync()
+
+
+def test_partition_grid_and_metadata():
+    t = dev((30, 17))
+    p = t.partition((8, 4))
+    assert p.tile_shape == (8, 4) and p.shape == (8, 4)
+    assert p.grid == (4, 5, 1)
+    assert p.tensor is t and p.tensor_shape == (30, 17) and p.dtype is tile.float32
+    assert not p.is_owned and not t.is_moved
+    assert dev((7,)).partition(2).grid == (4, 1, 1)
+    assert dev((5, 6, 7)).partition((2, 4, 8)).grid == (3, 2, 1)
+    assert "grid=(4, 5, 1)" in repr(p)
+
+
+@pytest.mark.parametrize("tile_shape,match", [
+    ((3, 4), "extent 3 on axis 0 is not a power of two"),
+    ((4, 0), "extent 0 on axis 1 is not a power of two"),
+    ((4,), "rank 1 but the tensor has rank 2"),
+    ((2, 2, 2, 2), "rank 1 to 3"),
+    ((4, 4.0), "must contain ints"),
+])
+def test_bad_tile_shapes(tile_shape, match):
+    with pytest.raises(tile.TensorError, match=match):
+        dev((8, 8)).partition(tile_shape)
+
+
+def test_rank4_tensor_cannot_be_partitioned():
+    with pytest.raises(tile.TensorError, match="rank 1 to 3"):
+        dev((2, 2, 2, 2)).partition((1, 1, 1, 1))
+
+
+def test_power_of_two_suggestion():
+    with pytest.raises(tile.TensorError, match=r"e\.g\. \(4, 8\)"):
+        dev((8, 8)).partition((3, 5))
+
+
+def test_into_partition_moves_until_unpartition():
+    a = np.random.default_rng(1).standard_normal((8, 8)).astype(np.float32)
+    t = T.from_numpy(a).sync()
+    p = t.into_partition((4, 4))
+    assert p.is_owned and t.is_moved
+    for use in (lambda: t.to_numpy(), lambda: t[0], lambda: t.reshape(64),
+                lambda: t.partition((4, 4)), lambda: t.device_pointer,
+                lambda: argspec.classify(t), lambda: t.__dlpack__()):
+        with pytest.raises(tile.TensorError, match="moved into a partition"):
+            use()
+    assert t.shape == (8, 8)                      # metadata stays readable
+    back = p.unpartition()
+    assert back is t and not t.is_moved
+    assert np.array_equal(t.to_numpy(), a)
+    with pytest.raises(tile.TensorError, match="unpartition\\(\\) was already called"):
+        p.unpartition()
+    with pytest.raises(tile.TensorError, match="unpartition\\(\\) was already called"):
+        argspec.classify(p)
+
+
+def test_partition_refuses_live_views_and_counts_only_live_ones():
+    t = dev((16,))
+    v = t[0:8]
+    with pytest.raises(tile.TensorError, match="1 other live view") as ei:
+        t.partition((8,))
+    assert "shape (8,)" in str(ei.value) and "del v" in str(ei.value)
+    w = t.reshape(4, 4)
+    with pytest.raises(tile.TensorError, match="2 other live view"):
+        t.into_partition((8,))
+    assert not t.is_moved                         # a failed into_partition moves nothing
+    del v, w
+    gc.collect()
+    p = t.partition((8,))                         # garbage-collected views no longer count
+    assert p.grid == (2, 1, 1)
+
+
+def test_partitioning_the_only_view_is_allowed():
+    t = dev((16,))
+    v = t[8:16]
+    p = v.partition((4,))
+    assert p.tensor is v and p.grid == (2, 1, 1)
+
+
+def test_second_live_partition_is_refused_until_released():
+    t = dev((16,))
+    p = t.partition((4,))
+    with pytest.raises(tile.TensorError, match="already partitioned.*tile shape \\(4,\\)"):
+        t.partition((8,))
+    p._release()                                  # what the dispatcher does after the launch
+    q = t.partition((8,))
+    # passing the released partition to a launch takes the lease again -> conflict with q
+    with pytest.raises(tile.TensorError, match="already partitioned"):
+        argspec.classify(p)
+    del q
+    gc.collect()
+    assert argspec.classify(p).kind == "partition"
+
+
+def test_dropped_partition_releases_its_lease():
+    t = dev((16,))
+    t.partition((4,))                             # discarded immediately
+    gc.collect()
+    assert t.partition((16,)).grid == (1, 1, 1)
+
+
+def test_unpartition_releases_the_lease():
+    t = dev((16,))
+    p = t.partition((4,))
+    assert p.unpartition() is t
+    assert t.partition((2,)).grid == (8, 1, 1)
+
+
+def test_shared_tensors_are_read_only_until_one_handle_remains():
+    t = dev((16,))
+    s1 = tile.shared(t)
+    with pytest.raises(tile.TensorError, match="shared tensor.*try_partition"):
+        t.partition((4,))
+    with pytest.raises(tile.TensorError, match="shared tensor"):
+        t.into_partition((4,))
+    s2 = tile.shared(t)
+    with pytest.raises(tile.TensorError, match="held by 2 shared handles"):
+        t.try_partition((4,))
+    del s2
+    gc.collect()
+    p = t.try_partition((4,))
+    assert p.is_owned and t.is_moved
+    assert s1 is not None
+
+
+def test_broadcast_tensors_cannot_be_partitioned():
+    from tilejit.runtime.tensor import Tensor
+    t = dev((4,))
+    b = Tensor._new(t.storage, (3, 4), (0, 1), 0, t.dtype, view_of=t)
+    with pytest.raises(tile.TensorError, match="broadcast"):
+        b.partition((1, 4))
+
+
+def test_partition_cannot_be_constructed_directly():
+    with pytest.raises(TypeError, match="t.partition"):
+        tile.Partition()

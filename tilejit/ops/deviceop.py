@@ -1,0 +1,269 @@
+"""``DeviceOp``: a lazy description of GPU work (API.md §4).
+
+Nothing runs until an execution method is called:
+
+* ``op.sync()`` -- on a stream from the default policy, then wait; returns the output.
+* ``op.sync_on(stream)`` -- on ``stream``, then wait.
+* ``await op`` -- submit on the default policy, then wait without blocking the event loop.
+* ``op.schedule(policy=None)`` -- submit now, return a :class:`DeviceFuture`.
+
+Writing an op: subclass :class:`DeviceOp` and implement ``_execute(self, ctx)``, which queues work on
+``ctx.stream`` (never synchronizes) and returns the output. Inputs that are themselves DeviceOps
+are executed in the same context with :func:`execute_input` so that everything is ordered on one
+stream. Set the class attributes ``graph_safe`` (no allocation or free: may be recorded into a CUDA
+graph) and ``allocates`` truthfully; graph capture will rely on them (and on the allocation guard
+in ``runtime.memory`` for ops such as ``then`` whose behaviour is only known at run time).
+"""
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+from typing import Any, Optional
+
+from ..errors import SchedulingError
+from . import execution as _ex
+from .execution import ExecutionContext
+
+
+class DeviceOp:
+    """Base class of lazy GPU work. Subclasses implement ``_execute(ctx)``."""
+
+    #: may be recorded into a CUDA graph (launches, memcpy into existing buffers, values)
+    graph_safe: bool = False
+    #: allocates or frees device memory when executed
+    allocates: bool = False
+    #: number of outputs when the output is a tuple of known length (for ``unzip()``), else None
+    arity: Optional[int] = None
+
+    def _execute(self, ctx: ExecutionContext):
+        raise NotImplementedError(f"{type(self).__name__} must implement _execute(ctx)")
+
+    # --- execution ---------------------------------------------------------------------------------
+    def sync(self):
+        """Run on a stream of the default policy and wait for completion; return the output."""
+        from .scheduling import default_policy, stream_from_policy
+        return self.sync_on(stream_from_policy(default_policy(0)))
+
+    def sync_on(self, stream):
+        """Run on ``stream`` and wait for completion; return the output."""
+        stream = _as_stream(stream)
+        _ex.enter("sync()/sync_on()")
+        try:
+            out = self._submit(stream)
+        except BaseException:
+            _ex.leave()
+            _sync_quietly(stream)
+            raise
+        _ex.leave()
+        stream.synchronize()
+        return out
+
+    def submit_on(self, stream) -> "DeviceFuture":
+        """Queue the work on ``stream`` without waiting; the future's ``result()`` waits."""
+        stream = _as_stream(stream)
+        _ex.enter("submit_on()/schedule()/await")
+        try:
+            out = self._submit(stream)
+        finally:
+            _ex.leave()
+        return DeviceFuture(out, stream)
+
+    def schedule(self, policy=None) -> "DeviceFuture":
+        """Submit now on ``policy.next_stream()`` (default policy if None); return a future."""
+        from .scheduling import default_policy, stream_from_policy
+        return self.submit_on(stream_from_policy(policy if policy is not None
+                                                 else default_policy(0)))
+
+    def __await__(self):
+        return self.schedule().__await__()
+
+    def _submit(self, stream):
+        stream.device.make_current()
+        return self._execute(ExecutionContext(stream))
+
+    # --- composition -------------------------------------------------------------------------------
+    def then(self, fn) -> "DeviceOp":
+        """Run ``fn(output)``, which must return a DeviceOp, on the same stream after this op."""
+        from .combinators import Then
+        return Then(self, fn)
+
+    def then_unchecked(self, fn) -> "DeviceOp":
+        """Like ``then``, but ``fn`` may itself call ``sync``/``sync_on`` (you vouch for ordering)."""
+        from .combinators import Then
+        return Then(self, fn, checked=False)
+
+    def then_with_context(self, fn) -> "DeviceOp":
+        """Like ``then``, with ``fn(ctx, output)`` (``ctx.stream`` for raw driver calls)."""
+        from .combinators import Then
+        return Then(self, fn, with_context=True)
+
+    def map(self, fn) -> "DeviceOp":
+        """Transform the output on the host: ``fn(output)`` (no GPU work; must not sync)."""
+        from .combinators import Map
+        return Map(self, fn)
+
+    def inspect(self, fn) -> "DeviceOp":
+        """Call ``fn(output)`` for its side effect and pass the output through unchanged."""
+        from .combinators import Inspect
+        return Inspect(self, fn)
+
+    def first(self) -> "DeviceOp":
+        """The first element of a tuple output (e.g. the partition of a kernel launch)."""
+        from .combinators import Select
+        return Select(self, 0, "first()")
+
+    def last(self) -> "DeviceOp":
+        """The last element of a tuple output."""
+        from .combinators import Select
+        return Select(self, -1, "last()")
+
+    def unzip(self, n: Optional[int] = None) -> tuple:
+        """Split a tuple-producing op into ``n`` ops; the upstream runs at most once."""
+        from .combinators import unzip
+        return unzip(self, n)
+
+    def shared(self) -> "DeviceOp":
+        """An op that runs this one at most once and gives every consumer the same output."""
+        from .combinators import SharedOp
+        return SharedOp(self)
+
+    def boxed(self) -> "DeviceOp":
+        """Type erasure is free in Python: returns the op itself."""
+        return self
+
+    # --- tensor conveniences -----------------------------------------------------------------------
+    def reshape(self, *shape) -> "DeviceOp":
+        """Reshape the output tensor (zero-copy)."""
+        shp = shape[0] if len(shape) == 1 else shape
+        return self.map(lambda t: t.reshape(shp))
+
+    def partition(self, shape) -> "DeviceOp":
+        """Turn the output tensor into an owned partition (``t.into_partition(shape)``)."""
+        return self.map(lambda t: t.into_partition(shape))
+
+    def unpartition(self) -> "DeviceOp":
+        """Turn an output partition back into its tensor."""
+        def _unpartition(p):
+            if not hasattr(p, "unpartition"):
+                raise SchedulingError(f"unpartition() needs an op whose output is a Partition, got "
+                                      f"{type(p).__name__}; use .first() to pick it from a tuple")
+            return p.unpartition()
+        return self.map(_unpartition)
+
+    def to_host(self) -> "DeviceOp":
+        """Copy the output tensor to a NumPy array (on the same stream)."""
+        from ..runtime.transfer import to_host
+        return self.then(to_host)
+
+    # --- CUDA graphs (planned: API.md §5) ----------------------------------------------------------
+    def graph(self):
+        raise NotImplementedError("CUDA graph capture (op.graph()) is not implemented yet")
+
+    def graph_on(self, stream):
+        raise NotImplementedError("CUDA graph capture (op.graph_on()) is not implemented yet")
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} (lazy DeviceOp)>"
+
+
+def execute_input(value, ctx: ExecutionContext):
+    """The value of an op input: DeviceOps are executed in ``ctx`` (same stream), others as is."""
+    if isinstance(value, DeviceOp):
+        return value._execute(ctx)
+    return value
+
+
+def into_op(value) -> DeviceOp:
+    """A DeviceOp as is; anything else wrapped in ``tile.value``."""
+    if isinstance(value, DeviceOp):
+        return value
+    from .combinators import Value
+    return Value(value)
+
+
+def _as_stream(stream):
+    from ..runtime.stream import Stream
+    if isinstance(stream, Stream):
+        return stream
+    if stream is None:
+        raise SchedulingError("sync_on(None): pass a tile.Stream (device.new_stream()), or use "
+                              "sync() for the default policy")
+    return Stream.borrow_raw(stream)
+
+
+def _sync_quietly(stream) -> None:
+    try:
+        stream.synchronize()
+    except Exception:
+        pass
+
+
+# --- futures ----------------------------------------------------------------------------------------
+_waiters: Optional[concurrent.futures.ThreadPoolExecutor] = None
+
+_SPIN_QUERIES = 8          # cheap event queries before handing the wait to a worker thread
+
+
+def _waiter_pool() -> concurrent.futures.ThreadPoolExecutor:
+    global _waiters
+    if _waiters is None:
+        _waiters = concurrent.futures.ThreadPoolExecutor(max_workers=4,
+                                                         thread_name_prefix="tilejit-wait")
+    return _waiters
+
+
+class DeviceFuture:
+    """Work already queued on a stream. ``result()`` waits (blocking), ``done()`` polls,
+    ``await fut`` waits without blocking the event loop."""
+
+    __slots__ = ("_out", "stream", "_event", "_done")
+
+    def __init__(self, output: Any, stream):
+        self._out = output
+        self.stream = stream
+        self._done = stream.is_simulated
+        self._event = None if self._done else stream.record_event()
+
+    def done(self) -> bool:
+        if not self._done and self._event.query():
+            self._done = True
+        return self._done
+
+    def result(self, timeout: Optional[float] = None):
+        """Wait for the work and return the output (``timeout`` is not supported by the driver's
+        blocking wait; it is accepted for concurrent.futures compatibility and polls instead)."""
+        if _ex.is_executing():
+            raise SchedulingError(_ex._REENTRANT_MSG.format(what="DeviceFuture.result()"))
+        if not self._done:
+            if timeout is None:
+                self._event.synchronize()
+            else:
+                import time
+                deadline = time.monotonic() + timeout
+                while not self._event.query():
+                    if time.monotonic() > deadline:
+                        raise concurrent.futures.TimeoutError(
+                            f"GPU work did not finish within {timeout} s")
+                    time.sleep(50e-6)
+            self._done = True
+        return self._out
+
+    async def _wait(self):
+        if not self._done:
+            for _ in range(_SPIN_QUERIES):
+                if self._event.query():
+                    break
+            else:
+                loop = asyncio.get_running_loop()
+                await loop.run_in_executor(_waiter_pool(), self._event.synchronize)
+            self._done = True
+        return self._out
+
+    def __await__(self):
+        return self._wait().__await__()
+
+    def __repr__(self) -> str:
+        return f"<DeviceFuture {'done' if self.done() else 'pending'} on {self.stream!r}>"
+
+
+__all__ = ["DeviceOp", "DeviceFuture", "execute_input", "into_op"]

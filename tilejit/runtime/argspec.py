@@ -1,0 +1,393 @@
+"""Kernel argument classification: specialization keys (contract C2) and ABI values (contract C1).
+
+``classify(value)`` returns an :class:`ArgInfo`:
+
+* ``key``: a plain tuple (C2), one of ::
+
+      ("tensor",    dtype_name, ndim, facts, writable)
+      ("partition", dtype_name, ndim, facts, tile_shape)
+      ("scalar",    dtype_name)
+
+  with ``facts = (index_bits, base_div, shape_div, stride_div, stride_one)``.
+* ``params``: the C1 parameter values as Python ints/floats, in ABI order
+  (``base, shape..., stride...`` for arrays; one value for scalars).
+* ``slots``: the C type of each ABI value (``"u64"``, ``"i32"``, ``"f16"`` ...), which
+  :class:`tilejit.runtime.launch.ParamPacker` turns into a byte layout. Slots depend only on the
+  key, so one packer serves every launch of a compiled specialization.
+* ``grid`` (partitions), ``tensor``, ``storage``, ``writable``, ``value`` (what the caller passed).
+* ``prepare(stream)`` / ``finish(stream)``: hooks or None. NumPy arrays are copied to the device in
+  ``prepare`` (their ``params`` are only known then) and, when passed writable through
+  ``tile.atomic(array)``, copied back in ``finish``.
+
+Tensors and partitions cache their ArgInfo (metadata is immutable), so classifying them on the
+launch hot path is a type check and an attribute load. Cached infos are shared: never mutate them.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence, Tuple
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..errors import LaunchError, TensorError
+from . import layout as _layout
+from .partition import Partition
+from .tensor import Tensor
+
+MAX_GRID_DIM = 1 << 24          # grid dims must be < 2^24 (tileiras / driver limit for tile kernels)
+_I32_LIMIT = 1 << 31
+
+
+class atomic:
+    """``tile.atomic(x)``: pass ``x`` (a Tensor, DLPack/CAI object or NumPy array) as a *writable*
+    tensor, e.g. for ``tile.atomic_add`` inside the kernel. NumPy arrays are copied back after the
+    launch."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        if isinstance(value, atomic):
+            value = value.value
+        if isinstance(value, Partition):
+            raise TensorError("tile.atomic() takes a tensor, not a partition (partitions are "
+                              "already writable)")
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"tile.atomic({self.value!r})"
+
+
+class ArgInfo:
+    """Everything the dispatcher needs about one launch argument (see the module docstring)."""
+
+    __slots__ = ("kind", "key", "params", "slots", "value", "tensor", "partition", "tile_shape",
+                 "grid", "writable", "storage", "prepare", "finish", "host")
+
+    def __init__(self, kind, key, params, slots, value=None, tensor=None, partition=None,
+                 tile_shape=None, grid=None, writable=False, storage=None, prepare=None,
+                 finish=None, host=None):
+        self.kind = kind
+        self.key = key
+        self.params = params
+        self.slots = slots
+        self.value = value
+        self.tensor = tensor
+        self.partition = partition
+        self.tile_shape = tile_shape
+        self.grid = grid
+        self.writable = writable
+        self.storage = storage
+        self.prepare = prepare
+        self.finish = finish
+        self.host = host            # the NumPy array for copied-in arguments
+
+    def __repr__(self) -> str:
+        return f"ArgInfo({self.kind}, key={self.key!r}, params={self.params!r})"
+
+
+# --- facts ----------------------------------------------------------------------------------------------
+def index_bits_for(shape: Sequence[int], strides: Sequence[int]) -> int:
+    """32 when every extent, stride and element offset of the view fits in int32, else 64."""
+    if any(n >= _I32_LIMIT for n in shape) or any(abs(s) >= _I32_LIMIT for s in strides):
+        return 64
+    return 32 if _layout.span_elements(shape, strides) < _I32_LIMIT else 64
+
+
+def array_facts(ptr: int, shape: Sequence[int], strides: Sequence[int]) -> tuple:
+    """``(index_bits, base_div, shape_div, stride_div, stride_one)`` (C2)."""
+    lp2 = _layout.largest_pow2_divisor
+    return (index_bits_for(shape, strides), lp2(ptr), tuple(lp2(n) for n in shape),
+            tuple(lp2(s) for s in strides), tuple(s == 1 for s in strides))
+
+
+def array_slots(ndim: int, index_bits: int) -> Tuple[str, ...]:
+    idx = "i32" if index_bits == 32 else "i64"
+    return ("u64",) + (idx,) * (2 * ndim)
+
+
+def _tensor_info(t: Tensor, writable: bool, value) -> ArgInfo:
+    ptr = t.device_pointer
+    facts = array_facts(ptr, t.shape, t.strides)
+    key = ("tensor", t.dtype.name, t.ndim, facts, writable)
+    return ArgInfo("tensor", key, (ptr,) + t.shape + t.strides, array_slots(t.ndim, facts[0]),
+                   value=value, tensor=t, writable=writable, storage=t._storage)
+
+
+def _partition_info(p: Partition) -> ArgInfo:
+    t = p._tensor
+    ptr = t._storage.ptr + t._offset_bytes
+    facts = array_facts(ptr, t.shape, t.strides)
+    key = ("partition", t.dtype.name, t.ndim, facts, p.tile_shape)
+    return ArgInfo("partition", key, (ptr,) + t.shape + t.strides, array_slots(t.ndim, facts[0]),
+                   value=p, tensor=t, partition=p, tile_shape=p.tile_shape, grid=p.grid,
+                   writable=True, storage=t._storage)
+
+
+# --- NumPy arrays (copied in, and out when writable) --------------------------------------------------
+def _numpy_info(arr: np.ndarray, writable: bool, value) -> ArgInfo:
+    try:
+        dt = _dt.from_numpy(arr.dtype)
+    except TypeError as e:
+        raise TypeError(f"cannot pass a NumPy array of dtype {arr.dtype} to a kernel: {e}") from None
+    if writable and not arr.flags.writeable:
+        raise TensorError("tile.atomic(array) needs a writable NumPy array (it is copied back after "
+                          "the launch)")
+    shape = tuple(arr.shape)
+    strides = _layout.contiguous_strides(shape)
+    facts = array_facts(0, shape, strides)          # the device copy is 256-byte aligned
+    key = ("tensor", dt.name, len(shape), facts, writable)
+    info = ArgInfo("tensor", key, None, array_slots(len(shape), facts[0]), value=value,
+                   writable=writable, host=arr)
+
+    def prepare(stream, info=info, dt=dt):
+        from .transfer import upload
+        t = upload(info.host, stream, dt)
+        info.tensor = t
+        info.storage = t._storage
+        info.params = (t.device_pointer,) + t.shape + t.strides
+
+    info.prepare = prepare
+    if writable:
+        def finish(stream, info=info):
+            from .copy import download
+            info.host[...] = download(info.tensor, stream)
+        info.finish = finish
+    return info
+
+
+# --- scalars --------------------------------------------------------------------------------------------
+_SCALAR_SLOT = {"bool_": "i32", "tfloat32": "f32"}
+
+
+def scalar_slot(dt) -> str:
+    return _SCALAR_SLOT.get(dt.name, dt.short)
+
+
+def _scalar_info(value, annotation) -> ArgInfo:
+    if annotation is not None:
+        dt = _dt.as_dtype(annotation)
+    elif isinstance(value, (bool, np.bool_)):
+        dt = _dt.bool_
+    elif isinstance(value, np.generic):       # before float: np.float64 subclasses float
+        dt = _dt.from_numpy(value.dtype)
+    elif isinstance(value, int):
+        dt = _dt.int64
+    elif isinstance(value, float):
+        dt = _dt.float32
+    else:
+        raise TypeError(f"unsupported scalar argument of type {type(value).__name__}")
+    return ArgInfo("scalar", ("scalar", dt.name), (_scalar_value(value, dt),), (scalar_slot(dt),),
+                   value=value)
+
+
+def _scalar_value(value, dt):
+    """The C1 value of a scalar in ``dt``, as a Python int or float (range-checked)."""
+    if dt.is_bool:
+        return 1 if value else 0
+    if dt.is_integer:
+        if isinstance(value, (float, np.floating)):
+            raise TypeError(f"a float ({value!r}) cannot be passed as {dt.name}; convert it with "
+                            f"int(...) first")
+        v = int(value)
+        info = np.iinfo(dt.np_dtype)
+        if not info.min <= v <= info.max:
+            hint = " (pass np.uint64(...) for large unsigned values)" if dt is _dt.int64 else ""
+            raise OverflowError(f"integer {v} does not fit {dt.name} [{info.min}, {info.max}]"
+                                f"{hint}")
+        return v
+    # floats: round to the target precision, so host and simulator see what the GPU sees
+    return float(np.asarray(value).astype(dt.np_dtype))
+
+
+# --- classify ------------------------------------------------------------------------------------------
+def classify(value, annotation=None, stream=None) -> ArgInfo:
+    """The :class:`ArgInfo` of one launch argument.
+
+    ``annotation``: a dtype for scalars (``int`` -> int64 otherwise). ``stream``: the stream the
+    launch will run on (used to order DLPack imports after the producer's work).
+    """
+    tp = type(value)
+    if tp is Tensor:
+        if value._moved:
+            value._check_usable("pass to a kernel")
+        info = value._info
+        if info is None:
+            info = value._info = _tensor_info(value, False, value)
+        return info
+    if tp is Partition:
+        value._check_usable("pass to a kernel")
+        if not value._leased:
+            value._acquire("pass to a kernel")
+        info = value._info
+        if info is None:
+            info = value._info = _partition_info(value)
+        return info
+    if tp is atomic:
+        inner = value.value
+        if isinstance(inner, np.ndarray):
+            return _numpy_info(inner, True, value)
+        t = inner if isinstance(inner, Tensor) else _wrap_foreign(inner, stream)
+        t._check_usable("pass to a kernel")
+        if t is inner:
+            info = t._info_w
+            if info is None:
+                info = t._info_w = _tensor_info(t, True, value)
+            return info
+        return _tensor_info(t, True, value)
+    if tp is bool or tp is int or tp is float or isinstance(value, (np.generic, bool, int, float)):
+        return _scalar_info(value, annotation)
+    if isinstance(value, np.ndarray):
+        return _numpy_info(value, False, value)
+    if isinstance(value, Tensor):           # subclasses
+        return _tensor_info(value, False, value)
+    if hasattr(value, "__dlpack__") or hasattr(value, "__cuda_array_interface__"):
+        t = _wrap_foreign(value, stream)
+        return _tensor_info(t, False, value)
+    raise TypeError(f"cannot pass {type(value).__name__} to a kernel: expected a tile.Tensor, a "
+                    f"partition (t.partition(shape)), a DLPack / __cuda_array_interface__ array, a "
+                    f"NumPy array, tile.atomic(...) or a scalar")
+
+
+def _wrap_foreign(obj, stream) -> Tensor:
+    from .dlpack import from_dlpack
+    if isinstance(obj, np.ndarray):
+        raise TypeError("internal: NumPy arrays are copied, not wrapped")
+    return from_dlpack(obj, stream=stream)
+
+
+def classify_all(values, annotations=None, stream=None) -> list:
+    """``[classify(v, a, stream) ...]`` for every argument."""
+    if annotations is None:
+        return [classify(v, None, stream) for v in values]
+    return [classify(v, a, stream) for v, a in zip(values, annotations)]
+
+
+def key_of(infos) -> tuple:
+    """The argument part of the specialization key."""
+    return tuple(i.key for i in infos)
+
+
+def flatten_params(infos) -> tuple:
+    """All ABI values in order (after ``prepare`` hooks have run)."""
+    out = ()
+    for i in infos:
+        out += i.params
+    return out
+
+
+def abi_slots(infos) -> Tuple[str, ...]:
+    """All ABI slot types in order (depends only on the keys)."""
+    out = ()
+    for i in infos:
+        out += i.slots
+    return out
+
+
+def slots_from_key(key) -> Tuple[str, ...]:
+    """ABI slot types of one argument, from its key alone (for AOT compilation)."""
+    kind = key[0]
+    if kind in ("tensor", "partition"):
+        return array_slots(key[2], key[3][0])
+    if kind == "scalar":
+        return (scalar_slot(_dt.from_name(key[1])),)
+    raise ValueError(f"unknown argument key {key!r}")
+
+
+# --- grid -----------------------------------------------------------------------------------------------
+def normalize_grid(grid) -> Tuple[int, int, int]:
+    """``8`` / ``(8,)`` / ``(8, 4)`` / ``(8, 4, 2)`` -> a 3-tuple, checked against the limits."""
+    try:
+        g = _layout.normalize_shape(grid, "grid")
+    except TypeError as e:
+        raise LaunchError(str(e)) from None
+    if not 1 <= len(g) <= 3:
+        raise LaunchError(f"grid {g} must have 1 to 3 dimensions")
+    g = tuple(g) + (1,) * (3 - len(g))
+    _check_grid_limits(g, "grid")
+    return g
+
+
+def _check_grid_limits(g, what: str) -> None:
+    for axis, n in enumerate(g):
+        if n < 0:
+            raise LaunchError(f"{what} {g} has a negative dimension")
+        if n >= MAX_GRID_DIM:
+            raise LaunchError(f"{what} {g} is too large: dimension {axis} is {n}, but grid "
+                              f"dimensions must be < 2^24 ({MAX_GRID_DIM}); use larger tiles")
+
+
+def grid_from_partitions(infos, grid=None, names: Optional[Sequence[str]] = None):
+    """The launch grid: ``grid`` if given, else ``ceil(shape / tile)`` of the partitioned outputs.
+
+    Several partitions must agree. A grid with a zero dimension (an empty tensor) is valid and
+    means there is nothing to launch.
+    """
+    if grid is not None:
+        return normalize_grid(grid)
+    parts = [(k, i) for k, i in enumerate(infos) if i.kind == "partition"]
+    if not parts:
+        raise LaunchError("cannot infer the launch grid: no argument is a partition. Pass the "
+                          "output as t.partition(tile_shape) or give the grid explicitly with "
+                          "kernel(...).grid((gx, gy, gz))")
+    k0, i0 = parts[0]
+    g = i0.grid
+    for k, i in parts[1:]:
+        if i.grid != g:
+            desc = "; ".join(f"{_name(names, kk)}: tensor {ii.tensor.shape} / tile {ii.tile_shape}"
+                             f" -> grid {ii.grid}" for kk, ii in parts)
+            raise LaunchError(f"partitioned arguments imply different launch grids ({desc}); "
+                              f"choose tile shapes that give the same grid, or pass .grid(...)")
+    _check_grid_limits(g, f"launch grid inferred from {_name(names, k0)}")
+    return g
+
+
+def _name(names, k: int) -> str:
+    if names is not None and k < len(names) and names[k]:
+        return f"argument '{names[k]}'"
+    return f"argument {k}"
+
+
+# --- aliasing -------------------------------------------------------------------------------------------
+def _extent(info):
+    t = info.tensor
+    if t is None:
+        return None
+    start = t._storage.ptr + t._offset_bytes
+    return start, start + max(_layout.span_elements(t.shape, t.strides), 0) * t.dtype.itemsize
+
+
+def check_launch_aliasing(infos, names: Optional[Sequence[str]] = None) -> None:
+    """TensorError when an output (partition or tile.atomic tensor) shares memory with another
+    argument of the same launch."""
+    outs = [k for k, i in enumerate(infos) if i.writable]
+    if not outs:
+        return
+    for k in outs:
+        a = infos[k]
+        for j, b in enumerate(infos):
+            if j == k or b.kind == "scalar" or (j in outs and j < k):
+                continue
+            if _aliases(a, b):
+                what = "partition" if a.kind == "partition" else "writable (tile.atomic) tensor"
+                raise TensorError(
+                    f"{_name(names, k)} ({what}) and {_name(names, j)} share memory: an output may "
+                    f"not alias another argument of the same launch. Pass a copy of the input "
+                    f"(api.dup(x)) or write to a separate tensor")
+
+
+def _aliases(a: ArgInfo, b: ArgInfo) -> bool:
+    if a.host is not None or b.host is not None:
+        if a.host is not None and b.host is not None:
+            return bool(np.may_share_memory(a.host, b.host))
+        return False
+    if a.storage is not None and a.storage is b.storage:
+        return True
+    ea, eb = _extent(a), _extent(b)
+    if ea is None or eb is None or a.tensor.device is not b.tensor.device:
+        return False
+    return ea[0] < eb[1] and eb[0] < ea[1] and ea[0] != ea[1] and eb[0] != eb[1]
+
+
+__all__ = ["ArgInfo", "atomic", "classify", "classify_all", "key_of", "flatten_params",
+           "abi_slots", "slots_from_key", "grid_from_partitions", "normalize_grid",
+           "check_launch_aliasing", "array_facts", "index_bits_for", "MAX_GRID_DIM"]

@@ -1,0 +1,105 @@
+"""Backend selection (contract C3): ``"cuda"`` or ``"simulator"``.
+
+:func:`choose` decides from explicit inputs (testable); :func:`current` applies it to this process
+once and caches the answer. When the simulator is chosen a one-line notice goes to stderr, once.
+:func:`force` overrides the choice temporarily (tests, notebooks).
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+from typing import Optional, Tuple
+
+CUDA = "cuda"
+SIMULATOR = "simulator"
+
+_lock = threading.Lock()
+_current: Optional[str] = None
+_reason: str = ""
+_forced: list = []          # stack of forced backends (force() nests)
+_notice_printed = False
+
+
+def choose(simulate_env: Optional[str], driver_ok: bool, device_count: int) -> Tuple[str, str]:
+    """``(backend, reason)`` from the value of ``TILEJIT_SIMULATE``, driver health and GPU count.
+
+    ``TILEJIT_SIMULATE=1`` (also ``true``/``yes``/``on``) forces the simulator; ``0`` or unset uses
+    CUDA when a driver and at least one device exist.
+    """
+    flag = (simulate_env or "").strip().lower()
+    if flag in ("1", "true", "yes", "on"):
+        return SIMULATOR, "TILEJIT_SIMULATE=1"
+    if not driver_ok:
+        return SIMULATOR, "no CUDA driver found"
+    if device_count <= 0:
+        return SIMULATOR, "no CUDA device found"
+    return CUDA, "CUDA device found"
+
+
+def _detect() -> Tuple[str, str]:
+    env = os.environ.get("TILEJIT_SIMULATE")
+    if (env or "").strip().lower() in ("1", "true", "yes", "on"):
+        return choose(env, False, 0)        # never touch the driver when told to simulate
+    from . import driver
+    ok = driver.driver_available()
+    return choose(env, ok, driver.device_count() if ok else 0)
+
+
+def current() -> str:
+    """The active backend, ``"cuda"`` or ``"simulator"`` (decided once, then cached)."""
+    if _forced:
+        return _forced[-1]
+    global _current, _reason
+    if _current is None:
+        with _lock:
+            if _current is None:
+                backend, reason = _detect()
+                _reason = reason
+                _current = backend
+                if backend == SIMULATOR:
+                    _print_notice(reason)
+    return _current
+
+
+def is_simulator() -> bool:
+    return current() == SIMULATOR
+
+
+def reason() -> str:
+    """Why :func:`current` chose its backend (for ``python -m tilejit info``)."""
+    current()
+    return _reason if not _forced else "forced by tilejit.runtime.backend.force()"
+
+
+def _print_notice(reason: str) -> None:
+    global _notice_printed
+    if _notice_printed:
+        return
+    _notice_printed = True
+    print(f"tilejit: {reason}; running on the CPU simulator (slow; set up a GPU for real runs)",
+          file=sys.stderr)
+
+
+@contextlib.contextmanager
+def force(backend: str):
+    """Run a block with ``backend`` active, whatever the machine has (tests, debugging)."""
+    if backend not in (CUDA, SIMULATOR):
+        raise ValueError(f"unknown backend {backend!r}; expected 'cuda' or 'simulator'")
+    _forced.append(backend)
+    try:
+        yield backend
+    finally:
+        _forced.pop()
+
+
+def _reset_for_tests() -> None:
+    global _current, _reason, _notice_printed
+    with _lock:
+        _current = None
+        _reason = ""
+        _notice_printed = False
+
+
+__all__ = ["CUDA", "SIMULATOR", "choose", "current", "is_simulator", "reason", "force"]

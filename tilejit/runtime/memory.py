@@ -1,0 +1,286 @@
+"""Device memory: :class:`Storage` (one allocation, or borrowed foreign memory) and :func:`allocate`.
+
+CUDA allocations come from the driver's stream-ordered allocator (``cuMemAllocAsync`` on the
+device's default memory pool). A storage remembers the stream that last used it (``use(stream)``)
+and is freed with ``cuMemFreeAsync`` **on that stream** when the last reference goes away, so the
+memory returns to the pool only after every kernel queued on it has finished.
+
+Cross-stream ordering: when a storage is used on stream B after stream A, and A's work on it may
+still be running (A has not been synchronized since), B is made to wait for A with an event. Work
+that is already known complete costs nothing; this keeps the launch hot path to two attribute loads
+per tensor argument in the common case.
+
+On the simulator backend the memory lives in :mod:`tilejit.simulator.memory` and is freed
+immediately (all simulated work is already complete).
+
+Ownership bookkeeping for the runtime checks that replace Rust's borrow checker also lives on the
+storage: ``views`` (weak set of live view tensors) and ``lease`` (weak reference to the partition
+holding exclusive write access).
+"""
+from __future__ import annotations
+
+import gc
+import os
+import threading
+import weakref
+from typing import Optional
+
+from ..errors import DriverError, SchedulingError
+from . import driver as _d
+from .device import Device
+
+
+class _FreeState:
+    """What the finalizer needs, kept apart from the Storage so it does not keep it alive.
+
+    ``stream``/``epoch``: the last stream that used the memory and its epoch then. ``event``: an
+    event recorded after that use when the stream is a raw foreign handle (which may be destroyed
+    before the memory is freed); waits and the final free then go through the event.
+    """
+
+    __slots__ = ("ptr", "device", "stream", "epoch", "event")
+
+    def __init__(self, ptr: int, device: Device, stream):
+        self.ptr = ptr
+        self.device = device
+        self.stream = stream
+        self.epoch = stream._epoch if stream is not None else 0
+        self.event = None
+        if stream is not None and stream._ephemeral:
+            self.event = stream.record_event()
+
+
+def _order_after(stream, h: _FreeState) -> None:
+    """Make ``stream`` wait for the last recorded use in ``h``."""
+    if h.event is not None:
+        stream.wait_event(h.event)
+    else:
+        stream.wait_stream(h.stream)
+
+
+class Storage:
+    """A block of device memory: ``ptr`` (int; a simulated address on the simulator), ``nbytes``.
+
+    Owned storage is freed when garbage-collected; foreign storage (DLPack, CUDA Array Interface)
+    keeps its ``owner`` alive instead and is never freed by tilejit.
+    """
+
+    __slots__ = ("ptr", "nbytes", "device", "owner", "_h", "_finalizer", "views", "lease",
+                 "__weakref__")
+
+    def __init__(self, ptr: int, nbytes: int, device: Device, stream=None, owner=None):
+        self.ptr = int(ptr)
+        self.nbytes = int(nbytes)
+        self.device = device
+        self.owner = owner
+        self._h = _FreeState(self.ptr, device, stream)
+        self._finalizer = None
+        self.views = None          # weakref.WeakSet of live view tensors, created on demand
+        self.lease = None          # weakref to the Partition holding exclusive access, or None
+
+    # --- stream tracking ------------------------------------------------------------------------------
+    @property
+    def last_stream(self):
+        """The stream that last used this memory (the one it will be freed on)."""
+        return self._h.stream
+
+    def use(self, stream) -> None:
+        """Record that work touching this memory is being queued on ``stream``.
+
+        Call it *before* queuing the work: if another stream may still be using the memory, the new
+        stream is made to wait for it first.
+        """
+        h = self._h
+        last = h.stream
+        if last is not stream:
+            if last is not None and last.is_pending(h.epoch):
+                _order_after(stream, h)
+            h.stream = stream
+            h.event = None
+        h.epoch = stream._epoch
+        if stream._ephemeral:
+            h.event = stream.record_event(h.event)
+
+    def is_pending(self) -> bool:
+        """Whether work queued on this memory may still be running."""
+        h = self._h
+        return h.stream is not None and h.stream.is_pending(h.epoch)
+
+    def order_before(self, stream) -> None:
+        """Make ``stream`` wait for pending work on this memory (without recording a use)."""
+        h = self._h
+        if h.stream is not None and h.stream is not stream and h.stream.is_pending(h.epoch):
+            _order_after(stream, h)
+
+    def ready_stream(self):
+        """A live stream after which all queued work on this memory is complete, or None when
+        nothing is pending (for ``__cuda_array_interface__``'s ``stream``)."""
+        h = self._h
+        if h.stream is None or not h.stream.is_pending(h.epoch):
+            return None
+        if h.event is not None:
+            s = self.device.internal_stream()
+            s.wait_event(h.event)
+            return s
+        return h.stream
+
+    def wait_idle(self) -> None:
+        """Block the host until work queued on this memory has finished."""
+        h = self._h
+        if h.stream is not None and h.stream.is_pending(h.epoch):
+            if h.event is not None:
+                h.event.synchronize()
+            else:
+                h.stream.synchronize()
+
+    @property
+    def is_owned(self) -> bool:
+        return self._finalizer is not None
+
+    def __repr__(self) -> str:
+        kind = "owned" if self.is_owned else "foreign"
+        return f"<Storage {kind} 0x{self.ptr:x} {self.nbytes} bytes on {self.device!r}>"
+
+
+# --- allocation ---------------------------------------------------------------------------------------
+_pool_lock = threading.Lock()
+_alloc_guard = threading.local()
+
+
+def allocate(nbytes: int, stream, device: Optional[Device] = None) -> Storage:
+    """Allocate ``nbytes`` on ``stream``'s device, stream-ordered on ``stream``.
+
+    Raises SchedulingError inside a graph capture that forbids allocation (see
+    :func:`forbid_allocation`), DriverError when out of memory (after one garbage collection and
+    retry).
+    """
+    reason = getattr(_alloc_guard, "reason", None)
+    if reason:
+        raise SchedulingError(f"this operation allocates device memory, which is not allowed "
+                              f"{reason}; allocate buffers before and pass them in")
+    device = device if device is not None else stream.device
+    nbytes = int(nbytes)
+    if nbytes < 0:
+        raise ValueError(f"cannot allocate {nbytes} bytes")
+    if device.is_simulated:
+        from ..simulator.memory import memory as sim
+        ptr = sim.alloc(nbytes)
+        st = Storage(ptr, nbytes, device, stream)
+        st._finalizer = weakref.finalize(st, _free_simulated, ptr)
+        st._finalizer.atexit = False
+        return st
+    _ensure_pool(device)
+    ptr = _cuda_alloc(max(nbytes, 1), stream)
+    st = Storage(ptr, nbytes, device, stream)
+    st._finalizer = weakref.finalize(st, _free_cuda, st._h)
+    st._finalizer.atexit = False       # the process is exiting: the driver frees everything
+    return st
+
+
+def foreign(ptr: int, nbytes: int, device: Device, owner, stream=None) -> Storage:
+    """Storage for memory owned by someone else (kept alive through ``owner``; never freed)."""
+    return Storage(ptr, nbytes, device, stream, owner=owner)
+
+
+class forbid_allocation:
+    """Context manager: any :func:`allocate` on this thread raises SchedulingError (graph capture)."""
+
+    def __init__(self, reason: str = "while recording a CUDA graph"):
+        self.reason = reason
+        self._prev = None
+
+    def __enter__(self):
+        self._prev = getattr(_alloc_guard, "reason", None)
+        _alloc_guard.reason = self.reason
+        return self
+
+    def __exit__(self, *exc):
+        _alloc_guard.reason = self._prev
+        return False
+
+
+def _cuda_alloc(nbytes: int, stream) -> int:
+    drv = _d.drv
+    for attempt in range(2):
+        err, ptr = drv.cuMemAllocAsync(nbytes, stream._cu)
+        if err == _d.SUCCESS:
+            return int(ptr)
+        if err == drv.CUresult.CUDA_ERROR_OUT_OF_MEMORY and attempt == 0:
+            # Tensors caught in reference cycles may still hold memory: collect them and retry.
+            gc.collect()
+            stream.synchronize()
+            continue
+        raise DriverError(f"cannot allocate {nbytes} bytes on {stream.device.name}: "
+                          f"{_d.error_text(err)}"
+                          + ("; free tensors you no longer need (del t) or use smaller shapes"
+                             if err == drv.CUresult.CUDA_ERROR_OUT_OF_MEMORY else ""),
+                          code=int(err))
+    raise AssertionError("unreachable")
+
+
+def _ensure_pool(device: Device) -> None:
+    """Let the default pool keep freed memory cached (up to a threshold) across synchronizations.
+
+    The driver's default threshold is 0, which returns memory to the OS at every synchronize and
+    makes the next allocation slow. ``TILEJIT_POOL_RELEASE_THRESHOLD`` (bytes) overrides the
+    default of a quarter of the device memory, which leaves room for other libraries (PyTorch's
+    caching allocator does not draw from this pool).
+    """
+    if device._pool_ready:
+        return
+    with _pool_lock:
+        if device._pool_ready:
+            return
+        drv = _d.drv
+        try:
+            pool = _d.check(drv.cuDeviceGetDefaultMemPool(device._cu_dev),
+                            "cuDeviceGetDefaultMemPool")
+            env = os.environ.get("TILEJIT_POOL_RELEASE_THRESHOLD", "").strip()
+            threshold = int(env) if env else device.total_memory // 4
+            _d.check(drv.cuMemPoolSetAttribute(
+                pool, drv.CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                drv.cuuint64_t(threshold)), "cuMemPoolSetAttribute")
+        except Exception:
+            pass       # a tuning knob only; allocation works without it
+        device._pool_ready = True
+
+
+def trim(device=None) -> None:
+    """Return all cached, unused pool memory of ``device`` to the system."""
+    dev = Device(0 if device is None else device)
+    if dev.is_simulated:
+        return
+    drv = _d.drv
+    dev.synchronize()
+    pool = _d.check(drv.cuDeviceGetDefaultMemPool(dev._cu_dev), "cuDeviceGetDefaultMemPool")
+    _d.check(drv.cuMemPoolTrimTo(pool, 0), "cuMemPoolTrimTo")
+
+
+def _free_cuda(h: _FreeState) -> None:
+    ptr, h.ptr = h.ptr, 0
+    if not ptr:
+        return
+    try:
+        drv = _d.drv
+        h.device.make_current()
+        stream = h.stream
+        if stream is None or stream._cu is None or h.event is not None:
+            # A raw foreign stream may be gone: free on our own stream, after the last use.
+            own = h.device.internal_stream()
+            if h.event is not None:
+                own.wait_event(h.event)
+            stream = own
+        drv.cuMemFreeAsync(drv.CUdeviceptr(ptr), stream._cu)
+    except Exception:   # never raise from a finalizer (interpreter shutdown, dead context)
+        pass
+
+
+def _free_simulated(ptr: int) -> None:
+    try:
+        from ..simulator.memory import memory as sim
+        sim.free(ptr)
+    except Exception:
+        pass
+
+
+__all__ = ["Storage", "allocate", "foreign", "forbid_allocation", "trim"]

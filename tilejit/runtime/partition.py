@@ -1,0 +1,185 @@
+"""``tile.Partition``: a tensor split into disjoint power-of-two tiles, one per block, for writing.
+
+A partition holds an exclusive *lease* on its tensor's storage from creation until
+
+* the launch that consumes it completes (the dispatcher calls :meth:`Partition._release`; passing
+  the same partition to another launch takes the lease again, with the same checks),
+* ``p.unpartition()``, or
+* the partition is garbage collected.
+
+While the lease is held, no other partition of the storage can be created.
+"""
+from __future__ import annotations
+
+import weakref
+from typing import Tuple
+
+from ..errors import TensorError
+from . import layout as _layout
+
+MAX_RANK = 3
+
+
+def validate_tile_shape(shape, tensor) -> Tuple[int, ...]:
+    """The tile shape as a tuple; TensorError unless powers of two, rank 1-3, rank of ``tensor``."""
+    try:
+        tile = _layout.normalize_shape(shape, "partition tile shape")
+    except TypeError as e:
+        raise TensorError(str(e)) from None
+    nd = tensor.ndim
+    if not 1 <= len(tile) <= MAX_RANK:
+        raise TensorError(f"partition tile shape {tile} has rank {len(tile)}; partitions have rank "
+                          f"1 to {MAX_RANK} (reshape the tensor first)")
+    if len(tile) != nd:
+        raise TensorError(f"partition tile shape {tile} has rank {len(tile)} but the tensor has "
+                          f"rank {nd} (shape {tensor.shape}); give one tile extent per dimension")
+    for axis, n in enumerate(tile):
+        if n < 1 or n & (n - 1):
+            raise TensorError(f"partition tile shape {tile}: extent {n} on axis {axis} is not a "
+                              f"power of two; tile extents must be powers of two (1, 2, 4, ..., "
+                              f"e.g. {_suggest(tile)})")
+    for axis, (n, s) in enumerate(zip(tensor.shape, tensor.strides)):
+        if s == 0 and n > 1:
+            raise TensorError(f"cannot partition a broadcast tensor (stride 0 on axis {axis}): "
+                              f"blocks would write the same memory; copy it with api.dup(t)")
+    return tile
+
+
+def _suggest(tile) -> tuple:
+    return tuple(1 << max(0, (max(int(n), 1) - 1).bit_length()) for n in tile)
+
+
+def _describe_other_views(views, t) -> str:
+    """'' when ``t`` is the only live view; otherwise a description. Holds no reference to the
+    views afterwards (a traceback keeping them alive would make the error permanent)."""
+    others = [v for v in list(views) if v is not t and not v._moved]
+    if not others:
+        return ""
+    desc = ", ".join(f"shape {v.shape}" for v in others[:3])
+    more = "" if len(others) <= 3 else f" and {len(others) - 3} more"
+    return f"{len(others)} other live view(s) ({desc}{more})"
+
+
+class Partition:
+    """An output view of a tensor split into tiles of ``tile_shape``; the launch grid is
+    ``ceil(tensor.shape / tile_shape)`` per axis (``grid``, padded to 3 dims with 1s)."""
+
+    __slots__ = ("_tensor", "tile_shape", "owned", "_leased", "_consumed", "_info", "__weakref__")
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("create partitions with t.partition(shape), t.into_partition(shape) or "
+                        "t.try_partition(shape)")
+
+    @classmethod
+    def _create(cls, tensor, shape, owned: bool, how: str) -> "Partition":
+        tensor._check_usable(how)
+        tile = validate_tile_shape(shape, tensor)
+        if how in ("partition", "into_partition") and tensor._share_count:
+            raise TensorError(
+                f"cannot {how} a shared tensor (held by {tensor._share_count} tile.shared()/"
+                f".shared() handle(s)): shared tensors are read-only. Use t.try_partition(shape), "
+                f"which succeeds when only one shared handle remains, or partition a copy "
+                f"(api.dup(t))")
+        if how == "try_partition" and tensor._share_count > 1:
+            raise TensorError(f"try_partition: the tensor is held by {tensor._share_count} shared "
+                              f"handles; drop the others first (del them) or partition a copy")
+        p = object.__new__(cls)
+        p._tensor = tensor
+        p.tile_shape = tile
+        p.owned = owned
+        p._leased = False
+        p._consumed = False
+        p._info = None
+        p._acquire(how)
+        if owned:
+            tensor._moved = True
+        return p
+
+    # --- lease -------------------------------------------------------------------------------------
+    def _acquire(self, how: str = "partition") -> None:
+        if self._leased:
+            return
+        t = self._tensor
+        st = t._storage
+        views = st.views
+        if views:
+            problem = _describe_other_views(views, t)
+            if problem:
+                raise TensorError(
+                    f"cannot {how} tensor(shape={t.shape}, dtype={t.dtype.name}): its storage has "
+                    f"{problem}; a partition needs exclusive access. Delete the views (del v) or "
+                    f"partition the view you write through")
+        holder = st.lease() if st.lease is not None else None
+        if holder is not None and holder is not self and holder._leased:
+            other_tile = holder.tile_shape
+            holder = None          # the traceback must not keep the other partition alive
+            raise TensorError(
+                f"cannot {how} tensor(shape={t.shape}, dtype={t.dtype.name}): its storage is "
+                f"already partitioned (live partition with tile shape {other_tile}); "
+                f"finish or drop that partition first (p.unpartition() or del p)")
+        holder = None
+        st.lease = weakref.ref(self)
+        self._leased = True
+
+    def _release(self) -> None:
+        """End the exclusive lease (the dispatcher calls this when the consuming launch completes)."""
+        if self._leased:
+            self._leased = False
+            st = self._tensor._storage
+            if st.lease is not None and st.lease() is self:
+                st.lease = None
+
+    def _check_usable(self, what: str = "use") -> None:
+        if self._consumed:
+            raise TensorError(f"cannot {what} this partition: unpartition() was already called on "
+                              f"it; partition the tensor again")
+
+    # --- public ------------------------------------------------------------------------------------
+    @property
+    def tensor(self):
+        """The partitioned tensor (for owned partitions prefer ``unpartition()``)."""
+        return self._tensor
+
+    @property
+    def dtype(self):
+        return self._tensor.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.tile_shape)
+
+    @property
+    def tensor_shape(self) -> Tuple[int, ...]:
+        return self._tensor.shape
+
+    @property
+    def shape(self) -> Tuple[int, ...]:
+        """The tile shape (what a kernel sees as ``z.shape``)."""
+        return self.tile_shape
+
+    @property
+    def grid(self) -> Tuple[int, int, int]:
+        g = tuple(-(-n // t) for n, t in zip(self._tensor.shape, self.tile_shape))
+        return g + (1,) * (3 - len(g))
+
+    @property
+    def is_owned(self) -> bool:
+        return self.owned
+
+    def unpartition(self):
+        """Give the tensor back (un-moving it for owned partitions) and end the lease."""
+        self._check_usable("unpartition")
+        self._consumed = True
+        self._release()
+        t = self._tensor
+        t._moved = False
+        return t
+
+    def __repr__(self) -> str:
+        t = self._tensor
+        state = "consumed" if self._consumed else ("owned" if self.owned else "borrowed")
+        return (f"tile.Partition(tile_shape={self.tile_shape}, grid={self.grid}, "
+                f"tensor_shape={t.shape}, dtype={t.dtype.name}, {state})")
+
+
+__all__ = ["Partition", "validate_tile_shape"]

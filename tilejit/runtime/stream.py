@@ -1,0 +1,290 @@
+"""``tile.Stream`` and ``tile.Event``.
+
+A stream is owned (created by tilejit, destroyed when garbage-collected) or borrowed
+(:meth:`Stream.borrow_raw`: an int handle, ``torch.cuda.Stream``, a CuPy stream, a ``cuda.core``
+stream or anything with ``__cuda_stream__``; never destroyed by tilejit, and the foreign object is
+kept alive while the wrapper lives).
+
+On the simulator backend every stream executes work immediately, so synchronizing is free.
+
+Completion tracking: each stream counts ``synchronize()`` calls in *epochs*. Work recorded at epoch
+``e`` is known complete once a synchronize that started at epoch ``>= e`` has returned. Storage uses
+this to skip cross-stream waits for work that is already finished (see ``memory.Storage.use``).
+"""
+from __future__ import annotations
+
+import threading
+import time
+import weakref
+from typing import Optional
+
+from ..errors import ContextError
+from . import driver as _d
+from .device import Device
+
+
+class Stream:
+    """A CUDA stream (or a simulated one). Use ``dev.new_stream()`` or ``Stream.borrow_raw(x)``."""
+
+    __slots__ = ("device", "handle", "_cu", "_owned", "_owner", "_epoch", "_done_epoch",
+                 "_order_event", "_lock", "_finalizer", "_ephemeral", "__weakref__")
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("create streams with device.new_stream() or wrap one with "
+                        "tile.Stream.borrow_raw(handle)")
+
+    @classmethod
+    def _make(cls, device: Device, handle: int, cu, owned: bool, owner=None) -> "Stream":
+        s = object.__new__(cls)
+        s.device = device
+        s.handle = int(handle)
+        s._cu = cu
+        s._owned = owned
+        s._owner = owner
+        s._epoch = 1
+        s._done_epoch = 0
+        s._order_event = None
+        s._lock = threading.Lock()
+        s._finalizer = None
+        # A raw foreign handle may be destroyed behind our back at any time: memory used on it is
+        # tracked with events instead of the stream itself (see memory.Storage.use).
+        s._ephemeral = cu is not None and not owned and owner is None
+        return s
+
+    @classmethod
+    def _create(cls, device: Device, priority: int = 0) -> "Stream":
+        if device.is_simulated:
+            return cls._make(device, 0, None, owned=True)
+        drv = _d.drv
+        device.make_current()
+        cu = _d.check(drv.cuStreamCreateWithPriority(
+            drv.CUstream_flags.CU_STREAM_NON_BLOCKING, int(priority)), "cuStreamCreateWithPriority")
+        s = cls._make(device, int(cu), cu, owned=True)
+        s._finalizer = weakref.finalize(s, _destroy_stream, cu)
+        _owned_streams[s.handle] = s
+        return s
+
+    @classmethod
+    def borrow_raw(cls, obj, device: Optional[Device] = None) -> "Stream":
+        """Wrap a stream owned by someone else without taking ownership.
+
+        ``obj``: a ``tile.Stream`` (returned as is), an int ``CUstream`` handle, a
+        ``cuda.bindings.driver.CUstream``, ``torch.cuda.Stream`` (``.cuda_stream``), a CuPy stream
+        (``.ptr``), a ``cuda.core`` stream (``__cuda_stream__``), or a Numba stream (``.handle``).
+        """
+        if isinstance(obj, Stream):
+            return obj
+        handle = _stream_handle(obj)
+        mine = _owned_streams.get(handle) if handle else None
+        if mine is not None:                 # one of our own streams, by its raw handle
+            return mine
+        if device is None:
+            device = _stream_device(handle)
+        device = Device(device) if not isinstance(device, Device) else device
+        if device.is_simulated:
+            return cls._make(device, handle, None, owned=False, owner=obj)
+        cu = _d.drv.CUstream(handle)
+        raw = isinstance(obj, (int, _d.drv.CUstream))       # nothing keeps a raw handle alive
+        return cls._make(device, handle, cu, owned=False, owner=None if raw else obj)
+
+    # --- properties --------------------------------------------------------------------------------
+    @property
+    def is_simulated(self) -> bool:
+        return self._cu is None
+
+    @property
+    def is_borrowed(self) -> bool:
+        return not self._owned
+
+    @property
+    def cuda_stream(self) -> int:
+        """The raw handle as an int (PyTorch spelling)."""
+        return self.handle
+
+    def __cuda_stream__(self):
+        """The ``cuda.core`` stream protocol: ``(version, handle)``."""
+        return (0, self.handle)
+
+    # --- synchronization ---------------------------------------------------------------------------
+    def synchronize(self) -> None:
+        """Block until all work queued on this stream has finished."""
+        epoch = self._epoch
+        self._epoch = epoch + 1
+        if self._cu is not None:
+            _d.check(_d.drv.cuStreamSynchronize(self._cu), "cuStreamSynchronize")
+        if epoch > self._done_epoch:
+            self._done_epoch = epoch
+
+    def query(self) -> bool:
+        """True when all queued work has finished (never blocks)."""
+        if self._cu is None:
+            return True
+        err = _d.drv.cuStreamQuery(self._cu)[0]
+        if err == _d.SUCCESS:
+            return True
+        if err == _d.drv.CUresult.CUDA_ERROR_NOT_READY:
+            return False
+        _d.check((err,), "cuStreamQuery")
+        return False
+
+    def is_pending(self, epoch: int) -> bool:
+        """Whether work recorded at ``epoch`` may still be running."""
+        return self._cu is not None and epoch > self._done_epoch
+
+    def record_event(self, event: Optional["Event"] = None) -> "Event":
+        """Record an event on this stream (a new one unless given) and return it."""
+        ev = event if event is not None else Event(self.device)
+        ev.record(self)
+        return ev
+
+    def wait_event(self, event: "Event") -> None:
+        """Make future work on this stream wait for ``event``."""
+        if self._cu is None or event._cu is None:
+            return
+        _d.check(_d.drv.cuStreamWaitEvent(self._cu, event._cu, 0), "cuStreamWaitEvent")
+
+    def wait_stream(self, other: "Stream") -> None:
+        """Make future work on this stream wait for the work queued so far on ``other``
+        (which must still exist)."""
+        if other is self or self._cu is None or other._cu is None:
+            return
+        with other._lock:
+            if other._order_event is None:
+                other._order_event = Event(other.device)
+            ev = other._order_event
+            ev.record(other)
+            # cuStreamWaitEvent captures the event's current state, so the event may be
+            # re-recorded right after this call.
+            self.wait_event(ev)
+
+    def __eq__(self, other) -> bool:
+        # Two wrappers of one CUDA handle are the same stream; simulated streams compare by identity.
+        if other is self:
+            return True
+        return (isinstance(other, Stream) and self._cu is not None and other._cu is not None
+                and other.handle == self.handle)
+
+    def __hash__(self) -> int:
+        return hash(self.handle) if self._cu is not None else id(self)
+
+    def __repr__(self) -> str:
+        kind = "simulated" if self._cu is None else ("borrowed" if not self._owned else "owned")
+        return f"<tilejit.Stream {kind} 0x{self.handle:x} on {self.device.arch}:{self.device.ordinal}>"
+
+
+_owned_streams: "weakref.WeakValueDictionary[int, Stream]" = weakref.WeakValueDictionary()
+
+
+def _destroy_stream(cu) -> None:
+    try:
+        _d.drv.cuStreamDestroy(cu)
+    except Exception:  # interpreter shutdown or a dead context: nothing useful to do
+        pass
+
+
+def _stream_handle(obj) -> int:
+    if isinstance(obj, bool):
+        raise TypeError("a bool is not a stream handle")
+    if isinstance(obj, int):
+        return obj
+    drv = _d.drv
+    if drv is not None and isinstance(obj, drv.CUstream):
+        return int(obj)
+    proto = getattr(obj, "__cuda_stream__", None)
+    if proto is not None:
+        val = proto() if callable(proto) else proto
+        return int(val[1])
+    for attr in ("cuda_stream", "ptr"):              # PyTorch, CuPy
+        val = getattr(obj, attr, None)
+        if isinstance(val, int):
+            return val
+    handle = getattr(obj, "handle", None)            # Numba: .handle is a ctypes c_void_p or an int
+    if handle is not None:
+        val = getattr(handle, "value", handle)
+        if val is None:
+            return 0
+        try:
+            return int(val)
+        except (TypeError, ValueError):
+            pass
+    raise TypeError(f"cannot use {type(obj).__name__} as a CUDA stream: pass an int handle, a "
+                    f"torch.cuda.Stream, a CuPy stream or an object with __cuda_stream__")
+
+
+def _stream_device(handle: int) -> Device:
+    from . import backend as _backend
+    if _backend.current() == _backend.SIMULATOR:
+        return Device(0)
+    _d.init()
+    fn = getattr(_d.drv, "cuStreamGetDevice", None)
+    if fn is not None and handle not in (0, 1, 2):
+        try:
+            return Device(int(_d.check(fn(_d.drv.CUstream(handle)), "cuStreamGetDevice")))
+        except Exception:
+            pass
+    return Device(0)
+
+
+class Event:
+    """A CUDA event (timing disabled unless ``timing=True``); trivially complete on the simulator."""
+
+    __slots__ = ("device", "_cu", "_time", "_finalizer", "__weakref__")
+
+    def __init__(self, device=None, timing: bool = False):
+        self.device = Device(0 if device is None else device)
+        self._time = None
+        self._finalizer = None
+        if self.device.is_simulated:
+            self._cu = None
+            return
+        drv = _d.drv
+        self.device.make_current()
+        flags = 0 if timing else int(drv.CUevent_flags.CU_EVENT_DISABLE_TIMING)
+        self._cu = _d.check(drv.cuEventCreate(flags), "cuEventCreate")
+        self._finalizer = weakref.finalize(self, _destroy_event, self._cu)
+
+    def record(self, stream: Stream) -> "Event":
+        if self._cu is None or stream._cu is None:
+            if stream._cu is not None:
+                raise ContextError("cannot record a simulated event on a CUDA stream")
+            self._time = time.perf_counter()
+            return self
+        _d.check(_d.drv.cuEventRecord(self._cu, stream._cu), "cuEventRecord")
+        return self
+
+    def query(self) -> bool:
+        """True when the work before the record point has finished."""
+        if self._cu is None:
+            return True
+        err = _d.drv.cuEventQuery(self._cu)[0]
+        if err == _d.SUCCESS:
+            return True
+        if err == _d.drv.CUresult.CUDA_ERROR_NOT_READY:
+            return False
+        _d.check((err,), "cuEventQuery")
+        return False
+
+    def synchronize(self) -> None:
+        """Block until the event has completed (releases the GIL while waiting)."""
+        if self._cu is not None:
+            _d.check(_d.drv.cuEventSynchronize(self._cu), "cuEventSynchronize")
+
+    def elapsed_ms(self, end: "Event") -> float:
+        """Milliseconds from this event to ``end`` (both recorded; created with ``timing=True``)."""
+        if self._cu is None:
+            return (end._time - self._time) * 1e3
+        return float(_d.check(_d.drv.cuEventElapsedTime(self._cu, end._cu), "cuEventElapsedTime"))
+
+    @property
+    def handle(self) -> int:
+        return int(self._cu) if self._cu is not None else 0
+
+
+def _destroy_event(cu) -> None:
+    try:
+        _d.drv.cuEventDestroy(cu)
+    except Exception:
+        pass
+
+
+__all__ = ["Stream", "Event"]
