@@ -18,3 +18,10 @@ from .ops import (DeviceOp, DeviceFuture, ExecutionContext, value, shared, zip, 
                   SchedulingPolicy, StreamPoolRoundRobin, SingleStream, set_default_policy)
 
 # --- kernel language public names: section owned by the front-end work ------------------------------
+from . import language
+from .language import *  # noqa: F401,F403  (Constant, function, cdiv, PaddingMode, load_tile_like, ...)
+from .language import __all__ as _language_names
+
+# --- kernels: the @tile.entry dispatcher -------------------------------------------------------------
+from .dispatcher import CompileOptions, Kernel, KernelLaunch, entry
+from . import api

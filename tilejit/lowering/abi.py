@@ -43,17 +43,24 @@ class ArrayParam:
     def written(self) -> bool:
         return self.kind == "partition" or self.writable
 
-    def partition_view(self, b: Builder, tile_shape, padding: Optional[str] = None,
+    def partition_view(self, hoist: Builder, tile_shape, padding: Optional[str] = None,
                        dim_map: Optional[Sequence[int]] = None) -> Value:
-        """A partition view of this array's tensor view (created once per tile shape/padding)."""
+        """A partition view of this array's tensor view, created once per tile shape/padding by
+        ``hoist`` (a builder for the entry block, so the view dominates every use)."""
         key = (tuple(tile_shape), padding, None if dim_map is None else tuple(dim_map))
         v = self.views.get(key)
         if v is None:
-            with b.at(b.block):
-                v = b.make_partition_view(self.tview, tuple(tile_shape), dim_map=dim_map,
+            v = hoist.make_partition_view(self.tview, tuple(tile_shape), dim_map=dim_map,
                                           padding=padding)
             self.views[key] = v
         return v
+
+    def stride(self, i: int, hoist_em) -> TV:
+        """Stride ``i`` in elements (a constant 1 for the static innermost unit stride)."""
+        s = self.strides[i]
+        if s is None:
+            s = self.strides[i] = hoist_em.const(1, self.index_dtype)
+        return s
 
 
 @dataclass
@@ -129,7 +136,7 @@ def build_entry(name: str, param_names: Sequence[str], keys: Sequence[tuple], *,
         for i, s in enumerate(stride_vals):
             if stride_one[i] and i == ndim - 1:
                 tv_strides.append(1)                        # static unit stride: contiguous rows
-                stride_tvs.append(em.const(1, idx_dt))
+                stride_tvs.append(None)                     # materialized on demand (stride())
                 continue
             s = b.assume(s, A.Bounded(0, None))
             if stride_div[i] > 1:
