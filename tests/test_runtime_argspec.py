@@ -37,7 +37,12 @@ def test_tensor_key_and_params():
     assert info.key == ("tensor", "float32", 2, (32, 16, (16, 16), (16, 1), (False, True)), False)
     assert info.params == (0x10000, 64, 48, 48, 1)
     assert info.slots == ("u64", "i32", "i32", "i32", "i32")
-    assert info.tensor is t and info.value is t and info.storage is t.storage
+    assert info.tensor == t and info.storage is t.storage
+    # the cached info refers to its tensor weakly: no cycle keeps the tensor alive
+    import gc, weakref
+    r = weakref.ref(t)
+    del t, info
+    assert r() is None
 
 
 @pytest.mark.parametrize("shape,strides,offset,facts", [
@@ -89,8 +94,12 @@ def test_partition_key_grid_and_slots():
     assert info.key[3] == (32, 16, (2, 8), (8, 1), (False, True))
     assert info.grid == (2, 5, 1) and info.tile_shape == (16, 8)
     assert info.params == (t.device_pointer, 30, 40, 40, 1)
-    assert info.partition is p and info.tensor is t
+    assert info.partition == p and info.tensor == t
     assert argspec.slots_from_key(info.key) == info.slots
+    import weakref
+    r = weakref.ref(p)
+    del p, info
+    assert r() is None
 
 
 @pytest.mark.parametrize("value,annotation,key,param,slot", [
@@ -157,7 +166,7 @@ def test_atomic_numpy_arrays_are_copied_back():
 def test_atomic_tensor_key_is_writable_and_cached_separately():
     t = dev((4,))
     w = classify(tile.atomic(t))
-    assert w.writable and w.key[4] is True and w.value.value is t
+    assert w.writable and w.key[4] is True and w.tensor == t
     assert classify(tile.atomic(t)) is w and classify(t) is not w
     assert classify(t).key[:4] == w.key[:4]
     with pytest.raises(tile.TensorError, match="not a partition"):

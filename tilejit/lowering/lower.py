@@ -104,7 +104,12 @@ class Lowering:
         self._bids = None
         self.env: Dict[str, object] = {}
         for p in self.tk.params:
-            self.env[p.name] = p.value if p.kind == "constant" else self.params[p.name]
+            if p.kind == "constant":
+                self.env[p.name] = p.value
+            else:
+                q = self.params[p.name]
+                self.env[p.name] = q.value if isinstance(q, ScalarParam) else q
+        self._defs = self._definitions(structured.blocks)
         self.globals = self.tk.pyfunc.__globals__
         self.loc: Optional[SourceLocation] = None
         # memory tokens of written arrays: name -> [last store, last access]
@@ -637,11 +642,49 @@ class Lowering:
             self._bids = self.hoist.get_tile_block_id()
         return TV(self._bids[axis], D.int32)
 
+    @staticmethod
+    def _definitions(blocks) -> Dict[str, object]:
+        defs = {}
+        for blk in (blocks or {}).values():
+            for st in blk.body:
+                if isinstance(st, ir.Assign):
+                    defs[st.target.name] = st.value
+        return defs
+
+    def call_info(self, e) -> "CallInfo":
+        """Which op a typed call is, with its arguments bound by parameter name."""
+        from ..typing.pipeline import CallInfo
+        sig = self.calltypes[e]
+        fnty = self.typemap[e.func.name]
+        receiver = None
+        if isinstance(fnty, types.BoundFunction):
+            template = fnty.template
+            d = self._defs.get(e.func.name)
+            if not (isinstance(d, ir.Expr) and d.op == "getattr"):
+                defs = self.tk.func_ir._definitions.get(e.func.name) or []
+                d = next((x for x in defs if isinstance(x, ir.Expr) and x.op == "getattr"), None)
+            receiver = d.value if d is not None else None
+        else:
+            template = next((t for t in getattr(fnty, "templates", ()) if hasattr(t, "op")), None)
+        op = getattr(template, "op", None) or getattr(fnty.typing_key, "__name__",
+                                                      str(fnty.typing_key))
+        stub = getattr(template, "stub", None)
+        pysig = getattr(sig, "pysig", None)
+        if pysig is not None:
+            lead = (receiver,) if receiver is not None else ()
+            ba = pysig.bind(*lead, *e.args, **dict(e.kws))
+            bound = {name: ba.arguments.get(name) for name in pysig.parameters}
+        else:
+            bound = {f"arg{i}": a for i, a in enumerate(e.args)}
+            bound.update(dict(e.kws))
+        return CallInfo(op, stub, sig, bound, receiver)
+
     def call(self, e, target):
         fnval = self.value(e.func)
-        if isinstance(fnval, tuple) and fnval and fnval[0] == "method":
-            pass
-        info = self.tk.call_info(e)
+        if fnval is slice or fnval is range:
+            vals = [self.static(a) for a in e.args]
+            return fnval(*vals)
+        info = self.call_info(e)
         handler = _CALLS.get(info.op)
         if handler is None:
             raise self.error(f"{info.op} is not supported by the Tile IR lowering yet",

@@ -24,6 +24,7 @@ launch hot path is a type check and an attribute load. Cached infos are shared: 
 """
 from __future__ import annotations
 
+import weakref
 from typing import Optional, Sequence, Tuple
 
 import numpy as np
@@ -105,12 +106,16 @@ def array_slots(ndim: int, index_bits: int) -> Tuple[str, ...]:
     return ("u64",) + (idx,) * (2 * ndim)
 
 
-def _tensor_info(t: Tensor, writable: bool, value) -> ArgInfo:
+def _tensor_info(t: Tensor, writable: bool, value, cached: bool = False) -> ArgInfo:
     ptr = t.device_pointer
     facts = array_facts(ptr, t.shape, t.strides)
     key = ("tensor", t.dtype.name, t.ndim, facts, writable)
+    # An info cached on its tensor refers back to it weakly: a reference cycle would keep the
+    # tensor (and its device memory, and its view count) alive until the garbage collector runs.
+    ref = weakref.proxy(t) if cached else t
     return ArgInfo("tensor", key, (ptr,) + t.shape + t.strides, array_slots(t.ndim, facts[0]),
-                   value=value, tensor=t, writable=writable, storage=t._storage)
+                   value=None if cached else value, tensor=ref, writable=writable,
+                   storage=t._storage)
 
 
 def _partition_info(p: Partition) -> ArgInfo:
@@ -118,9 +123,10 @@ def _partition_info(p: Partition) -> ArgInfo:
     ptr = t._storage.ptr + t._offset_bytes
     facts = array_facts(ptr, t.shape, t.strides)
     key = ("partition", t.dtype.name, t.ndim, facts, p.tile_shape)
+    # cached on the partition: weak references only (see _tensor_info)
     return ArgInfo("partition", key, (ptr,) + t.shape + t.strides, array_slots(t.ndim, facts[0]),
-                   value=p, tensor=t, partition=p, tile_shape=p.tile_shape, grid=p.grid,
-                   writable=True, storage=t._storage)
+                   value=None, tensor=weakref.proxy(t), partition=weakref.proxy(p),
+                   tile_shape=p.tile_shape, grid=p.grid, writable=True, storage=t._storage)
 
 
 # --- NumPy arrays (copied in, and out when writable) --------------------------------------------------
@@ -212,7 +218,7 @@ def classify(value, annotation=None, stream=None) -> ArgInfo:
             value._check_usable("pass to a kernel")
         info = value._info
         if info is None:
-            info = value._info = _tensor_info(value, False, value)
+            info = value._info = _tensor_info(value, False, value, cached=True)
         return info
     if tp is Partition:
         value._check_usable("pass to a kernel")
@@ -231,7 +237,7 @@ def classify(value, annotation=None, stream=None) -> ArgInfo:
         if t is inner:
             info = t._info_w
             if info is None:
-                info = t._info_w = _tensor_info(t, True, value)
+                info = t._info_w = _tensor_info(t, True, value, cached=True)
             return info
         return _tensor_info(t, True, value)
     if tp is bool or tp is int or tp is float or isinstance(value, (np.generic, bool, int, float)):

@@ -1,0 +1,551 @@
+"""The kernel language: the functions, enums and annotations used inside ``@tile.entry`` kernels.
+
+Everything here is a *stub*: the function bodies never run. Inside a kernel the typing layer
+(``tilejit/typing/templates``) gives each stub a type rule and lowering turns it into Tile IR; the
+Python signature of each stub is the public signature (lowering binds call arguments against it).
+Calling a stub on the host raises :class:`tilejit.TileJitError`, except :func:`cdiv` and
+:func:`static_assert`, which also work on the host.
+
+Vocabulary used in the docstrings:
+
+* *tile*: an immutable value with a static power-of-two shape and a dtype. A rank-0 tile is a scalar.
+* *scalar*: a Python/NumPy number inside a kernel (kernel arguments, ``tile.bid(0)``, loop indices).
+  Scalars are *weak* in mixed expressions: ``t * 2.0`` keeps ``t``'s dtype (see ``docs/typing.md``).
+* *Tensor*: a read-only global-memory array argument. *Partition*: the tile-shaped region of a
+  partitioned output that the current block owns (``z.store(t)`` writes it).
+* ``index`` arguments count in units of tiles (``x.load((i, k), (BM, BK))`` reads rows
+  ``i*BM .. i*BM+BM-1``), like ``cuda.tile.load``.
+"""
+from __future__ import annotations
+
+import enum
+import functools
+import inspect
+import typing as _typing
+
+from .errors import TileJitError
+
+__all__ = [
+    # annotations, decorators, host helpers
+    "Constant", "function", "TileFunction", "cdiv", "static_assert", "constant_parameters",
+    # enums
+    "PaddingMode", "RoundingMode", "MemoryOrder", "MemoryScope",
+    # grid
+    "bid", "num_blocks",
+    # memory
+    "load_tile_like", "load", "store", "gather", "scatter",
+    "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas",
+    # creation
+    "zeros", "ones", "full", "arange",
+    # elementwise
+    "where", "minimum", "maximum", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos",
+    "tan", "sinh", "cosh", "tanh", "floor", "ceil", "isnan", "atan2", "fma",
+    # reductions and scans
+    "sum", "max", "min", "prod", "argmax", "argmin", "reduce", "cumsum", "cumprod", "scan",
+    # matmul
+    "mma", "matmul",
+    # shape and dtype
+    "reshape", "permute", "transpose", "broadcast_to", "expand_dims", "cat", "extract", "astype",
+    "bitcast",
+    # misc
+    "printf", "assert_", "assume_divisible_by",
+]
+
+
+# --------------------------------------------------------------------------------------------------
+# Stub machinery
+def _host_call_error(name: str) -> TileJitError:
+    return TileJitError(
+        f"tile.{name}() is part of the kernel language: it can only be called inside a @tile.entry "
+        f"kernel or a @tile.function helper, not on the host. On the host use tilejit.api "
+        f"(tensors) or NumPy.")
+
+
+def _stub(fn):
+    """Mark ``fn`` as a kernel-language function: keep its signature and docstring, fail on host."""
+    name = fn.__name__
+
+    @functools.wraps(fn)
+    def stub(*args, **kwargs):
+        raise _host_call_error(name)
+
+    stub.__tile_stub__ = name
+    return stub
+
+
+def is_stub(obj) -> bool:
+    """True for the kernel-language functions of this module (cdiv and static_assert too)."""
+    return getattr(obj, "__tile_stub__", None) is not None
+
+
+# --------------------------------------------------------------------------------------------------
+# Constant parameters
+class _ConstantMarker:
+    """The metadata object inside ``Annotated[T, _CONSTANT]``."""
+
+    def __repr__(self):
+        return "tile.Constant"
+
+
+_CONSTANT = _ConstantMarker()
+
+
+class Constant:
+    """Annotation for compile-time constant kernel parameters: ``BM: tile.Constant[int]``.
+
+    The value is folded into the kernel before typing (dead ``if CONST:`` branches are never
+    typed) and each distinct value is its own specialization. Allowed values: ``int``, ``float``,
+    ``bool``, tuples of these, and also ``tile`` dtypes and enum members. Constant parameters take
+    no slot in the kernel ABI.
+    """
+
+    def __class_getitem__(cls, tp):
+        return _typing.Annotated[tp, _CONSTANT]
+
+    def __init__(self, *a, **k):
+        raise TypeError("tile.Constant is an annotation: write `x: tile.Constant[int]`")
+
+
+def _is_constant_annotation(ann) -> bool:
+    if ann is inspect.Parameter.empty:
+        return False
+    if isinstance(ann, str):
+        # An annotation that could not be evaluated (``from __future__ import annotations`` with a
+        # name that is not global): recognise the spelling.
+        return "Constant[" in ann.replace(" ", "")
+    return _CONSTANT in getattr(ann, "__metadata__", ())
+
+
+def constant_parameters(pyfunc) -> tuple:
+    """Names of ``pyfunc``'s parameters annotated ``tile.Constant[...]``, in parameter order."""
+    try:
+        hints = _typing.get_type_hints(pyfunc, include_extras=True)
+    except Exception:       # unresolvable string annotations: fall back to the raw ones
+        hints = dict(getattr(pyfunc, "__annotations__", {}))
+    names = []
+    for p in inspect.signature(pyfunc).parameters.values():
+        if _is_constant_annotation(hints.get(p.name, p.annotation)):
+            names.append(p.name)
+    return tuple(names)
+
+
+# --------------------------------------------------------------------------------------------------
+# Device helpers
+class TileFunction:
+    """A ``@tile.function`` device helper. Calls from kernels are inlined before typing."""
+
+    def __init__(self, py_func):
+        if not inspect.isfunction(py_func):
+            raise TypeError(f"@tile.function expects a Python function, got {py_func!r}")
+        self.py_func = py_func
+        functools.update_wrapper(self, py_func)
+
+    @property
+    def name(self) -> str:
+        return self.py_func.__name__
+
+    def __call__(self, *args, **kwargs):
+        raise TileJitError(
+            f"@tile.function '{self.name}' can only be called from a kernel (it is inlined into "
+            f"the caller); call {self.name}.py_func(...) to run the Python source on the host")
+
+    def __repr__(self):
+        return f"<tile.function {self.py_func.__qualname__}>"
+
+
+def function(py_func=None):
+    """Decorator for device helpers callable from kernels: ``@tile.function``.
+
+    Helpers may take tiles, tensors, partitions and scalars, may return values (tuples too) and
+    may call other helpers. They are inlined at each call site, so constant arguments stay
+    constant inside them. Recursion is rejected.
+    """
+    if py_func is None:
+        return function
+    return TileFunction(py_func)
+
+
+# --------------------------------------------------------------------------------------------------
+# Host-and-kernel helpers
+def cdiv(a, b):
+    """Ceiling division ``(a + b - 1) // b`` for non-negative ints; works on the host too.
+
+    In a kernel it accepts scalars (two literals fold to a literal) and integer tiles.
+    """
+    return -(-a // b)
+
+
+cdiv.__tile_stub__ = "cdiv"     # also a kernel-language function (typed like the stubs)
+
+
+def static_assert(cond, msg=None):
+    """Compile-time assertion. ``cond`` must be a compile-time constant inside a kernel.
+
+    On the host it is an ordinary assertion that raises ``AssertionError(msg)``.
+    """
+    if not cond:
+        raise AssertionError(msg if msg is not None else "static assertion failed")
+
+
+static_assert.__tile_stub__ = "static_assert"
+
+
+# --------------------------------------------------------------------------------------------------
+# Enums (values are the Tile IR spellings; lowering should match on members, not values)
+class PaddingMode(enum.Enum):
+    """Value of out-of-bounds elements on load."""
+    UNDETERMINED = "undetermined"
+    ZERO = "zero"
+    NEG_ZERO = "neg_zero"
+    NAN = "nan"
+    POS_INF = "pos_inf"
+    NEG_INF = "neg_inf"
+
+
+class RoundingMode(enum.Enum):
+    """Rounding of float conversions and arithmetic."""
+    RN = "nearest_even"
+    RZ = "zero"
+    RM = "negative_inf"
+    RP = "positive_inf"
+    RZI = "nearest_int_to_zero"
+    FULL = "full"
+    APPROX = "approx"
+
+
+class MemoryOrder(enum.Enum):
+    """Memory ordering of atomics."""
+    WEAK = "weak"
+    RELAXED = "relaxed"
+    ACQUIRE = "acquire"
+    RELEASE = "release"
+    ACQ_REL = "acq_rel"
+
+
+class MemoryScope(enum.Enum):
+    """Scope of atomics."""
+    BLOCK = "tl_blk"
+    DEVICE = "device"
+    SYS = "sys"
+
+
+# --------------------------------------------------------------------------------------------------
+# Grid
+@_stub
+def bid(axis):
+    """Index of the current block along ``axis`` (0, 1 or 2; a constant); an ``int32`` scalar."""
+
+
+@_stub
+def num_blocks(axis):
+    """Number of blocks of the grid along ``axis`` (0, 1 or 2; a constant); an ``int32`` scalar."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Load / store
+@_stub
+def load_tile_like(x, z):
+    """Load the tile of tensor ``x`` at partition ``z``'s block position, with ``z``'s tile shape.
+
+    ``x`` must have ``z``'s rank; out-of-bounds elements read as zero. Returns a tile of
+    ``x.dtype`` and shape ``z.shape``.
+    """
+
+
+@_stub
+def load(x, index, shape, padding=PaddingMode.ZERO, latency=None, allow_tma=True):
+    """``x.load(index, shape, ...)`` as a function: the tile of shape ``shape`` at tile ``index``.
+
+    ``index`` is a tuple of ints (or one int for 1-D tensors) in units of tiles; ``shape`` a
+    constant tuple of powers of two with ``x.ndim`` entries; ``padding`` a :class:`PaddingMode`;
+    ``latency`` None or a constant 1..10 hint; ``allow_tma`` a constant bool.
+    """
+
+
+@_stub
+def store(target, index, t):
+    """Store tile ``t`` at tile ``index`` of ``target``.
+
+    ``target`` is a partition parameter (``index`` in units of its tile shape) or the tile view
+    ``w.partition(shape)`` of a writable tensor (one passed as ``tile.atomic(t)``). ``t`` must have
+    the view's tile shape and dtype. Views of read-only tensors cannot be stored to.
+    """
+
+
+@_stub
+def gather(x, indices, mask=None, other=0):
+    """Element-wise load: ``x[indices]`` for a tile (1-D ``x``) or tuple of tiles of indices.
+
+    Index tiles broadcast together; the result has their broadcast shape and ``x.dtype``.
+    Elements where ``mask`` is False or the index is out of bounds read as ``other``.
+    """
+
+
+@_stub
+def scatter(target, indices, values, mask=None):
+    """Element-wise store ``target[indices] = values`` into a partition's tensor or a writable tensor.
+
+    ``indices`` index the whole underlying tensor (not the block's tile). ``values`` broadcasts to
+    the indices' shape and must have ``target.dtype`` (weak scalars adopt it). Out-of-bounds and
+    masked-off elements are skipped. Blocks writing the same element race.
+    """
+
+
+def _atomic_doc(op):
+    return (f"Atomic {op} on elements ``target[indices]`` of a writable tensor (``tile.atomic(t)`` "
+            f"on the host) or a partition's tensor; returns the old values as a tile of the "
+            f"indices' shape. ``values`` broadcasts to that shape.")
+
+
+@_stub
+def atomic_add(target, indices, values, mask=None, memory_order=MemoryOrder.ACQ_REL,
+               memory_scope=MemoryScope.DEVICE):
+    pass
+
+
+@_stub
+def atomic_max(target, indices, values, mask=None, memory_order=MemoryOrder.ACQ_REL,
+               memory_scope=MemoryScope.DEVICE):
+    pass
+
+
+@_stub
+def atomic_min(target, indices, values, mask=None, memory_order=MemoryOrder.ACQ_REL,
+               memory_scope=MemoryScope.DEVICE):
+    pass
+
+
+@_stub
+def atomic_xchg(target, indices, values, mask=None, memory_order=MemoryOrder.ACQ_REL,
+                memory_scope=MemoryScope.DEVICE):
+    pass
+
+
+for _f, _op in ((atomic_add, "add"), (atomic_max, "max"), (atomic_min, "min"),
+                (atomic_xchg, "exchange")):
+    _f.__doc__ = _atomic_doc(_op)
+
+
+@_stub
+def atomic_cas(target, indices, expected, desired, mask=None, memory_order=MemoryOrder.ACQ_REL,
+               memory_scope=MemoryScope.DEVICE):
+    """Atomic compare-and-swap: where ``target[indices] == expected`` store ``desired``.
+
+    Returns the old values (compare them with ``expected`` to see which swaps happened).
+    """
+
+
+# --------------------------------------------------------------------------------------------------
+# Creation
+@_stub
+def zeros(shape, dtype=None):
+    """A tile of zeros; ``shape`` a constant tuple of powers of two (or one int); dtype float32."""
+
+
+@_stub
+def ones(shape, dtype=None):
+    """A tile of ones; ``shape`` a constant tuple of powers of two (or one int); dtype float32."""
+
+
+@_stub
+def full(shape, value, dtype=None):
+    """A tile filled with ``value``. Without ``dtype``: the value's dtype (Python float -> float32,
+    Python int -> int32, bool -> bool_)."""
+
+
+@_stub
+def arange(n, dtype=None):
+    """The 1-D tile ``[0, 1, ..., n-1]``; ``n`` a constant power of two; dtype int32 by default."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Elementwise (Python operators map onto the same rules)
+@_stub
+def where(cond, x, y):
+    """``x`` where ``cond`` (a bool tile or scalar) is True, else ``y``; broadcasting; promotion."""
+
+
+@_stub
+def abs(x):
+    """Element-wise absolute value (the builtin ``abs(t)`` is the same operation)."""
+
+
+@_stub
+def minimum(x, y):
+    """Element-wise minimum with broadcasting and promotion."""
+
+
+@_stub
+def maximum(x, y):
+    """Element-wise maximum with broadcasting and promotion."""
+
+
+def _unary_math(name, what):
+    def f(x, rounding_mode=None):
+        pass
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = (f"Element-wise {what}. Float tiles keep their dtype; integer and bool inputs "
+                 f"compute in float32. Scalars give scalars.")
+    return _stub(f)
+
+
+exp = _unary_math("exp", "e**x")
+exp2 = _unary_math("exp2", "2**x")
+log = _unary_math("log", "natural logarithm")
+log2 = _unary_math("log2", "base-2 logarithm")
+sqrt = _unary_math("sqrt", "square root")
+rsqrt = _unary_math("rsqrt", "reciprocal square root 1/sqrt(x)")
+sin = _unary_math("sin", "sine")
+cos = _unary_math("cos", "cosine")
+tan = _unary_math("tan", "tangent")
+sinh = _unary_math("sinh", "hyperbolic sine")
+cosh = _unary_math("cosh", "hyperbolic cosine")
+tanh = _unary_math("tanh", "hyperbolic tangent")
+floor = _unary_math("floor", "floor (largest integral value <= x)")
+ceil = _unary_math("ceil", "ceiling (smallest integral value >= x)")
+
+
+@_stub
+def isnan(x):
+    """Element-wise NaN test; a bool tile (always False for integer inputs)."""
+
+
+@_stub
+def atan2(y, x):
+    """Element-wise ``atan2(y, x)`` with broadcasting; computes in float."""
+
+
+@_stub
+def fma(a, b, c):
+    """Fused multiply-add ``a * b + c`` with broadcasting and promotion; computes in float."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Reductions and scans
+def _reduction(name, what):
+    def f(t, axis=None, keepdims=False):
+        pass
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = (f"{what} over ``axis`` (None: all axes; an int or a tuple of ints; negative "
+                 f"counts from the end). ``keepdims`` keeps reduced axes with extent 1.")
+    return _stub(f)
+
+
+sum = _reduction("sum", "Sum (bool and integers narrower than 32 bits accumulate in int32)")
+prod = _reduction("prod", "Product (bool and integers narrower than 32 bits accumulate in int32)")
+max = _reduction("max", "Maximum")
+min = _reduction("min", "Minimum")
+argmax = _reduction("argmax", "Index (int32) of the first maximum; flat index when axis is None")
+argmin = _reduction("argmin", "Index (int32) of the first minimum; flat index when axis is None")
+
+
+@_stub
+def reduce(t, axis, fn, identity, keepdims=False):
+    """Reduce ``t`` over ``axis`` with ``fn(a, b)``, a ``@tile.function`` of two rank-0 tiles.
+
+    ``identity`` is ``fn``'s identity element (a constant).
+    """
+
+
+@_stub
+def cumsum(t, axis=0, reverse=False):
+    """Inclusive prefix sum along ``axis`` (accumulates like :func:`sum`)."""
+
+
+@_stub
+def cumprod(t, axis=0, reverse=False):
+    """Inclusive prefix product along ``axis`` (accumulates like :func:`prod`)."""
+
+
+@_stub
+def scan(t, axis, fn, identity, reverse=False):
+    """Inclusive scan of ``t`` along ``axis`` with the ``@tile.function`` ``fn(a, b)``."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Matmul
+@_stub
+def mma(a, b, acc):
+    """Matrix multiply-accumulate ``a @ b + acc``.
+
+    2-D: ``a (M, K)``, ``b (K, N)``, ``acc (M, N)``; 3-D batched with a leading batch axis.
+    ``a`` and ``b`` share a dtype: float16 / bfloat16 / tfloat32 / float32 / float8 with a float32
+    accumulator (float16 and float8 inputs also allow float16), float64 with float64, int8 /
+    uint8 with int32. Returns a tile of ``acc``'s type.
+    """
+
+
+@_stub
+def matmul(a, b):
+    """``a @ b``: accumulates in float32 / int32 and returns float16, bfloat16, float32 or float64
+    for those inputs, float32 for tfloat32 and float8 inputs, int32 for int8 / uint8 inputs."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Shape and dtype
+@_stub
+def reshape(t, shape):
+    """Same elements, new static shape (one entry may be -1); ``t.reshape(shape)`` too."""
+
+
+@_stub
+def permute(t, axes):
+    """Reorder the axes of ``t``: result axis i is ``t``'s axis ``axes[i]``."""
+
+
+@_stub
+def transpose(t, axes=None):
+    """Reverse the axes (``t.T``), or permute them like :func:`permute` when ``axes`` is given."""
+
+
+@_stub
+def broadcast_to(t, shape):
+    """Broadcast ``t`` to ``shape`` with NumPy rules (size-1 axes stretch; leading axes added)."""
+
+
+@_stub
+def expand_dims(t, axis):
+    """Insert an extent-1 axis at ``axis``; ``t[:, None]`` does the same."""
+
+
+@_stub
+def cat(a, b, axis=0):
+    """Concatenate two tiles of one dtype along ``axis``; the result extent must be a power of two."""
+
+
+@_stub
+def extract(t, index, shape):
+    """The sub-tile of static ``shape`` at tile ``index`` (in units of ``shape``)."""
+
+
+@_stub
+def astype(t, dtype, rounding_mode=None):
+    """Convert to ``dtype`` (also ``t.astype(dtype)``); scalars convert too."""
+
+
+@_stub
+def bitcast(t, dtype):
+    """Reinterpret the bits of ``t`` as ``dtype`` (same bit width)."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Misc
+@_stub
+def printf(fmt, *args):
+    """Device printf: ``fmt`` a constant string, ``args`` tiles or scalars (printed element-wise)."""
+
+
+@_stub
+def assert_(cond, msg=None):
+    """Device assertion: traps when any element of the bool tile/scalar ``cond`` is False."""
+
+
+@_stub
+def assume_divisible_by(x, d):
+    """Promise the compiler that the integer scalar ``x`` is a multiple of the constant ``d``.
+
+    Returns ``x``; use the returned value.
+    """
+
+
+del _f, _op

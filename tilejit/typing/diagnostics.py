@@ -1,0 +1,367 @@
+"""Turning typing failures into short, located, user-facing errors.
+
+Templates raise :class:`TileTypingError` with a self-contained message ("what is wrong, and how to
+fix it"). It is a Numba ``TypingError`` so that Numba keeps trying other templates and literal /
+non-literal retries, but Numba then buries it in a multi-page "No implementation of function ..."
+text. Two mechanisms get it back out:
+
+* every ``TileTypingError`` registers itself with the active :class:`Collector`; the typing
+  context's ``resolve_function_type`` re-raises the first one raised during a failed resolution
+  (see ``context.py``);
+* the pipeline records which constraint failed; :func:`constraint_error` names the failing
+  expression with the user's variable names (``t + i``, never ``$binop_add54.2``), lists the
+  operand types and finds the column of the expression in the source (via ``ast``).
+"""
+from __future__ import annotations
+
+import ast
+import linecache
+import operator
+import re
+import threading
+from contextlib import contextmanager
+from typing import Dict, List, Optional
+
+from numba.core import ir, types
+from numba.core.errors import TypingError as NumbaTypingError
+
+from ..errors import SourceLocation
+
+
+# --------------------------------------------------------------------------------------------------
+class TileTypingError(NumbaTypingError):
+    """A typing failure with a message meant for the user (raised by templates)."""
+
+    def __init__(self, msg: str):
+        self.tile_message = msg
+        super().__init__(msg, loc=None, highlighting=False)
+        Collector.record(self)
+
+
+class Collector:
+    """Collects the TileTypingErrors raised while one kernel is typed (thread-local)."""
+
+    _tls = threading.local()
+
+    def __init__(self):
+        self.errors: List[TileTypingError] = []
+
+    @classmethod
+    def current(cls) -> Optional["Collector"]:
+        stack = getattr(cls._tls, "stack", None)
+        return stack[-1] if stack else None
+
+    @classmethod
+    def record(cls, err: TileTypingError) -> None:
+        cur = cls.current()
+        if cur is not None:
+            cur.errors.append(err)
+
+    @classmethod
+    @contextmanager
+    def active(cls):
+        stack = getattr(cls._tls, "stack", None)
+        if stack is None:
+            stack = cls._tls.stack = []
+        col = cls()
+        stack.append(col)
+        try:
+            yield col
+        finally:
+            stack.pop()
+
+
+# --------------------------------------------------------------------------------------------------
+# Names
+_SSA_SUFFIX = re.compile(r"(\.\d+)+$")
+
+
+def user_name(name: str) -> str:
+    """The name the user wrote for an IR variable: ``acc.2`` -> ``acc``, ``x~3`` (inlined from a
+    helper) -> ``x``, ``arg.x`` -> ``x``."""
+    if name.startswith("arg."):
+        name = name[4:]
+    base = name.split("~", 1)[0]
+    return _SSA_SUFFIX.sub("", base) if not base.startswith("$") else base
+
+
+def describe_type(ty) -> str:
+    """A short spelling of a type for messages."""
+    if isinstance(ty, types.IntegerLiteral):
+        return f"int constant {ty.literal_value}"
+    if isinstance(ty, types.BooleanLiteral):
+        return f"bool constant {ty.literal_value}"
+    if isinstance(ty, types.StringLiteral):
+        return f"str constant {ty.literal_value!r}"
+    if isinstance(ty, types.BaseTuple):
+        return "(" + ", ".join(describe_type(t) for t in ty.types) + \
+            (",)" if len(ty.types) == 1 else ")")
+    if isinstance(ty, types.Module):
+        return f"module {ty.pymod.__name__}"
+    if isinstance(ty, types.NoneType):
+        return "None"
+    if isinstance(ty, types.Function):
+        key = ty.typing_key
+        return f"function {getattr(key, '__name__', key)}"
+    if isinstance(ty, types.BoundFunction):
+        return f"method {ty.typing_key}"
+    return str(ty)
+
+
+# --------------------------------------------------------------------------------------------------
+# Reconstructing source text from IR
+OPERATOR_SYMBOLS = {
+    operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
+    operator.floordiv: "//", operator.mod: "%", operator.pow: "**", operator.matmul: "@",
+    operator.and_: "&", operator.or_: "|", operator.xor: "^", operator.lshift: "<<",
+    operator.rshift: ">>", operator.lt: "<", operator.le: "<=", operator.gt: ">",
+    operator.ge: ">=", operator.eq: "==", operator.ne: "!=",
+    operator.iadd: "+=", operator.isub: "-=", operator.imul: "*=", operator.itruediv: "/=",
+    operator.ifloordiv: "//=", operator.imod: "%=", operator.ipow: "**=", operator.imatmul: "@=",
+    operator.iand: "&=", operator.ior: "|=", operator.ixor: "^=", operator.ilshift: "<<=",
+    operator.irshift: ">>=",
+    operator.neg: "-", operator.pos: "+", operator.invert: "~", operator.not_: "not ",
+    operator.is_: "is", operator.is_not: "is not", operator.contains: "in",
+}
+
+
+def _format_index(idx) -> str:
+    def one(i):
+        if isinstance(i, slice):
+            parts = ["" if i.start is None else str(i.start), "" if i.stop is None else str(i.stop)]
+            if i.step is not None:
+                parts.append(str(i.step))
+            return ":".join(parts)
+        if i is Ellipsis:
+            return "..."
+        return repr(i)
+    if isinstance(idx, tuple):
+        return ", ".join(one(i) for i in idx)
+    return one(idx)
+
+
+class ExprText:
+    """Source-like text for IR variables of one function (follows temporaries' definitions)."""
+
+    def __init__(self, blocks):
+        self.defs: Dict[str, ir.Assign] = {}
+        for block in blocks.values():
+            for stmt in block.body:
+                if isinstance(stmt, ir.Assign):
+                    self.defs.setdefault(stmt.target.name, stmt)
+
+    def of(self, var, depth: int = 6) -> str:
+        name = var if isinstance(var, str) else var.name
+        if not name.startswith("$"):
+            return user_name(name)
+        stmt = self.defs.get(name)
+        if stmt is None or depth <= 0:
+            return "…"
+        return self.value(stmt.value, depth)
+
+    def value(self, v, depth: int = 6) -> str:
+        d = depth - 1
+        if isinstance(v, ir.Var):
+            return self.of(v, depth)
+        if isinstance(v, ir.Const):
+            return repr(v.value)
+        if isinstance(v, (ir.Global, ir.FreeVar)):
+            return v.name
+        if isinstance(v, ir.Arg):
+            return v.name
+        if not isinstance(v, ir.Expr):
+            return str(v)
+        op = v.op
+        if op == "getattr":
+            return f"{self.of(v.value, d)}.{v.attr}"
+        if op in ("binop", "inplace_binop"):
+            sym = OPERATOR_SYMBOLS.get(v.fn, "?")
+            return f"{self._operand(v.lhs, d)} {sym} {self._operand(v.rhs, d)}"
+        if op == "unary":
+            return f"{OPERATOR_SYMBOLS.get(v.fn, '?')}{self._operand(v.value, d)}"
+        if op == "call":
+            parts = [self.of(a, d) for a in v.args]
+            parts += [f"{k}={self.of(a, d)}" for k, a in v.kws]
+            if v.vararg is not None:
+                parts.append("*" + self.of(v.vararg, d))
+            return f"{self.of(v.func, d)}({', '.join(parts)})"
+        if op == "build_tuple":
+            items = [self.of(a, d) for a in v.items]
+            return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+        if op == "static_getitem":
+            return f"{self.of(v.value, d)}[{_format_index(v.index)}]"
+        if op == "getitem":
+            return f"{self.of(v.value, d)}[{self.of(v.index, d)}]"
+        if op == "cast":
+            return self.of(v.value, depth)
+        return "…"
+
+    def _operand(self, var, depth) -> str:
+        text = self.of(var, depth)
+        stmt = self.defs.get(var.name) if var.name.startswith("$") else None
+        if stmt is not None and isinstance(stmt.value, ir.Expr) and \
+                stmt.value.op in ("binop", "inplace_binop"):
+            return f"({text})"
+        return text
+
+
+# --------------------------------------------------------------------------------------------------
+# Columns from the AST
+_AST_BINOPS = {
+    operator.add: ast.Add, operator.sub: ast.Sub, operator.mul: ast.Mult,
+    operator.truediv: ast.Div, operator.floordiv: ast.FloorDiv, operator.mod: ast.Mod,
+    operator.pow: ast.Pow, operator.matmul: ast.MatMult, operator.and_: ast.BitAnd,
+    operator.or_: ast.BitOr, operator.xor: ast.BitXor, operator.lshift: ast.LShift,
+    operator.rshift: ast.RShift,
+}
+_AST_INPLACE = {
+    operator.iadd: ast.Add, operator.isub: ast.Sub, operator.imul: ast.Mult,
+    operator.itruediv: ast.Div, operator.ifloordiv: ast.FloorDiv, operator.imod: ast.Mod,
+    operator.ipow: ast.Pow, operator.imatmul: ast.MatMult, operator.iand: ast.BitAnd,
+    operator.ior: ast.BitOr, operator.ixor: ast.BitXor, operator.ilshift: ast.LShift,
+    operator.irshift: ast.RShift,
+}
+_AST_CMP = {operator.lt: ast.Lt, operator.le: ast.LtE, operator.gt: ast.Gt, operator.ge: ast.GtE,
+            operator.eq: ast.Eq, operator.ne: ast.NotEq}
+_AST_UNARY = {operator.neg: ast.USub, operator.pos: ast.UAdd, operator.invert: ast.Invert,
+              operator.not_: ast.Not}
+
+_ast_cache: Dict[str, Optional[Dict[int, list]]] = {}
+
+
+def _nodes_by_line(filename: str):
+    if filename in _ast_cache:
+        return _ast_cache[filename]
+    index = None
+    try:
+        src = "".join(linecache.getlines(filename))
+        if src:
+            tree = ast.parse(src)
+            index = {}
+            for node in ast.walk(tree):
+                if hasattr(node, "lineno") and hasattr(node, "col_offset"):
+                    index.setdefault(node.lineno, []).append(node)
+    except (SyntaxError, ValueError):
+        index = None
+    _ast_cache[filename] = index
+    return index
+
+
+def ast_nodes_at(filename: str, line: int) -> list:
+    index = _nodes_by_line(filename) or {}
+    return index.get(line, [])
+
+
+def _call_name(node) -> Optional[str]:
+    f = node.func
+    if isinstance(f, ast.Name):
+        return f.id
+    if isinstance(f, ast.Attribute):
+        return f.attr
+    return None
+
+
+def find_node(filename: str, line: int, kind: str, detail=None, text: str = None):
+    """The AST node on ``line`` matching ``kind`` (``binop``, ``inplace``, ``compare``, ``unary``,
+    ``call``, ``attr``, ``subscript``); ``text`` breaks ties."""
+    cands = []
+    for node in ast_nodes_at(filename, line):
+        if kind == "binop" and isinstance(node, ast.BinOp) and isinstance(node.op, detail):
+            cands.append(node)
+        elif kind == "inplace" and isinstance(node, ast.AugAssign) and isinstance(node.op, detail):
+            cands.append(node)
+        elif kind == "compare" and isinstance(node, ast.Compare) and \
+                any(isinstance(o, detail) for o in node.ops):
+            cands.append(node)
+        elif kind == "unary" and isinstance(node, ast.UnaryOp) and isinstance(node.op, detail):
+            cands.append(node)
+        elif kind == "call" and isinstance(node, ast.Call) and _call_name(node) == detail:
+            cands.append(node)
+        elif kind == "attr" and isinstance(node, ast.Attribute) and node.attr == detail:
+            cands.append(node)
+        elif kind == "subscript" and isinstance(node, ast.Subscript):
+            cands.append(node)
+    if not cands:
+        return None
+    if text and len(cands) > 1:
+        want = text.replace(" ", "")
+        for node in cands:
+            try:
+                if ast.unparse(node).replace(" ", "") == want:
+                    return node
+            except Exception:   # pragma: no cover - unparse is best effort
+                pass
+    return cands[0]
+
+
+def enclosing_loop_line(filename: str, line: int) -> Optional[int]:
+    """Line of the innermost ``for``/``while`` statement whose body contains ``line``."""
+    index = _nodes_by_line(filename) or {}
+    best = None
+    for nodes in index.values():
+        for n in nodes:
+            if isinstance(n, (ast.For, ast.While)) and n.lineno <= line <= (n.end_lineno or 0):
+                if best is None or n.lineno > best:
+                    best = n.lineno
+    return best
+
+
+def enclosing_function(filename: str, line: int) -> Optional[str]:
+    """Name of the innermost ``def`` containing ``line`` (helpers inlined into a kernel keep
+    their own source locations)."""
+    index = _nodes_by_line(filename) or {}
+    best = None
+    for nodes in index.values():
+        for n in nodes:
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                    n.lineno <= line <= (n.end_lineno or 0):
+                if best is None or n.lineno > best.lineno:
+                    best = n
+    return best.name if best is not None else None
+
+
+def source_location(loc, function: Optional[str] = None, node=None) -> Optional[SourceLocation]:
+    """A :class:`SourceLocation` from a Numba ``ir.Loc`` (and an AST node for the columns)."""
+    if loc is None or getattr(loc, "filename", None) is None:
+        return None
+    function = enclosing_function(loc.filename, loc.line) or function
+    col = end_col = None
+    if node is not None:
+        col = node.col_offset
+        if getattr(node, "end_lineno", None) == node.lineno:
+            end_col = node.end_col_offset
+    return SourceLocation(loc.filename, loc.line, col, end_col, function)
+
+
+def locate(loc, function, kind=None, detail=None, text=None) -> Optional[SourceLocation]:
+    node = None
+    if kind is not None and loc is not None and getattr(loc, "filename", None):
+        node = find_node(loc.filename, loc.line, kind, detail, text)
+    return source_location(loc, function, node)
+
+
+# --------------------------------------------------------------------------------------------------
+# Condensing Numba's own messages (when no template message is available)
+UNTYPED_GLOBAL = re.compile(r"Untyped global name '([^']+)':\s*(.*?)(?:\n|$)")
+_SIG_LINE = re.compile(r">>> (.+)")
+
+
+def first_line(text: str) -> str:
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("Failed in"):
+            return line
+    return text.strip()
+
+
+def condense(text: str) -> str:
+    """One or two lines out of a multi-page Numba typing error."""
+    if text.startswith("No implementation of function"):
+        m = _SIG_LINE.search(text)
+        if m:
+            return f"no typing rule matches {m.group(1).strip()}"
+    m = UNTYPED_GLOBAL.search(text)
+    if m:
+        return f"the global '{m.group(1)}' cannot be used in a tile kernel ({m.group(2).strip()})"
+    line = first_line(text)
+    return line.split(" File \"")[0].rstrip(":")

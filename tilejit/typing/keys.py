@@ -1,0 +1,95 @@
+"""Specialization keys (NOTES.md contract C2) and constant values -> Numba argument types.
+
+=========================================================  ==================================
+key                                                        Numba type
+=========================================================  ==================================
+``("tensor", dtype, ndim, facts, writable)``               ``TensorType``
+``("partition", dtype, ndim, facts, tile_shape)``          ``PartitionType``
+``("scalar", dtype)``                                      a Numba scalar (``int64``,
+                                                           ``float32``, ``boolean``...); a rank-0
+                                                           ``TileType`` for bfloat16 / tf32 / fp8
+=========================================================  ==================================
+
+Scalars are weak in mixed expressions with tiles whatever their dtype (``promotion.py``).
+Constant parameter values become literal types (``Literal[int](64)``) or, for floats, ``float64``.
+"""
+from __future__ import annotations
+
+import enum
+import functools
+from typing import Any
+
+from numba.core import types
+
+from .. import dtypes as dt
+from ..dtypes import DType
+from ..errors import TypingError
+from .types import (DTypeType, EnumMemberType, PartitionType, TensorType, is_pow2, value_type)
+
+
+def _hashable(x):
+    if isinstance(x, list):
+        return tuple(_hashable(i) for i in x)
+    if isinstance(x, tuple):
+        return tuple(_hashable(i) for i in x)
+    return x
+
+
+def arg_type(key) -> types.Type:
+    """The Numba type of one kernel argument from its C2 key tuple."""
+    return _arg_type(_hashable(key))
+
+
+@functools.lru_cache(maxsize=4096)
+def _arg_type(key) -> types.Type:
+    if not isinstance(key, tuple) or not key:
+        raise TypingError(f"invalid argument key {key!r}")
+    kind = key[0]
+    if kind == "tensor":
+        _, dname, ndim, facts, writable = key
+        return TensorType(dt.from_name(dname), int(ndim), facts, bool(writable))
+    if kind == "partition":
+        _, dname, ndim, facts, tile_shape = key
+        tile_shape = tuple(int(s) for s in tile_shape)
+        if not 1 <= ndim <= 3:
+            raise TypingError(f"partitions must have rank 1 to 3, got rank {ndim}")
+        if len(tile_shape) != ndim:
+            raise TypingError(f"partition tile shape {tile_shape} does not match rank {ndim}")
+        bad = [s for s in tile_shape if not is_pow2(s)]
+        if bad:
+            raise TypingError(f"partition tile shape {tile_shape}: every extent must be a power "
+                              f"of two, {bad[0]} is not")
+        return PartitionType(dt.from_name(dname), int(ndim), tile_shape, facts)
+    if kind == "scalar":
+        return value_type(dt.from_name(key[1]))
+    raise TypingError(f"unknown argument kind {kind!r} in key {key!r}")
+
+
+def check_constant(name: str, value: Any) -> None:
+    """Raise unless ``value`` may be the value of the Constant parameter ``name``."""
+    if isinstance(value, (bool, int, float, DType, enum.Enum)):
+        return
+    if isinstance(value, tuple):
+        for v in value:
+            check_constant(name, v)
+        return
+    raise TypingError(f"constant parameter '{name}' must be an int, float, bool, dtype, enum "
+                      f"member or a tuple of these, got {type(value).__name__} {value!r}")
+
+
+def constant_type(value: Any) -> types.Type:
+    """The type a frozen constant has inside the kernel."""
+    if isinstance(value, (bool, int)):
+        return types.literal(value)
+    if isinstance(value, float):
+        return types.float64
+    if isinstance(value, DType):
+        return DTypeType(value)
+    if isinstance(value, enum.Enum):
+        return EnumMemberType(value)
+    if isinstance(value, tuple):
+        return types.Tuple([constant_type(v) for v in value])
+    raise TypeError(value)
+
+
+__all__ = ["arg_type", "check_constant", "constant_type"]

@@ -1,0 +1,585 @@
+"""The front end: Python function + specialization -> typed Numba IR (``TypedKernel``).
+
+::
+
+    type_kernel(pyfunc, arg_keys, constants) -> TypedKernel
+
+    RejectUnsupported (source)      reject.check_source      lists, try, with, closures ... (ast)
+    TranslateByteCode + IRProcessing                         Numba interpreter + PostProcessor
+    FreezeConstexprArgs             passes.freeze_constants  BM = arg(3)  ->  BM = const(64)
+    InlineTileFunctions             inline.inline_helpers    @tile.function calls, recursively
+    RejectUnsupported (IR)          reject.check_ir          what the source check cannot see
+    rewrites                        passes.apply_rewrites    static_getitem, print, static binops
+    unify returns                   passes.unify_returns     one exit block
+    DeadBranchPrune                 numba                    dead `if CONST:` arms are removed
+    ReconstructSSA                  numba                    phis (never stripped)
+    type inference                  TileTypingContext        typemap, calltypes, return type
+
+Typing failures become ``tile.TypingError`` / ``tile.UnsupportedError`` with ``file:line``, the
+source line, a caret, the user's variable names and the operand types (``diagnostics.py``).
+"""
+from __future__ import annotations
+
+import inspect
+import threading
+import time
+from typing import Dict, List, NamedTuple, Optional, Sequence
+
+from numba.core import bytecode, errors as numba_errors, interpreter, ir, postproc, ssa, types
+from numba.core.analysis import compute_cfg_from_blocks, dead_branch_prune
+from numba.core.compiler_lock import global_compiler_lock
+from numba.core.ir_utils import build_definitions
+from numba.core.typeinfer import (CallConstraint, ConstraintNetwork, GetAttrConstraint,
+                                  IntrinsicCallConstraint, Propagate, StaticGetItemConstraint,
+                                  TypeInferer)
+
+from .. import language
+from ..errors import CompileError, TypingError, UnsupportedError
+from . import diagnostics as diag
+from .context import TileTarget, get_context
+from .diagnostics import Collector, ExprText, TileTypingError, describe_type, user_name
+from .inline import inline_helpers
+from .keys import arg_type, check_constant, constant_type
+from .passes import apply_rewrites, freeze_constants, unify_returns
+from .reject import check_ir, check_source
+
+
+# --------------------------------------------------------------------------------------------------
+class KernelParam(NamedTuple):
+    """One Python parameter of the kernel."""
+    name: str
+    kind: str               # "tensor" | "partition" | "scalar" | "constant"
+    type: types.Type        # Numba type inside the kernel (literal type for constants)
+    key: Optional[tuple]    # the C2 key (None for constants)
+    value: object = None    # the value of a constant parameter
+    abi_index: Optional[int] = None   # position among non-constant parameters (C1)
+
+
+class CallInfo(NamedTuple):
+    """What lowering needs to emit one typed call (see :meth:`TypedKernel.call_info`)."""
+    op: str                 # "tile.mma", "Partition.store", "operator.add", "range", ...
+    stub: object            # the tilejit.language function (methods too: t.reshape -> reshape)
+    signature: object       # the resolved numba Signature (sig.args align with ``args``)
+    args: Dict[str, object]  # parameter name -> ir.Var (None: the default, see signature)
+    receiver: Optional[ir.Var]
+
+
+class TypedKernel:
+    """The typed front-end result of one specialization.
+
+    ``func_ir`` is Numba's typed SSA IR *with phis*; ``typemap`` maps every variable name to its
+    Numba type, ``calltypes`` maps call / operator expressions (and ``ir.Print``) to their
+    resolved signatures. Values whose type is a ``Literal``, ``DTypeType`` or ``EnumMemberType``
+    are compile-time constants.
+    """
+
+    def __init__(self, pyfunc, func_ir, typemap, calltypes, return_type, params, constants,
+                 is_kernel, subfunctions, timings):
+        self.pyfunc = pyfunc
+        self.func_ir = func_ir
+        self.typemap = typemap
+        self.calltypes = calltypes
+        self.return_type = return_type
+        self.params: tuple = tuple(params)
+        self.constants: dict = dict(constants)
+        self.is_kernel = is_kernel
+        #: (TileFunction, arg types) -> TypedKernel for combiners of tile.reduce / tile.scan
+        self.subfunctions: dict = subfunctions
+        #: seconds per front-end phase
+        self.timings: dict = timings
+
+    @property
+    def name(self) -> str:
+        return self.pyfunc.__name__
+
+    @property
+    def arg_types(self) -> tuple:
+        """Numba types of the non-constant parameters, in ABI order."""
+        return tuple(p.type for p in self.params if p.kind != "constant")
+
+    def type_of(self, var) -> types.Type:
+        return self.typemap[var if isinstance(var, str) else var.name]
+
+    def call_info(self, expr) -> CallInfo:
+        """Resolve a typed call / binop / unary expression to its op, stub and bound arguments."""
+        sig = self.calltypes[expr]
+        if expr.op in ("binop", "inplace_binop"):
+            return CallInfo(f"operator.{expr.fn.__name__}", None, sig,
+                            {"lhs": expr.lhs, "rhs": expr.rhs}, None)
+        if expr.op == "unary":
+            return CallInfo(f"operator.{expr.fn.__name__}", None, sig, {"value": expr.value}, None)
+        if expr.op != "call":
+            raise ValueError(f"not a call: {expr}")
+        fnty = self.typemap[expr.func.name]
+        receiver = None
+        if isinstance(fnty, types.BoundFunction):
+            template = fnty.template
+            defs = self.func_ir._definitions.get(expr.func.name) or []
+            getattr_expr = next((d for d in defs if isinstance(d, ir.Expr) and
+                                 d.op == "getattr"), None)
+            receiver = getattr_expr.value if getattr_expr is not None else None
+        else:
+            template = next((t for t in getattr(fnty, "templates", ()) if hasattr(t, "op")),
+                            None)
+        op = getattr(template, "op", None) or getattr(fnty.typing_key, "__name__",
+                                                      str(fnty.typing_key))
+        stub = getattr(template, "stub", None)
+        pysig = getattr(sig, "pysig", None)
+        bound: Dict[str, object] = {}
+        if pysig is not None:
+            lead = (receiver,) if receiver is not None else ()
+            ba = pysig.bind(*lead, *expr.args, **dict(expr.kws))
+            for name in pysig.parameters:
+                bound[name] = ba.arguments.get(name)
+        else:
+            bound = {f"arg{i}": a for i, a in enumerate(expr.args)}
+            bound.update(dict(expr.kws))
+        return CallInfo(op, stub, sig, bound, receiver)
+
+    # --- text -------------------------------------------------------------------------------------
+    def signature_text(self) -> str:
+        parts = []
+        for p in self.params:
+            if p.kind == "constant":
+                parts.append(f"{p.name}={p.value!r}")
+            else:
+                parts.append(f"{p.name}: {p.type}")
+        return f"{self.name}({', '.join(parts)})"
+
+    def dump(self) -> str:
+        """Readable typed IR: one line per statement with the type of what it defines."""
+        out = [f"tile {'kernel' if self.is_kernel else 'function'} {self.signature_text()}"
+               f" -> {self.return_type}"]
+        for label in sorted(self.func_ir.blocks):
+            block = self.func_ir.blocks[label]
+            out.append(f"label {label}:")
+            for stmt in block.body:
+                text = str(stmt)
+                if isinstance(stmt, ir.Assign):
+                    ty = self.typemap.get(stmt.target.name)
+                    extra = ""
+                    v = stmt.value
+                    if isinstance(v, ir.Expr) and v.op == "call" and v in self.calltypes:
+                        try:
+                            extra = f"   [{self.call_info(v).op}]"
+                        except Exception:   # pragma: no cover - dump must never fail
+                            extra = ""
+                    text = _short_stmt(stmt)
+                    out.append(f"    {text:<64} :: {_type_text(ty)}{extra}")
+                else:
+                    out.append(f"    {_short_stmt(stmt)}")
+        for (fn, argtys), sub in self.subfunctions.items():
+            out.append("")
+            out.append(sub.dump())
+        return "\n".join(out)
+
+    def __repr__(self):
+        return f"<TypedKernel {self.signature_text()}>"
+
+
+def _type_text(ty) -> str:
+    """Type spelling for dumps (no object addresses)."""
+    if isinstance(ty, types.Module):
+        return f"module {ty.pymod.__name__}"
+    if isinstance(ty, types.Function):
+        t = next((t for t in ty.templates if hasattr(t, "op")), None)
+        name = getattr(t, "op", None) or getattr(ty.typing_key, "__name__", str(ty.typing_key))
+        return f"function {name}"
+    if isinstance(ty, types.BoundFunction):
+        return f"method {ty.typing_key} of {ty.this}"
+    return str(ty)
+
+
+def _short_stmt(stmt) -> str:
+    """Statement text without Numba's verbose call keyword dump."""
+    if isinstance(stmt, ir.Assign) and isinstance(stmt.value, (ir.Global, ir.FreeVar)):
+        return f"{stmt.target.name} = global({stmt.value.name})"
+    if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr):
+        e = stmt.value
+        if e.op == "static_getitem":
+            return f"{stmt.target.name} = static_getitem({e.value.name}, {e.index!r})"
+        if e.op == "build_tuple":
+            return f"{stmt.target.name} = build_tuple({', '.join(v.name for v in e.items)})"
+    if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr) and stmt.value.op == "call":
+        c = stmt.value
+        args = [a.name for a in c.args] + [f"{k}={v.name}" for k, v in c.kws]
+        return f"{stmt.target.name} = call {c.func.name}({', '.join(args)})"
+    if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr) and stmt.value.op == "phi":
+        p = stmt.value
+        inc = ", ".join(f"{b}: {'UNDEF' if v is ir.UNDEFINED else v.name}"
+                        for v, b in zip(p.incoming_values, p.incoming_blocks))
+        return f"{stmt.target.name} = phi({inc})"
+    return str(stmt)
+
+
+# --------------------------------------------------------------------------------------------------
+# Parameters
+def _bind_params(pyfunc, arg_keys: Sequence, constants: Optional[dict]):
+    constants = dict(constants or {})
+    sig = inspect.signature(pyfunc)
+    const_names = set(language.constant_parameters(pyfunc)) | set(constants)
+    params, keys, abi = [], list(arg_keys), 0
+    n_runtime = sum(1 for n in sig.parameters if n not in const_names)
+    if len(keys) != n_runtime:
+        runtime = [n for n in sig.parameters if n not in const_names]
+        raise TypingError(f"kernel '{pyfunc.__name__}' has {n_runtime} non-constant parameter(s) "
+                          f"({', '.join(runtime)}) but {len(keys)} argument key(s) were given")
+    it = iter(keys)
+    for name, p in sig.parameters.items():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise UnsupportedError(f"kernel '{pyfunc.__name__}' may not take *args or **kwargs")
+        if name in const_names:
+            if name not in constants:
+                raise TypingError(f"missing the value of constant parameter '{name}' of kernel "
+                                  f"'{pyfunc.__name__}' (pass it at launch or with .generics())")
+            value = constants[name]
+            check_constant(name, value)
+            params.append(KernelParam(name, "constant", constant_type(value), None, value, None))
+        else:
+            key = next(it)
+            params.append(KernelParam(name, key[0], arg_type(key), tuple(key), None, abi))
+            abi += 1
+    unknown = set(constants) - set(sig.parameters)
+    if unknown:
+        raise TypingError(f"kernel '{pyfunc.__name__}' has no parameter(s) "
+                          f"{', '.join(sorted(unknown))}")
+    return params
+
+
+# --------------------------------------------------------------------------------------------------
+# Untyped IR
+def _translate(pyfunc):
+    func_id = bytecode.FunctionIdentity.from_function(pyfunc)
+    try:
+        func_ir = interpreter.Interpreter(func_id).interpret(bytecode.ByteCode(func_id=func_id))
+    except numba_errors.NumbaError as e:
+        loc = getattr(e, "loc", None)
+        raise UnsupportedError(f"cannot compile '{pyfunc.__name__}': "
+                               f"{diag.first_line(str(e))}",
+                               diag.source_location(loc, pyfunc.__name__)) from None
+    postproc.PostProcessor(func_ir).run(emit_dels=False)
+    return func_ir
+
+
+def _build_untyped(pyfunc, entry: bool, constants: Optional[dict], stack: List) -> ir.FunctionIR:
+    check_source(pyfunc, entry)
+    func_ir = _translate(pyfunc)
+    freeze_constants(func_ir, constants)
+
+    def build_helper(fn, st):
+        return _build_untyped(fn, False, None, st)
+
+    sites = _build.stack[-1].setdefault("sites", {}) if _build.stack else None
+    if inline_helpers(func_ir, build_helper, stack, pyfunc.__name__, sites):
+        postproc.PostProcessor(func_ir).run(emit_dels=False)
+    check_ir(func_ir, pyfunc.__name__)
+    apply_rewrites(func_ir)
+    return func_ir
+
+
+def _prepare_ssa(func_ir, called_args) -> ir.FunctionIR:
+    unify_returns(func_ir)
+    func_ir._definitions = build_definitions(func_ir.blocks)
+    dead_branch_prune(func_ir, called_args)
+    func_ir = ssa.reconstruct_ssa(func_ir)
+    func_ir._definitions = build_definitions(func_ir.blocks)
+    postproc.PostProcessor(func_ir).run(emit_dels=False)
+    return func_ir
+
+
+# --------------------------------------------------------------------------------------------------
+# Type inference
+class _RecordingNetwork(ConstraintNetwork):
+    """Numba's constraint network, remembering which constraint raised which error."""
+
+    def propagate(self, typeinfer):
+        self.failures = []
+        errors = []
+        for constraint in self.constraints:
+            try:
+                constraint(typeinfer)
+            except numba_errors.ForceLiteralArg as e:
+                errors.append(e)
+            except numba_errors.TypingError as e:
+                self.failures.append((constraint, e))
+                errors.append(numba_errors.TypingError(str(e), loc=constraint.loc,
+                                                       highlighting=False))
+        return errors
+
+
+class _BuildState(threading.local):
+    def __init__(self):
+        self.stack = []
+
+
+_build = _BuildState()
+
+
+def _infer(func_ir, arg_types: Dict[str, types.Type], pyfunc):
+    ctx = get_context()
+    if len(_build.stack) <= 1:
+        ctx._condensed.clear()
+    infer = TypeInferer(ctx, func_ir, numba_errors.WarningsFixer(numba_errors.NumbaWarning))
+    infer.constraints = net = _RecordingNetwork()
+    seeded = [(i, n) for i, n in enumerate(func_ir.arg_names) if n in arg_types]
+    argtys = tuple(arg_types[n] for _, n in seeded)
+    texts = None
+    try:
+        with ctx.callstack.register(TileTarget, infer, func_ir.func_id, argtys):
+            for i, name in seeded:
+                infer.seed_argument(name, i, arg_types[name])
+            infer.build_constraint()
+            errs = infer.propagate(raise_errors=False)
+            if errs:
+                texts = ExprText(func_ir.blocks)
+                constraint, exc = net.failures[0] if net.failures else (None, errs[0])
+                raise _constraint_error(constraint, exc, infer, func_ir, pyfunc, texts)
+            typemap, restype, calltypes = infer.unify(raise_errors=True)
+    except CompileError:
+        raise
+    except numba_errors.TypingError as e:
+        raise _plain_error(e, pyfunc) from None
+    return dict(typemap), restype, dict(calltypes)
+
+
+# --------------------------------------------------------------------------------------------------
+# Error formatting
+_INTRINSIC_KIND = {}
+for _fn, _node in diag._AST_BINOPS.items():
+    _INTRINSIC_KIND[_fn] = ("binop", _node)
+for _fn, _node in diag._AST_INPLACE.items():
+    _INTRINSIC_KIND[_fn] = ("inplace", _node)
+for _fn, _node in diag._AST_CMP.items():
+    _INTRINSIC_KIND[_fn] = ("compare", _node)
+for _fn, _node in diag._AST_UNARY.items():
+    _INTRINSIC_KIND[_fn] = ("unary", _node)
+
+
+def _message_of(exc) -> str:
+    if isinstance(exc, TileTypingError):
+        return exc.tile_message
+    return diag.condense(str(exc))
+
+
+def _constraint_error(constraint, exc, infer, func_ir, pyfunc, texts: ExprText) -> CompileError:
+    fname = pyfunc.__name__
+    msg = _message_of(exc)
+    loc = getattr(constraint, "loc", None) or getattr(exc, "loc", None)
+    typevars = infer.typevars
+
+    def tyof(var):
+        name = var if isinstance(var, str) else var.name
+        tv = typevars.get(name) if hasattr(typevars, "get") else None
+        try:
+            return typevars[name].type if tv is not None else None
+        except Exception:   # pragma: no cover
+            return None
+
+    def operand_lines(vars_):
+        lines = []
+        seen = set()
+        for v in vars_:
+            if v is None:
+                continue
+            label = texts.of(v)
+            t = tyof(v)
+            if t is None or label in seen or isinstance(t, (types.Module, types.Function,
+                                                            types.BoundFunction)):
+                continue
+            seen.add(label)
+            lines.append(f"    {label}: {describe_type(t)}")
+        return lines
+
+    kind = detail = expr_text = None
+    operands: list = []
+    if isinstance(constraint, Propagate) and "Cannot unify" in str(exc):
+        return _merge_error(constraint, infer, func_ir, pyfunc)
+    if isinstance(constraint, IntrinsicCallConstraint):
+        stmt = texts.defs.get(constraint.target)
+        expr_text = texts.value(stmt.value) if stmt is not None else None
+        kind, detail = _INTRINSIC_KIND.get(constraint.func, (None, None))
+        operands = list(constraint.args)
+        if not isinstance(exc, TileTypingError) and constraint.func in diag.OPERATOR_SYMBOLS:
+            shown = " and ".join(describe_type(tyof(a)) for a in constraint.args)
+            msg = (f"operator '{diag.OPERATOR_SYMBOLS[constraint.func].rstrip('=')}' is not "
+                   f"supported for {shown}")
+    elif isinstance(constraint, CallConstraint):
+        stmt = texts.defs.get(constraint.target)
+        expr_text = texts.value(stmt.value) if stmt is not None else None
+        fdef = texts.defs.get(constraint.func)
+        name = None
+        if fdef is not None:
+            fv = fdef.value
+            if isinstance(fv, ir.Expr) and fv.op == "getattr":
+                name = fv.attr
+                operands.append(fv.value)
+            elif isinstance(fv, (ir.Global, ir.FreeVar)):
+                name = fv.name
+        kind, detail = "call", name
+        operands += list(constraint.args) + [v for _, v in constraint.kws]
+    elif isinstance(constraint, GetAttrConstraint):
+        kind, detail = "attr", constraint.attr
+        expr_text = f"{texts.of(constraint.value)}.{constraint.attr}"
+        operands = [constraint.value]
+    elif isinstance(constraint, StaticGetItemConstraint):
+        kind = "subscript"
+        stmt = texts.defs.get(constraint.target)
+        expr_text = texts.value(stmt.value) if stmt is not None else None
+        operands = [constraint.value]
+    else:
+        cls = type(constraint).__name__
+        if cls in ("SetItemConstraint", "StaticSetItemConstraint"):
+            kind = "subscript"
+            tgt = constraint.target
+            expr_text = f"{texts.of(tgt)}[...] = {texts.of(constraint.value)}"
+            operands = [tgt, constraint.value]
+        elif cls == "PrintConstraint":
+            kind, detail = "call", "print"
+            expr_text = "print(" + ", ".join(texts.of(a) for a in constraint.args) + ")"
+            operands = list(constraint.args)
+        elif cls == "ExhaustIterConstraint":
+            expr_text = None
+            operands = [constraint.iterator]
+            msg = (f"cannot unpack {describe_type(tyof(constraint.iterator))} into "
+                   f"{constraint.count} values" + ("" if isinstance(exc, TileTypingError) else
+                                                   " (only tuples of the right length unpack)"))
+    where = diag.locate(loc, fname, kind, detail, expr_text)
+    text = f"in `{expr_text}`: {msg}" if expr_text and expr_text != "…" else msg
+    lines = operand_lines(operands)
+    target = getattr(constraint, "target", None)
+    lines += _inline_chain(target if isinstance(target, str) else None)
+    if lines:
+        text += "\n" + "\n".join(lines)
+    return TypingError(text, where)
+
+
+def _inline_chain(name: Optional[str]) -> List[str]:
+    """``inlined into ...`` lines for a variable that came from @tile.function helpers."""
+    if not name or "~" not in name or not _build.stack:
+        return []
+    sites = _build.stack[-1].get("sites", {})
+    out = []
+    for part in name.split("~")[1:]:
+        sid = part.split(".")[0]
+        if sid.isdigit() and int(sid) in sites:
+            helper, loc, caller = sites[int(sid)]
+            out.append(f"    (in @tile.function '{helper}', inlined into '{caller}' at "
+                       f"{loc.filename}:{loc.line})")
+    return out
+
+
+def _merge_error(constraint, infer, func_ir, pyfunc) -> CompileError:
+    dst = constraint.dst
+    t_dst = infer.typevars[dst].type
+    t_src = infer.typevars[constraint.src].type
+    headers = set(compute_cfg_from_blocks(func_ir.blocks).loops())
+    phi_block = next((label for label, b in func_ir.blocks.items()
+                      for s in b.body if isinstance(s, ir.Assign) and s.target.name == dst), None)
+    name = user_name(dst)
+    if phi_block in headers:
+        where = "it changes type from one loop iteration to the next"
+    else:
+        where = "it is assigned different types on different control-flow paths (if/else branches " \
+                "or before/inside a loop)"
+    msg = (f"variable '{name}' has type {describe_type(t_dst)} on one path and "
+           f"{describe_type(t_src)} on another: {where}. A variable that flows through an if/else "
+           f"or a loop must keep one tile type; convert with .astype(...) or "
+           f"tile.broadcast_to(...) so both agree")
+    return TypingError(msg, diag.source_location(constraint.loc, pyfunc.__name__))
+
+
+def _plain_error(e, pyfunc) -> CompileError:
+    """Errors raised outside constraints (undefined globals, unresolved types)."""
+    loc = diag.source_location(getattr(e, "loc", None), pyfunc.__name__)
+    text = str(e)
+    m = diag.UNTYPED_GLOBAL.search(text)
+    if m:
+        return TypingError(f"the global '{m.group(1)}' ({m.group(2)}) cannot be used inside a tile "
+                           f"kernel; pass it as an argument or a tile.Constant parameter", loc)
+    if "undefined variable" in text or "cannot be determined" in text:
+        return TypingError(f"a variable may be used before it is assigned: {diag.condense(text)}",
+                           loc)
+    return TypingError(diag.condense(text), loc)
+
+
+# --------------------------------------------------------------------------------------------------
+def _run(pyfunc, params, is_kernel: bool, arg_types: Dict[str, types.Type]) -> TypedKernel:
+    timings = {}
+    t0 = time.perf_counter()
+    constants = {p.name: p.value for p in params if p.kind == "constant"}
+    state = {"subfunctions": {}}
+    _build.stack.append(state)
+    try:
+        with global_compiler_lock, Collector.active():
+            func_ir = _build_untyped(pyfunc, is_kernel, constants, [pyfunc])
+            t1 = time.perf_counter()
+            called = [arg_types.get(n, constant_type(constants[n]) if n in constants
+                                    else types.none) for n in func_ir.arg_names]
+            func_ir = _prepare_ssa(func_ir, called)
+            t2 = time.perf_counter()
+            typemap, restype, calltypes = _infer(func_ir, arg_types, pyfunc)
+            t3 = time.perf_counter()
+    finally:
+        _build.stack.pop()
+    timings.update(untyped=t1 - t0, ssa=t2 - t1, typing=t3 - t2, total=t3 - t0)
+    if is_kernel and restype not in (types.none, types.void):
+        raise TypingError(f"tile kernels cannot return values, but '{pyfunc.__name__}' returns "
+                          f"{describe_type(restype)}; write results through a partition "
+                          f"(z.store(t))", _return_location(func_ir, pyfunc))
+    return TypedKernel(pyfunc, func_ir, typemap, calltypes, restype, params, constants,
+                       is_kernel, state["subfunctions"], timings)
+
+
+def _return_location(func_ir, pyfunc):
+    for b in func_ir.blocks.values():
+        if isinstance(b.terminator, ir.Return):
+            return diag.source_location(b.terminator.loc, pyfunc.__name__)
+    return None
+
+
+def _unwrap(fn):
+    if isinstance(fn, language.TileFunction):
+        return fn.py_func
+    if not inspect.isfunction(fn) and hasattr(fn, "py_func"):
+        return fn.py_func
+    return fn
+
+
+def type_kernel(pyfunc, arg_keys: Sequence, constants: Optional[dict] = None) -> TypedKernel:
+    """Type one specialization of a kernel.
+
+    ``arg_keys``: the C2 key tuples of the non-constant parameters, in parameter order.
+    ``constants``: parameter name -> value for the ``tile.Constant[...]`` parameters (any other
+    parameter named here is treated as constant too).
+    """
+    pyfunc = _unwrap(pyfunc)
+    params = _bind_params(pyfunc, arg_keys, constants)
+    arg_types = {p.name: p.type for p in params if p.kind != "constant"}
+    return _run(pyfunc, params, True, arg_types)
+
+
+def type_function(pyfunc, arg_types: Sequence[types.Type]) -> TypedKernel:
+    """Type a ``@tile.function`` on its own with the given Numba argument types (used for the
+    combiners of ``tile.reduce`` / ``tile.scan``; ordinary calls to helpers are inlined)."""
+    pyfunc = _unwrap(pyfunc)
+    names = list(inspect.signature(pyfunc).parameters)
+    if len(names) != len(arg_types):
+        raise TypingError(f"'{pyfunc.__name__}' takes {len(names)} argument(s), "
+                          f"{len(arg_types)} given")
+    params = [KernelParam(n, "value", t, None, None, i)
+              for i, (n, t) in enumerate(zip(names, arg_types))]
+    return _run(pyfunc, params, False, dict(zip(names, arg_types)))
+
+
+def type_subfunction(tile_function, arg_types: tuple) -> TypedKernel:
+    """Type a combiner for the kernel being typed and record it in its ``subfunctions``."""
+    key = (tile_function, tuple(arg_types))
+    state = _build.stack[-1] if _build.stack else {"subfunctions": {}}
+    found = state["subfunctions"].get(key)
+    if found is None:
+        found = type_function(tile_function.py_func, arg_types)
+        state["subfunctions"][key] = found
+    return found
+
+
+__all__ = ["type_kernel", "type_function", "TypedKernel", "KernelParam", "CallInfo"]

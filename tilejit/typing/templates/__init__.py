@@ -1,0 +1,20 @@
+"""Typing templates of the kernel language, one module per op family.
+
+Importing this package registers every template in ``tilejit.typing.context.registry``.
+
+==============  ===================================================================
+``operators``   Python operators and builtins (abs, min, max, bool, int, len, range, print)
+``grid``        bid, num_blocks, cdiv
+``memory``      tensor/partition/view attributes, load_tile_like, load, store, gather, scatter
+``atomics``     atomic_add/max/min/xchg/cas
+``creation``    zeros, ones, full, arange
+``elementwise`` where, minimum, maximum, exp ... fma
+``reduction``   sum ... argmin, reduce, cumsum, cumprod, scan
+``matmul``      mma, matmul, ``@``
+``shape``       reshape ... extract, tile attributes, indexing
+``dtype``       astype, bitcast, dtype values
+``misc``        printf, assert_, assume_divisible_by, static_assert, enum members
+==============  ===================================================================
+"""
+from . import (operators, grid, memory, atomics, creation, elementwise, reduction,  # noqa: F401
+               matmul, shape, dtype, misc)

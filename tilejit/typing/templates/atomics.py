@@ -1,0 +1,60 @@
+"""Atomic read-modify-write on elements of writable tensors and partitions.
+
+``atomic_add / max / min / xchg(target, indices, values, mask=None, memory_order=ACQ_REL,
+memory_scope=DEVICE)`` and ``atomic_cas(target, indices, expected, desired, ...)`` return the old
+values as ``Tile[target.dtype, broadcast(indices)]``. The target must be writable: a partition
+argument or a tensor passed as ``tile.atomic(t)``.
+"""
+from __future__ import annotations
+
+from ... import dtypes as dt
+from ... import language
+from ..diagnostics import TileTypingError
+from ..types import TensorType, TileType
+from ._base import enum_arg, function_rule, read_only_error
+from .memory import array_arg, gather_shape, mask_arg, value_arg
+
+_INT_TYPES = (dt.int32, dt.int64, dt.uint32, dt.uint64)
+_FLOAT_TYPES = (dt.float16, dt.float32, dt.float64)
+_ALLOWED = {
+    "atomic_add": _INT_TYPES + _FLOAT_TYPES,
+    "atomic_max": _INT_TYPES + (dt.float32,),
+    "atomic_min": _INT_TYPES + (dt.float32,),
+    "atomic_xchg": _INT_TYPES + (dt.float32, dt.float64),
+    "atomic_cas": _INT_TYPES + (dt.float32, dt.float64),
+}
+
+
+def _target(b, name):
+    t = b.target
+    if isinstance(t, TensorType) and not t.writable:
+        raise read_only_error(f"use {name} on", t)
+    x = array_arg(t, f"{name}: target", writable=True)
+    if x.dtype not in _ALLOWED[name]:
+        ok = ", ".join(d.name for d in _ALLOWED[name])
+        raise TileTypingError(f"{name} is not supported for {x.dtype} elements (supported: {ok})")
+    enum_arg(b.memory_order, language.MemoryOrder, f"{name}: memory_order")
+    enum_arg(b.memory_scope, language.MemoryScope, f"{name}: memory_scope")
+    shape = gather_shape(b.indices, x.ndim, f"{name}: indices")
+    mask_arg(b.mask, shape, f"{name}: mask")
+    return x, shape
+
+
+def _rmw(name):
+    def rule(b):
+        x, shape = _target(b, name)
+        value_arg(b.values, x.dtype, shape, f"{name}: values")
+        return TileType(x.dtype, shape)
+    return rule
+
+
+for _name in ("atomic_add", "atomic_max", "atomic_min", "atomic_xchg"):
+    function_rule(getattr(language, _name))(_rmw(_name))
+
+
+@function_rule(language.atomic_cas)
+def _atomic_cas(b):
+    x, shape = _target(b, "atomic_cas")
+    value_arg(b.expected, x.dtype, shape, "atomic_cas: expected")
+    value_arg(b.desired, x.dtype, shape, "atomic_cas: desired")
+    return TileType(x.dtype, shape)

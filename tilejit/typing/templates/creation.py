@@ -1,0 +1,60 @@
+"""Tile constructors: ``zeros``, ``ones``, ``full``, ``arange``."""
+from __future__ import annotations
+
+from ... import dtypes as dt
+from ... import language
+from ..diagnostics import TileTypingError, describe_type
+from ..promotion import category, is_compute_only, materialize_dtype
+from ..types import TileType, dtype_of, is_pow2, is_scalar
+from ._base import dtype_arg, function_rule, int_arg, is_none, shape_arg
+
+
+def _check_creatable(d, op):
+    if d.is_fp8:
+        raise TileTypingError(f"{op}: cannot create {d} tiles directly; create float16/float32 "
+                              f"tiles and convert with .astype(tile.{d.name})")
+
+
+@function_rule(language.zeros)
+def _zeros(b):
+    d = dtype_arg(b.dtype, "tile.zeros: dtype", default=dt.float32)
+    _check_creatable(d, "tile.zeros")
+    return TileType(d, shape_arg(b.shape, "tile.zeros: shape"))
+
+
+@function_rule(language.ones)
+def _ones(b):
+    d = dtype_arg(b.dtype, "tile.ones: dtype", default=dt.float32)
+    _check_creatable(d, "tile.ones")
+    return TileType(d, shape_arg(b.shape, "tile.ones: shape"))
+
+
+@function_rule(language.full)
+def _full(b):
+    shape = shape_arg(b.shape, "tile.full: shape")
+    v = b.value
+    if not (is_scalar(v) or (isinstance(v, TileType) and v.ndim == 0)):
+        raise TileTypingError(f"tile.full: value must be a scalar, got {describe_type(v)}; use "
+                              f"tile.broadcast_to for tiles")
+    if is_none(b.dtype):
+        d = materialize_dtype((v,))
+    else:
+        d = dtype_arg(b.dtype, "tile.full: dtype")
+        if category(dtype_of(v)) > category(d) and not is_compute_only(d):
+            raise TileTypingError(f"tile.full: value {describe_type(v)} does not convert "
+                                  f"implicitly to {d}; pass a value of that kind or convert it")
+    _check_creatable(d, "tile.full")
+    return TileType(d, shape)
+
+
+@function_rule(language.arange)
+def _arange(b):
+    n = int_arg(b.n, "tile.arange: n")
+    if not is_pow2(n):
+        raise TileTypingError(f"tile.arange: n must be a power of two (tile extents are powers of "
+                              f"two), got {n}")
+    d = dtype_arg(b.dtype, "tile.arange: dtype", default=dt.int32)
+    if not (d.is_integer or d.is_float) or is_compute_only(d):
+        raise TileTypingError(f"tile.arange: dtype must be an integer or float dtype, got {d}")
+    return TileType(d, (n,))
+

@@ -1,0 +1,47 @@
+"""Conversions: ``astype`` (``t.astype(d)`` too) and ``bitcast``; dtype values (``tile.float32``
+is a ``DTypeType``, as is ``x.dtype``)."""
+from __future__ import annotations
+
+from ... import dtypes as dt
+from ... import language
+from ..diagnostics import TileTypingError, describe_type
+from ..types import DTypeType, TileType, dtype_of, is_scalar, value_type
+from ..context import registry
+from ._base import dtype_arg, enum_arg, function_rule, method_rule
+
+for _d in dt.ALL_DTYPES:
+    registry.register_global(_d, DTypeType(_d))
+
+
+def _astype(b):
+    t = b.t
+    d = dtype_arg(b.dtype, "astype: dtype")
+    enum_arg(b.rounding_mode, language.RoundingMode, "astype: rounding_mode")
+    if isinstance(t, TileType):
+        return t.copy(dtype=d)
+    if is_scalar(t):
+        return value_type(d)
+    raise TileTypingError(f"astype needs a tile or scalar, got {describe_type(t)}")
+
+
+function_rule(language.astype)(_astype)
+method_rule(TileType, "astype", language.astype)(_astype)
+
+
+def _bitcast(b):
+    t = b.t
+    d = dtype_arg(b.dtype, "bitcast: dtype")
+    if not isinstance(t, TileType) and not is_scalar(t):
+        raise TileTypingError(f"bitcast needs a tile or scalar, got {describe_type(t)}")
+    src = dtype_of(t)
+    if src.bits != d.bits or src.is_bool or d.is_bool:
+        raise TileTypingError(f"bitcast: {src} ({src.bits} bits) cannot be reinterpreted as {d} "
+                              f"({d.bits} bits); the widths must match (and bool has no bit "
+                              f"pattern); use .astype() to convert values")
+    if isinstance(t, TileType):
+        return t.copy(dtype=d)
+    return value_type(d)
+
+
+function_rule(language.bitcast)(_bitcast)
+method_rule(TileType, "bitcast", language.bitcast)(_bitcast)

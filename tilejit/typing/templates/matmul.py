@@ -1,0 +1,85 @@
+"""``mma(a, b, acc)``, ``matmul(a, b)`` and the ``@`` operator.
+
+Shapes: ``a (M, K) @ b (K, N) -> (M, N)``, or batched ``(B, M, K) @ (B, K, N) -> (B, M, N)``.
+Input dtypes (``a`` and ``b`` must match) and accumulators:
+
+=====================================  ======================  ====================
+inputs                                 ``mma`` accumulator      ``a @ b`` result
+=====================================  ======================  ====================
+float16                                float32 or float16      float16
+bfloat16                               float32                 bfloat16
+tfloat32 / float32                     float32                 float32
+float8_e4m3fn / float8_e5m2            float32 or float16      float32
+float64                                float64                 float64
+int8 / uint8                           int32                   int32
+=====================================  ======================  ====================
+"""
+from __future__ import annotations
+
+from ... import dtypes as dt
+from ... import language
+from ..diagnostics import TileTypingError, describe_type
+from ..types import TileType
+from ._base import function_rule
+
+_ACC = {
+    dt.float16: (dt.float32, dt.float16), dt.bfloat16: (dt.float32,),
+    dt.tfloat32: (dt.float32,), dt.float32: (dt.float32,),
+    dt.float8_e4m3fn: (dt.float32, dt.float16), dt.float8_e5m2: (dt.float32, dt.float16),
+    dt.float64: (dt.float64,), dt.int8: (dt.int32,), dt.uint8: (dt.int32,),
+}
+_MATMUL_OUT = {dt.float16: dt.float16, dt.bfloat16: dt.bfloat16, dt.tfloat32: dt.float32,
+               dt.float32: dt.float32, dt.float8_e4m3fn: dt.float32, dt.float8_e5m2: dt.float32,
+               dt.float64: dt.float64, dt.int8: dt.int32, dt.uint8: dt.int32}
+
+
+def _operands(a, b, op):
+    for name, t in (("a", a), ("b", b)):
+        if not isinstance(t, TileType) or t.ndim not in (2, 3):
+            raise TileTypingError(f"{op}: {name} must be a 2-D or 3-D (batched) tile, got "
+                                  f"{describe_type(t)}")
+    if a.ndim != b.ndim:
+        raise TileTypingError(f"{op}: a and b must have the same rank, got {a.shape} and {b.shape}")
+    if a.dtype is not b.dtype:
+        allowed_mix = {a.dtype, b.dtype} <= {dt.int8, dt.uint8} or \
+            {a.dtype, b.dtype} <= {dt.float8_e4m3fn, dt.float8_e5m2}
+        if not allowed_mix:
+            raise TileTypingError(f"{op}: a and b must have the same dtype, got {a.dtype} and "
+                                  f"{b.dtype}; convert one with .astype()")
+    if a.dtype not in _ACC:
+        raise TileTypingError(f"{op}: unsupported input dtype {a.dtype} (supported: "
+                              f"{', '.join(d.name for d in _ACC)})")
+    *ba, m, k = a.shape
+    *bb, k2, n = b.shape
+    if k != k2 or ba != bb:
+        raise TileTypingError(
+            f"{op}: shape mismatch: a is {a.shape} and b is {b.shape}; need a=(M, K) and "
+            f"b=(K, N) (with equal leading batch extents for 3-D tiles)")
+    return tuple(ba) + (m, n)
+
+
+@function_rule(language.mma)
+def _mma(bd):
+    a, b, acc = bd.a, bd.b, bd.acc
+    out = _operands(a, b, "tile.mma")
+    if not isinstance(acc, TileType):
+        raise TileTypingError(f"tile.mma: acc must be a tile, got {describe_type(acc)}")
+    if acc.shape != out:
+        raise TileTypingError(
+            f"tile.mma: shape mismatch: a is {a.shape}, b is {b.shape} and acc is {acc.shape}; "
+            f"acc must be {out} (a=(M, K), b=(K, N), acc=(M, N))")
+    if acc.dtype not in _ACC[a.dtype]:
+        ok = " or ".join(d.name for d in _ACC[a.dtype])
+        raise TileTypingError(f"tile.mma: {a.dtype} inputs need a {ok} accumulator, got "
+                              f"{acc.dtype}")
+    return acc
+
+
+def matmul_result(a, b):
+    out = _operands(a, b, "a @ b")
+    return TileType(_MATMUL_OUT[a.dtype], out)
+
+
+@function_rule(language.matmul)
+def _matmul(bd):
+    return matmul_result(bd.a, bd.b)

@@ -1,0 +1,285 @@
+"""Tensors, partitions and tile views: attributes, loads, stores, gather and scatter.
+
+=====================================  ==========================================================
+``x.shape`` / ``z.tensor_shape``        ``UniTuple(index type, ndim)`` (int32 when index_bits=32)
+``z.shape`` / ``v.tile_shape``          tuple of int literals (static tile shape)
+``z.block``                             ``UniTuple(int32, ndim)`` (the block index of each axis)
+``x.ndim`` / ``x.dtype``                int literal / ``DTypeType``
+``load_tile_like(x, z)``                ``Tile[x.dtype, z.shape]``
+``x.load(index, shape, padding=ZERO, latency=None, allow_tma=True)``  ``Tile[x.dtype, shape]``
+``x.partition(shape, padding=None)``    ``TensorPartitionViewType``; ``v.load(index)``,
+                                        ``v.num_tiles(axis)`` (int32), ``tile.store(v, index, t)``
+``z.load()`` / ``z.store(t)``           the block's own tile of a partition
+``gather`` / ``scatter``                element-wise through index tiles (see language.py)
+=====================================  ==========================================================
+"""
+from __future__ import annotations
+
+from numba.core import types
+
+from ... import dtypes as dt
+from ... import language
+from ..diagnostics import TileTypingError, describe_type
+from ..promotion import broadcast_shapes, category
+from ..types import (DTypeType, PartitionType, TensorPartitionViewType, TensorType, TileType,
+                     dtype_of, is_scalar)
+from ._base import (attribute_rule, bool_arg, enum_arg, function_rule, int_arg, is_none,
+                    method_rule, read_only_error, shape_arg)
+
+ARRAYS = (TensorType, PartitionType)
+
+
+# --------------------------------------------------------------------------------------------------
+# Argument checks
+def array_arg(ty, what: str, writable: bool = False):
+    if isinstance(ty, ARRAYS):
+        if writable and not ty.writable:
+            raise read_only_error(f"write to ({what})", ty)
+        return ty
+    raise TileTypingError(f"{what} must be a tensor or partition argument, got {describe_type(ty)}")
+
+
+def _is_int_scalar(ty) -> bool:
+    d = dtype_of(ty)
+    return d is not None and d.is_integer and (is_scalar(ty) or
+                                               (isinstance(ty, TileType) and ty.ndim == 0))
+
+
+def index_arg(ty, ndim: int, what: str):
+    """A tile index: ``ndim`` integer scalars (a bare int for rank 1)."""
+    items = tuple(ty.types) if isinstance(ty, types.BaseTuple) else (ty,)
+    if len(items) != ndim or not all(_is_int_scalar(t) for t in items):
+        raise TileTypingError(f"{what} must be a tuple of {ndim} integer scalar(s) (tile "
+                              f"coordinates, in units of tiles), got {describe_type(ty)}")
+    return items
+
+
+def latency_arg(ty):
+    v = int_arg(ty, "latency", allow_none=True)
+    if v is not None and not 1 <= v <= 10:
+        raise TileTypingError(f"latency must be None or a constant between 1 and 10, got {v}")
+    return v
+
+
+def padding_arg(ty):
+    return enum_arg(ty, language.PaddingMode, "padding")
+
+
+def gather_shape(ty, ndim: int, what: str):
+    """Broadcast shape of element-index tiles: one int tile (rank-1 arrays) or ``ndim`` of them."""
+    items = tuple(ty.types) if isinstance(ty, types.BaseTuple) else (ty,)
+    if len(items) != ndim:
+        raise TileTypingError(f"{what} must give {ndim} index tile(s) (one per axis of the "
+                              f"{ndim}-d array), got {describe_type(ty)}")
+    shapes = []
+    for t in items:
+        d = dtype_of(t)
+        if not (d is not None and d.is_integer and (isinstance(t, TileType) or is_scalar(t))):
+            raise TileTypingError(f"{what} must be integer tiles or scalars, got {describe_type(t)}")
+        shapes.append(t.shape if isinstance(t, TileType) else ())
+    return broadcast_shapes(*shapes, what=f"the index tiles of {what}")
+
+
+def mask_arg(ty, shape, what: str):
+    if is_none(ty):
+        return None
+    d = dtype_of(ty)
+    if d is not dt.bool_ or not (isinstance(ty, TileType) or is_scalar(ty)):
+        raise TileTypingError(f"{what} must be a bool tile (e.g. a comparison), got "
+                              f"{describe_type(ty)}")
+    if isinstance(ty, TileType):
+        broadcast_shapes(ty.shape, shape, what=f"{what} and the indices")
+    return ty
+
+
+def value_arg(ty, dtype, shape, what: str, exact_shape: bool = False):
+    """A value stored into ``dtype`` elements of ``shape``: tiles must match the dtype (and
+    broadcast to ``shape``); scalars are weak and must not be of a higher category."""
+    if isinstance(ty, TileType):
+        if ty.dtype is not dtype:
+            raise TileTypingError(f"{what} has dtype {ty.dtype} but the destination holds {dtype}; "
+                                  f"convert with .astype(tile.{dtype.name})")
+        if exact_shape and ty.shape != tuple(shape) and ty.ndim > 0:
+            raise TileTypingError(f"{what} has shape {ty.shape} but the destination tile shape is "
+                                  f"{tuple(shape)}; use tile.broadcast_to(t, {tuple(shape)}) to "
+                                  f"broadcast explicitly")
+        broadcast_shapes(ty.shape, shape, what=f"{what} and the destination")
+        if broadcast_shapes(ty.shape, shape) != tuple(shape):
+            raise TileTypingError(f"{what} of shape {ty.shape} does not fit the destination shape "
+                                  f"{tuple(shape)}")
+        return ty
+    if is_scalar(ty):
+        if category(dtype_of(ty)) > category(dtype):
+            raise TileTypingError(f"{what} is {describe_type(ty)} but the destination holds "
+                                  f"{dtype}; convert explicitly with tile.astype(v, "
+                                  f"tile.{dtype.name})")
+        return ty
+    raise TileTypingError(f"{what} must be a tile or scalar, got {describe_type(ty)}")
+
+
+# --------------------------------------------------------------------------------------------------
+# Attributes
+def _shape_literals(shape):
+    return types.Tuple([types.literal(int(s)) for s in shape])
+
+
+for _cls in (TensorType, PartitionType):
+    attribute_rule(_cls, "ndim")(lambda ty: types.literal(ty.ndim))
+    attribute_rule(_cls, "dtype")(lambda ty: DTypeType(ty.dtype))
+
+attribute_rule(TensorType, "shape")(lambda ty: types.UniTuple(ty.index_type, ty.ndim))
+attribute_rule(PartitionType, "shape")(lambda ty: _shape_literals(ty.tile_shape))
+attribute_rule(PartitionType, "tensor_shape")(lambda ty: types.UniTuple(ty.index_type, ty.ndim))
+attribute_rule(PartitionType, "block")(lambda ty: types.UniTuple(types.int32, ty.ndim))
+
+attribute_rule(TensorPartitionViewType, "tile_shape")(lambda ty: _shape_literals(ty.tile_shape))
+attribute_rule(TensorPartitionViewType, "ndim")(lambda ty: types.literal(ty.ndim))
+attribute_rule(TensorPartitionViewType, "dtype")(lambda ty: DTypeType(ty.dtype))
+
+
+# --------------------------------------------------------------------------------------------------
+# Loads
+@function_rule(language.load_tile_like)
+def _load_tile_like(b):
+    z = b.z
+    if not isinstance(z, PartitionType):
+        raise TileTypingError(f"load_tile_like(x, z): z must be a partition argument (it gives the "
+                              f"block position and tile shape), got {describe_type(z)}")
+    x = array_arg(b.x, "load_tile_like(x, z): x")
+    if x.ndim != z.ndim:
+        raise TileTypingError(f"load_tile_like(x, z): x has rank {x.ndim} but the partition z has "
+                              f"rank {z.ndim}; they must match")
+    return TileType(x.dtype, z.tile_shape)
+
+
+def _load_rule(b):
+    x = array_arg(b.x, "load: the tensor")
+    shape = shape_arg(b.shape, "load: shape")
+    if len(shape) != x.ndim:
+        raise TileTypingError(f"load: shape {shape} has {len(shape)} entries but the tensor has "
+                              f"rank {x.ndim}")
+    index_arg(b.index, x.ndim, "load: index")
+    padding_arg(b.padding)
+    latency_arg(b.latency)
+    bool_arg(b.allow_tma, "allow_tma")
+    return TileType(x.dtype, shape)
+
+
+function_rule(language.load)(_load_rule)
+method_rule(TensorType, "load", language.load)(_load_rule)
+
+
+def _partition_sig(x, shape, padding=None):
+    """x.partition(shape, padding=None)"""
+
+
+@method_rule(TensorType, "partition", _partition_sig, op="Tensor.partition")
+def _tensor_partition(b):
+    x = b.x
+    shape = shape_arg(b.shape, "partition: shape")
+    if len(shape) != x.ndim:
+        raise TileTypingError(f"partition: shape {shape} has {len(shape)} entries but the tensor "
+                              f"has rank {x.ndim}")
+    return TensorPartitionViewType(x, shape, padding_arg(b.padding))
+
+
+def _partition_load_sig(z):
+    """z.load()"""
+
+
+@method_rule(PartitionType, "load", _partition_load_sig, op="Partition.load")
+def _partition_load(b):
+    return TileType(b.z.dtype, b.z.tile_shape)
+
+
+def _partition_store_sig(z, t):
+    """z.store(t)"""
+
+
+@method_rule(PartitionType, "store", _partition_store_sig, op="Partition.store")
+def _partition_store(b):
+    z = b.z
+    value_arg(b.t, z.dtype, z.tile_shape, "store: the stored tile", exact_shape=True)
+    return types.none
+
+
+def _view_load_sig(v, index, latency=None, allow_tma=True):
+    """v.load(index, latency=None, allow_tma=True)"""
+
+
+@method_rule(TensorPartitionViewType, "load", _view_load_sig, op="TileView.load")
+def _view_load(b):
+    v = b.v
+    index_arg(b.index, v.ndim, "load: index")
+    latency_arg(b.latency)
+    bool_arg(b.allow_tma, "allow_tma")
+    return TileType(v.dtype, v.tile_shape)
+
+
+def _view_num_tiles_sig(v, axis):
+    """v.num_tiles(axis)"""
+
+
+@method_rule(TensorPartitionViewType, "num_tiles", _view_num_tiles_sig, op="TileView.num_tiles")
+def _view_num_tiles(b):
+    a = int_arg(b.axis, "num_tiles: axis")
+    if not -b.v.ndim <= a < b.v.ndim:
+        raise TileTypingError(f"num_tiles: axis {a} is out of bounds for a {b.v.ndim}-d view")
+    return types.int32
+
+
+def _store_rule(b):
+    target = b.target
+    if isinstance(target, TensorType):
+        if not target.writable:
+            raise read_only_error("store to", target)
+        raise TileTypingError("store(target, index, t): to store tiles into a writable tensor "
+                              "pass its tile view w.partition(shape) as target")
+    if isinstance(target, TensorPartitionViewType):
+        if not target.writable:
+            raise read_only_error("store to a view of", target.source)
+        shape = target.tile_shape
+    elif isinstance(target, PartitionType):
+        shape = target.tile_shape
+    else:
+        raise TileTypingError(f"store: target must be a partition argument or a tile view, got "
+                              f"{describe_type(target)}")
+    index_arg(b.index, target.ndim, "store: index")
+    value_arg(b.t, target.dtype, shape, "store: the stored tile", exact_shape=True)
+    return types.none
+
+
+function_rule(language.store)(_store_rule)
+
+
+def _view_store_sig(target, index, t):
+    """v.store(index, t)"""
+
+
+method_rule(TensorPartitionViewType, "store", _view_store_sig, op="TileView.store")(_store_rule)
+
+
+# --------------------------------------------------------------------------------------------------
+# Gather / scatter
+@function_rule(language.gather)
+def _gather(b):
+    x = array_arg(b.x, "gather: x")
+    shape = gather_shape(b.indices, x.ndim, "gather: indices")
+    mask_arg(b.mask, shape, "gather: mask")
+    if not (is_scalar(b.other) or (isinstance(b.other, TileType))):
+        raise TileTypingError(f"gather: other must be a scalar or tile, got "
+                              f"{describe_type(b.other)}")
+    value_arg(b.other, x.dtype, shape, "gather: other")
+    return TileType(x.dtype, shape)
+
+
+@function_rule(language.scatter)
+def _scatter(b):
+    t = b.target
+    if isinstance(t, TensorType) and not t.writable:
+        raise read_only_error("scatter into", t)
+    x = array_arg(t, "scatter: target", writable=True)
+    shape = gather_shape(b.indices, x.ndim, "scatter: indices")
+    mask_arg(b.mask, shape, "scatter: mask")
+    value_arg(b.values, x.dtype, shape, "scatter: values")
+    return types.none

@@ -1,0 +1,370 @@
+"""Python operators and builtins on tiles, scalars, tuples, dtypes and enums.
+
+These templates are *authoritative* (``context.AUTHORITATIVE``): Numba's own number templates are
+filtered out, so the promotion rules of ``promotion.py`` apply everywhere. Two int constants fold
+to a constant (``BM // 2`` is ``Literal[int](32)``); lowering materialises every literal-typed
+value as a constant.
+
+Signatures record the operand types; ``calltypes[expr]`` of a ``binop`` / ``inplace_binop`` /
+``unary`` expression is the signature and ``expr.fn`` the operator.
+"""
+from __future__ import annotations
+
+import operator
+
+from numba.core import types
+from numba.core.typing.templates import signature
+
+from ... import dtypes as dt
+from ... import language
+from ..diagnostics import OPERATOR_SYMBOLS, TileTypingError, describe_type
+from ..promotion import (broadcast_shapes, category, float_result, is_compute_only,
+                         result_dtype)
+from ..types import (DTypeType, EnumMemberType, PartitionType, TensorPartitionViewType,
+                     TensorType, TileType, dtype_of, is_scalar, value_type)
+from ._base import raw_function_template, static_value, NOT_STATIC
+
+ARITH = {operator.add, operator.sub, operator.mul, operator.iadd, operator.isub, operator.imul}
+TRUEDIV = {operator.truediv, operator.itruediv}
+FLOORDIV = {operator.floordiv, operator.mod, operator.ifloordiv, operator.imod}
+POW = {operator.pow, operator.ipow}
+BITWISE = {operator.and_, operator.or_, operator.xor, operator.iand, operator.ior, operator.ixor}
+SHIFT = {operator.lshift, operator.rshift, operator.ilshift, operator.irshift}
+COMPARE = {operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne}
+INPLACE = {operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
+           operator.itruediv: operator.truediv, operator.ifloordiv: operator.floordiv,
+           operator.imod: operator.mod, operator.ipow: operator.pow, operator.iand: operator.and_,
+           operator.ior: operator.or_, operator.ixor: operator.xor,
+           operator.ilshift: operator.lshift, operator.irshift: operator.rshift}
+
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _sym(fn) -> str:
+    return OPERATOR_SYMBOLS.get(fn, getattr(fn, "__name__", str(fn))).rstrip("=") \
+        if fn in INPLACE else OPERATOR_SYMBOLS.get(fn, str(fn))
+
+
+def _not_an_operand(ty, sym) -> TileTypingError:
+    if isinstance(ty, (TensorType, PartitionType, TensorPartitionViewType)):
+        return TileTypingError(
+            f"operator '{sym}' is not defined for {ty}: tensors and partitions hold data in "
+            f"global memory; load a tile first (x.load(index, shape), tile.load_tile_like(x, z) "
+            f"or z.load())")
+    return TileTypingError(f"operator '{sym}' is not defined for {describe_type(ty)}")
+
+
+def _operands_ok(a, b, sym):
+    for t in (a, b):
+        if not (isinstance(t, TileType) or is_scalar(t)):
+            raise _not_an_operand(t, sym)
+
+
+def _result(d, a, b, sym):
+    """The result type: a tile when a tile is involved (broadcast shape), else a scalar."""
+    if isinstance(a, TileType) or isinstance(b, TileType):
+        sa = a.shape if isinstance(a, TileType) else ()
+        sb = b.shape if isinstance(b, TileType) else ()
+        return TileType(d, broadcast_shapes(sa, sb, what=f"operands of '{sym}'"))
+    return value_type(d)
+
+
+def _fold(fn, a, b):
+    """Constant-fold two int/bool literals (Python semantics); None when not foldable."""
+    if not (isinstance(a, (types.IntegerLiteral, types.BooleanLiteral)) and
+            isinstance(b, (types.IntegerLiteral, types.BooleanLiteral))):
+        return None
+    fn = INPLACE.get(fn, fn)
+    x, y = a.literal_value, b.literal_value
+    if fn in (operator.truediv,):
+        return None
+    if fn in (operator.floordiv, operator.mod) and y == 0:
+        raise TileTypingError(f"integer division by zero in constant expression {x} "
+                              f"{OPERATOR_SYMBOLS[fn]} {y}")
+    if fn is operator.pow and y < 0:
+        return None
+    if fn in (operator.lshift, operator.rshift) and (y < 0 or y > 63):
+        return None
+    r = fn(x, y)
+    if isinstance(r, bool):
+        return types.literal(r)
+    if isinstance(r, int) and _INT64_MIN <= r <= _INT64_MAX:
+        return types.literal(r)
+    return None
+
+
+def _tuple_binop(fn, a, b):
+    sym = _sym(fn)
+    if fn in (operator.add, operator.iadd) and isinstance(a, types.BaseTuple) and \
+            isinstance(b, types.BaseTuple):
+        return signature(types.BaseTuple.from_types(tuple(a.types) + tuple(b.types)), a, b)
+    if fn in (operator.eq, operator.ne) and isinstance(a, types.BaseTuple) and \
+            isinstance(b, types.BaseTuple):
+        va, vb = static_value(a), static_value(b)
+        if va is not NOT_STATIC and vb is not NOT_STATIC:
+            return signature(types.literal((va == vb) == (fn is operator.eq)), a, b)
+        if len(a.types) != len(b.types):
+            return signature(types.literal(fn is operator.ne), a, b)
+        for x, y in zip(a.types, b.types):
+            if not (is_scalar(x) and is_scalar(y)):
+                raise TileTypingError(f"'{sym}' compares tuples of scalars only, got "
+                                      f"{describe_type(a)} and {describe_type(b)}")
+        return signature(types.boolean, a, b)
+    raise TileTypingError(f"operator '{sym}' is not supported between {describe_type(a)} and "
+                          f"{describe_type(b)} (tuples support + (concatenation), == and !=)")
+
+
+def _static_eq(fn, a, b):
+    """== / != between dtypes or enum members: a compile-time bool."""
+    if fn not in (operator.eq, operator.ne):
+        return None
+    for cls in (DTypeType, EnumMemberType):
+        if isinstance(a, cls) or isinstance(b, cls):
+            same = isinstance(a, cls) and isinstance(b, cls) and static_value(a) is static_value(b)
+            return signature(types.literal(same == (fn is operator.eq)), a, b)
+    return None
+
+
+def _binary(fn, args):
+    a, b = args
+    sym = _sym(fn)
+    if isinstance(a, types.BaseTuple) or isinstance(b, types.BaseTuple):
+        return _tuple_binop(fn, a, b)
+    sig = _static_eq(fn, a, b)
+    if sig is not None:
+        return sig
+    if fn in (operator.matmul, operator.imatmul):
+        from .matmul import matmul_result
+        return signature(matmul_result(a, b), a, b)
+    _operands_ok(a, b, sym)
+    folded = _fold(fn, a, b)
+    if folded is not None:
+        return signature(folded, a, b)
+    base = INPLACE.get(fn, fn)
+    d = result_dtype((a, b), sym)
+    if base in COMPARE:
+        if is_compute_only(d):
+            raise TileTypingError(f"'{sym}' on {d} is not supported; convert with .astype first")
+        return signature(_result(dt.bool_, a, b, sym), a, b)
+    if base in (operator.add, operator.sub, operator.mul):
+        if d.is_bool and base is operator.sub:
+            raise TileTypingError("'-' is not defined for bool operands; use '^' (xor) for "
+                                  "booleans, or convert with .astype(tile.int32)")
+    elif base is operator.truediv:
+        d = float_result(d)
+    elif base in (operator.floordiv, operator.mod):
+        if d.is_bool:
+            raise TileTypingError(f"'{sym}' is not defined for bool operands; convert with "
+                                  f".astype(tile.int32)")
+    elif base is operator.pow:
+        if d.is_bool:
+            d = dt.int32
+        if d.is_integer and isinstance(b, types.IntegerLiteral) and b.literal_value < 0:
+            raise TileTypingError("integers to negative integer powers are not allowed; use a "
+                                  "float base (x.astype(tile.float32) ** n)")
+    elif base in (operator.and_, operator.or_, operator.xor):
+        if d.is_float:
+            raise TileTypingError(
+                f"bitwise operator '{sym}' is not defined for floating-point operands "
+                f"({describe_type(a)} and {describe_type(b)}); it needs bool or integer operands "
+                f"(to combine conditions, use {sym} on comparisons: (a > 0) {sym} (b > 0))")
+    elif base in (operator.lshift, operator.rshift):
+        if not d.is_integer:
+            raise TileTypingError(f"shift operator '{sym}' needs integer operands, got "
+                                  f"{describe_type(a)} and {describe_type(b)}")
+    res = _result(d, a, b, sym)
+    if fn in INPLACE and isinstance(a, TileType):
+        res = _inplace_result(a, res, sym)
+    return signature(res, a, b)
+
+
+def _inplace_result(a: TileType, res, sym):
+    """``a op= b`` keeps ``a``'s type (NumPy casting 'same_kind'): the result may not widen
+    ``a``'s shape or change its dtype category."""
+    if res.shape != a.shape:
+        raise TileTypingError(f"in-place '{sym}=' would change the shape of the left operand "
+                              f"from {a.shape} to {res.shape}; write `a = a {sym} b` instead")
+    if category(res.dtype) > category(a.dtype):
+        raise TileTypingError(f"in-place '{sym}=' cannot store a {res.dtype} result into a "
+                              f"{a.dtype} tile; write `a = a {sym} b` (which makes a new "
+                              f"{res.dtype} tile) or convert the right operand with .astype()")
+    return a
+
+
+for _fn in ARITH | TRUEDIV | FLOORDIV | POW | BITWISE | SHIFT | COMPARE | \
+        {operator.matmul, operator.imatmul}:
+    def _make(fn):
+        @raw_function_template(fn, f"operator {_sym(fn)}")
+        def _rule(context, args, kws):
+            if len(args) != 2 or kws:
+                return None
+            return _binary(fn, args)
+        return _rule
+    _make(_fn)
+
+
+# --------------------------------------------------------------------------------------------------
+# Unary operators
+def _unary(fn, args):
+    (a,) = args
+    sym = OPERATOR_SYMBOLS[fn].strip()
+    if fn is operator.not_:
+        if is_scalar(a):
+            if isinstance(a, (types.IntegerLiteral, types.BooleanLiteral)):
+                return signature(types.literal(not a.literal_value), a)
+            return signature(types.boolean, a)
+        if isinstance(a, TileType) and a.ndim == 0:
+            return signature(types.boolean, a)
+        if isinstance(a, types.BaseTuple):
+            return signature(types.literal(len(a.types) == 0), a)
+        if isinstance(a, TileType):
+            raise TileTypingError(f"'not' of a tile with shape {a.shape} is ambiguous; use "
+                                  f"~mask for an element-wise not of a bool tile")
+        raise _not_an_operand(a, "not")
+    if not (isinstance(a, TileType) or is_scalar(a)):
+        raise _not_an_operand(a, sym)
+    d = dtype_of(a)
+    if is_compute_only(d):
+        raise TileTypingError(f"unary '{sym}' on {d} is not supported; convert with .astype")
+    if isinstance(a, types.IntegerLiteral):
+        v = a.literal_value
+        r = {operator.neg: -v, operator.pos: v, operator.invert: ~v}[fn]
+        return signature(types.literal(r), a)
+    if isinstance(a, types.BooleanLiteral) and fn is not operator.neg:
+        v = a.literal_value
+        return signature(types.literal((not v) if fn is operator.invert else v), a)
+    if fn is operator.neg and d.is_bool:
+        raise TileTypingError("unary '-' is not defined for bool operands; use ~ for logical not")
+    if fn is operator.invert and d.is_float:
+        raise TileTypingError(f"'~' is not defined for floating-point operands "
+                              f"({describe_type(a)}); it needs bool or integer operands")
+    return signature(a, a)
+
+
+for _fn in (operator.neg, operator.pos, operator.invert, operator.not_):
+    def _make_unary(fn):
+        @raw_function_template(fn, f"operator {OPERATOR_SYMBOLS[fn].strip()}")
+        def _rule(context, args, kws):
+            if len(args) != 1 or kws:
+                return None
+            return _unary(fn, args)
+        return _rule
+    _make_unary(_fn)
+
+
+# --------------------------------------------------------------------------------------------------
+# Builtins
+@raw_function_template(language.abs, "tile.abs")
+def _tile_abs(context, args, kws):
+    return _abs(context, args, kws)
+
+
+@raw_function_template(abs, "abs")
+def _abs(context, args, kws):
+    if len(args) != 1 or kws:
+        raise TileTypingError("abs() takes exactly one argument")
+    (a,) = args
+    if not (isinstance(a, TileType) or is_scalar(a)):
+        raise _not_an_operand(a, "abs")
+    if isinstance(a, types.IntegerLiteral):
+        return signature(types.literal(abs(a.literal_value)), a)
+    if is_compute_only(dtype_of(a)):
+        raise TileTypingError(f"abs() of {dtype_of(a)} is not supported; convert with .astype")
+    return signature(types.unliteral(a) if is_scalar(a) else a, a)
+
+
+def _minmax(fn, name, args, kws):
+    if kws or len(args) < 2:
+        raise TileTypingError(f"{name}() in a kernel takes two or more scalars; for the "
+                              f"{name}imum of a tile use tile.{name}(t, axis), for element-wise "
+                              f"{name}ima use tile.{name}imum(a, b)")
+    for a in args:
+        if isinstance(a, TileType) and a.ndim > 0:
+            raise TileTypingError(f"{name}() compares scalars; for tiles use tile.{name}imum(a, b)"
+                                  f" (element-wise) or tile.{name}(t, axis) (reduction)")
+        if not (isinstance(a, TileType) or is_scalar(a)):
+            raise _not_an_operand(a, name)
+    if all(isinstance(a, types.IntegerLiteral) for a in args):
+        return signature(types.literal(fn(a.literal_value for a in args)), *args)
+    d = result_dtype(args, name)
+    if any(isinstance(a, TileType) for a in args):
+        return signature(TileType(d, ()), *args)
+    return signature(value_type(d), *args)
+
+
+@raw_function_template(min, "min")
+def _min(context, args, kws):
+    return _minmax(min, "min", args, kws)
+
+
+@raw_function_template(max, "max")
+def _max(context, args, kws):
+    return _minmax(max, "max", args, kws)
+
+
+@raw_function_template(bool, "bool")
+def _bool(context, args, kws):
+    if len(args) != 1:
+        return None
+    (a,) = args
+    if isinstance(a, TileType):
+        if a.ndim == 0:
+            return signature(types.boolean, a)
+        raise TileTypingError(
+            f"the truth value of a tile with shape {a.shape} is ambiguous (in an `if`, `while`, "
+            f"`and`/`or`/`not`); reduce it first (tile.max(mask) for any, tile.min(mask) for all) "
+            f"or use tile.where for element-wise selection")
+    if isinstance(a, (TensorType, PartitionType, TensorPartitionViewType)):
+        raise TileTypingError(f"{a} has no truth value")
+    return None     # numbers, tuples: Numba's builtin
+
+
+@raw_function_template(int, "int")
+def _int(context, args, kws):
+    if len(args) != 1 or kws:
+        return None
+    (a,) = args
+    if isinstance(a, types.IntegerLiteral):
+        return signature(a, a)
+    if is_scalar(a) or (isinstance(a, TileType) and a.ndim == 0):
+        return signature(types.int64, a)
+    raise TileTypingError(f"int() needs a scalar, got {describe_type(a)}")
+
+
+@raw_function_template(range, "range")
+def _range_guard(context, args, kws):
+    for i, a in enumerate(args, 1):
+        if not isinstance(types.unliteral(a), types.Integer):
+            extra = ""
+            if isinstance(a, TileType):
+                extra = ("; a tile is a value on the device, not a loop bound: use scalars such as "
+                         "x.shape[0], tile.bid(0), tile.cdiv(n, BK) or a kernel argument")
+            raise TileTypingError(f"range() bounds must be integer scalars, but argument {i} is "
+                                  f"{describe_type(a)}{extra}")
+    return None     # Numba's Range template types the valid cases
+
+
+@raw_function_template(len, "len")
+def _len(context, args, kws):
+    if len(args) != 1:
+        return None
+    (a,) = args
+    if isinstance(a, TileType):
+        if a.ndim == 0:
+            raise TileTypingError("len() of a rank-0 tile")
+        return signature(types.literal(a.shape[0]), a)
+    if isinstance(a, (TensorType, PartitionType)):
+        raise TileTypingError(f"len() of a {a}: use x.shape[0] (runtime extent) or z.shape[0] "
+                              f"(static tile extent)")
+    return None
+
+
+@raw_function_template(print, "print")
+def _print(context, args, kws):
+    for i, a in enumerate(args, 1):
+        if isinstance(a, TileType) or is_scalar(a):
+            continue
+        raise TileTypingError(
+            f"print() in a kernel accepts only tiles and scalars, but argument {i} is "
+            f"{describe_type(a)}; to print text use tile.printf(\"x = %f\\n\", t)")
+    return signature(types.none, *args)

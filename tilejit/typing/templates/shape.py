@@ -1,0 +1,274 @@
+"""Shape manipulation: ``reshape permute transpose broadcast_to expand_dims cat extract``, the tile
+attributes ``shape dtype ndim T size``, and indexing (``t[:, None]`` inserts an axis; tiles are
+immutable, so item assignment is an error).
+"""
+from __future__ import annotations
+
+import operator
+
+from numba.core import types
+from numba.core.typing.templates import signature
+
+from ... import language
+from ..diagnostics import TileTypingError, describe_type
+from ..promotion import broadcast_shapes
+from ..types import (DTypeType, PartitionType, TensorPartitionViewType, TensorType, TileType,
+                     is_pow2, is_scalar)
+from ._base import (as_tile, attribute_rule, axis_arg, function_rule, method_rule,
+                    raw_function_template, raw_key_template, shape_arg, static_value, NOT_STATIC)
+from .memory import index_arg
+
+
+def _tile(ty, op, allow_scalar=False):
+    if isinstance(ty, TileType):
+        return ty
+    if allow_scalar and is_scalar(ty):
+        return as_tile(ty)
+    raise TileTypingError(f"{op} needs a tile, got {describe_type(ty)}")
+
+
+# --------------------------------------------------------------------------------------------------
+attribute_rule(TileType, "shape")(lambda ty: types.Tuple([types.literal(s) for s in ty.shape]))
+attribute_rule(TileType, "dtype")(lambda ty: DTypeType(ty.dtype))
+attribute_rule(TileType, "ndim")(lambda ty: types.literal(ty.ndim))
+attribute_rule(TileType, "size")(lambda ty: types.literal(ty.size))
+attribute_rule(TileType, "T")(lambda ty: ty.copy(shape=tuple(reversed(ty.shape))))
+
+
+def _reshape(b):
+    t = _tile(b.t, "reshape", allow_scalar=True)
+    shape = shape_arg(b.shape, "reshape: shape", allow_minus_one=True)
+    if shape.count(-1) > 1:
+        raise TileTypingError(f"reshape: at most one extent may be -1, got {shape}")
+    known = 1
+    for s in shape:
+        if s != -1:
+            known *= s
+    if -1 in shape:
+        if t.size % known:
+            raise TileTypingError(f"reshape: cannot reshape {t.shape} ({t.size} elements) into "
+                                  f"{shape}")
+        shape = tuple(t.size // known if s == -1 else s for s in shape)
+        if not is_pow2(t.size // known):
+            raise TileTypingError(f"reshape: the inferred extent {t.size // known} is not a power "
+                                  f"of two")
+    elif known != t.size:
+        raise TileTypingError(f"reshape: cannot reshape a tile of shape {t.shape} ({t.size} "
+                              f"elements) into {shape} ({known} elements)")
+    return t.copy(shape=shape)
+
+
+function_rule(language.reshape)(_reshape)
+method_rule(TileType, "reshape", language.reshape)(_reshape)
+
+
+def _perm(axes_ty, ndim, op):
+    v = static_value(axes_ty)
+    if v is NOT_STATIC or not isinstance(v, tuple) or not all(isinstance(a, int) for a in v):
+        raise TileTypingError(f"{op}: axes must be a constant tuple of ints, got "
+                              f"{describe_type(axes_ty)}")
+    axes = tuple(a % ndim if -ndim <= a < ndim else a for a in v)
+    if sorted(axes) != list(range(ndim)):
+        raise TileTypingError(f"{op}: axes {v} is not a permutation of the {ndim} axes")
+    return axes
+
+
+def _permute(b):
+    t = _tile(b.t, "permute")
+    axes = _perm(b.axes, t.ndim, "permute")
+    return t.copy(shape=tuple(t.shape[a] for a in axes))
+
+
+function_rule(language.permute)(_permute)
+method_rule(TileType, "permute", language.permute)(_permute)
+
+
+@function_rule(language.transpose)
+def _transpose(b):
+    t = _tile(b.t, "transpose")
+    if isinstance(b.axes, types.NoneType):
+        return t.copy(shape=tuple(reversed(t.shape)))
+    axes = _perm(b.axes, t.ndim, "transpose")
+    return t.copy(shape=tuple(t.shape[a] for a in axes))
+
+
+def _transpose_method_sig(t, *axes):
+    """t.transpose(*axes)"""
+
+
+@method_rule(TileType, "transpose", _transpose_method_sig, op="Tile.transpose")
+def _transpose_method(b):
+    t = b.t
+    if not b.axes:
+        return t.copy(shape=tuple(reversed(t.shape)))
+    axes_ty = b.axes[0] if len(b.axes) == 1 and isinstance(b.axes[0], types.BaseTuple) \
+        else types.Tuple(b.axes)
+    axes = _perm(axes_ty, t.ndim, "transpose")
+    return t.copy(shape=tuple(t.shape[a] for a in axes))
+
+
+def _broadcast_to(b):
+    t = _tile(b.t, "broadcast_to", allow_scalar=True)
+    shape = shape_arg(b.shape, "broadcast_to: shape")
+    if len(t.shape) > len(shape) or broadcast_shapes(t.shape, shape,
+                                                     what="broadcast_to") != shape:
+        raise TileTypingError(f"broadcast_to: cannot broadcast a tile of shape {t.shape} to "
+                              f"{shape}")
+    return t.copy(shape=shape)
+
+
+function_rule(language.broadcast_to)(_broadcast_to)
+method_rule(TileType, "broadcast_to", language.broadcast_to)(_broadcast_to)
+
+
+def _expand_dims(b):
+    t = _tile(b.t, "expand_dims", allow_scalar=True)
+    a = axis_arg(b.axis, t.ndim + 1, "expand_dims: axis")
+    shape = list(t.shape)
+    shape.insert(a, 1)
+    return t.copy(shape=tuple(shape))
+
+
+function_rule(language.expand_dims)(_expand_dims)
+method_rule(TileType, "expand_dims", language.expand_dims)(_expand_dims)
+
+
+@function_rule(language.cat)
+def _cat(b):
+    a, c = b.a, b.b
+    if isinstance(a, types.BaseTuple) and isinstance(c, types.IntegerLiteral) and \
+            len(a.types) == 2:       # cat((a, b), axis) spelling
+        a, c, axis_ty = a.types[0], a.types[1], b.b
+    else:
+        axis_ty = b.axis
+    a = _tile(a, "cat: a")
+    c = _tile(c, "cat: b")
+    if a.dtype is not c.dtype:
+        raise TileTypingError(f"cat: tiles must have the same dtype, got {a.dtype} and {c.dtype}")
+    if a.ndim != c.ndim:
+        raise TileTypingError(f"cat: tiles must have the same rank, got {a.shape} and {c.shape}")
+    ax = axis_arg(axis_ty, a.ndim, "cat: axis")
+    if any(x != y for i, (x, y) in enumerate(zip(a.shape, c.shape)) if i != ax):
+        raise TileTypingError(f"cat: shapes {a.shape} and {c.shape} differ outside axis {ax}")
+    n = a.shape[ax] + c.shape[ax]
+    if not is_pow2(n):
+        raise TileTypingError(f"cat: the result extent {n} along axis {ax} is not a power of two")
+    shape = list(a.shape)
+    shape[ax] = n
+    return a.copy(shape=tuple(shape))
+
+
+def _extract(b):
+    t = _tile(b.t, "extract")
+    shape = shape_arg(b.shape, "extract: shape")
+    if len(shape) != t.ndim:
+        raise TileTypingError(f"extract: shape {shape} must have one entry per axis of the "
+                              f"{t.ndim}-d tile")
+    for s, full in zip(shape, t.shape):
+        if full % s:
+            raise TileTypingError(f"extract: shape {shape} does not tile {t.shape}")
+    index_arg(b.index, t.ndim, "extract: index")
+    return t.copy(shape=shape)
+
+
+function_rule(language.extract)(_extract)
+method_rule(TileType, "extract", language.extract)(_extract)
+
+
+# --------------------------------------------------------------------------------------------------
+# Indexing
+def _expand_index(t: TileType, index):
+    """Shape after ``t[index]`` where index holds only ``:``, ``None`` and ``...``."""
+    items = index if isinstance(index, tuple) else (index,)
+    n_real = sum(1 for i in items if isinstance(i, slice))
+    if sum(1 for i in items if i is Ellipsis) > 1:
+        raise TileTypingError("an index can only have a single ellipsis ('...')")
+    out, src = [], 0
+    for i in items:
+        if i is None:
+            out.append(1)
+        elif i is Ellipsis:
+            k = t.ndim - n_real
+            out.extend(t.shape[src:src + k])
+            src += k
+        elif isinstance(i, slice) and i == slice(None):
+            if src >= t.ndim:
+                raise TileTypingError(f"too many indices for a tile of rank {t.ndim}")
+            out.append(t.shape[src])
+            src += 1
+        else:
+            raise _index_error(t, index)
+    out.extend(t.shape[src:])
+    return tuple(out)
+
+
+def _index_error(t, index=None):
+    shown = f" [{index!r}]" if index is not None and not isinstance(index, types.Type) else ""
+    return TileTypingError(
+        f"tiles cannot be indexed with integers or slices{shown}: use tile.extract(t, index, "
+        f"shape) for a sub-tile, tile.where/tile.sum to pick elements, or t[:, None] (None and "
+        f"full slices only) to insert axes")
+
+
+def _subscript_static(value, index):
+    if isinstance(value, TileType):
+        return signature(value.copy(shape=_expand_index(value, index)), value, types.none)
+    if isinstance(value, (TensorType, PartitionType, TensorPartitionViewType)):
+        raise TileTypingError(f"{value} is not subscriptable: load tiles with x.load(index, shape), "
+                              f"tile.load_tile_like(x, z) or tile.gather(x, indices)")
+    return None
+
+
+@raw_key_template("static_getitem", "t[...]")
+def _static_getitem(context, args, kws):
+    value, index = args
+    sig = _subscript_static(value, index)
+    if sig is None:
+        return None
+    return signature(sig.return_type, value, types.none)
+
+
+@raw_function_template(operator.getitem, "t[...]")
+def _getitem(context, args, kws):
+    value, index = args
+    if isinstance(value, TileType):
+        items = index.types if isinstance(index, types.BaseTuple) else (index,)
+        # t[:, None] arrives here when the index is not a constant (e.g. built at run time)
+        if all(isinstance(i, (types.NoneType, types.SliceType, types.EllipsisType))
+               for i in items):
+            raise TileTypingError(
+                "tile indexing with ':' and None must use literal syntax (t[:, None]); "
+                "or use tile.expand_dims(t, axis)")
+        raise _index_error(value)
+    if isinstance(value, (TensorType, PartitionType, TensorPartitionViewType)):
+        return _subscript_static(value, None)
+    return None
+
+
+def _immutable(target):
+    if isinstance(target, TileType):
+        return TileTypingError("tiles are immutable: item assignment (t[i] = v) is not supported; "
+                               "build a new tile with tile.where(mask, v, t) or tile.cat")
+    if isinstance(target, TensorType):
+        from ._base import read_only_error
+        return read_only_error("assign to elements of", target)
+    if isinstance(target, (PartitionType, TensorPartitionViewType)):
+        return TileTypingError(f"cannot assign to elements of {target}: store whole tiles with "
+                               f"z.store(t), or single elements with tile.scatter")
+    return None
+
+
+@raw_key_template("static_setitem", "t[...] = v")
+def _static_setitem(context, args, kws):
+    err = _immutable(args[0])
+    if err is not None:
+        raise err
+    return None
+
+
+@raw_function_template(operator.setitem, "t[...] = v")
+def _setitem(context, args, kws):
+    err = _immutable(args[0])
+    if err is not None:
+        raise err
+    return None
