@@ -103,22 +103,23 @@ def test_partition_key_grid_and_slots():
 
 
 @pytest.mark.parametrize("value,annotation,key,param,slot", [
-    (3, None, ("scalar", "int64"), 3, "i64"),
-    (-7, tile.int32, ("scalar", "int32"), -7, "i32"),
-    (2.5, None, ("scalar", "float32"), 2.5, "f32"),
-    (0.1, None, ("scalar", "float32"), float(np.float32(0.1)), "f32"),
-    (True, None, ("scalar", "bool_"), 1, "i32"),
-    (np.bool_(False), None, ("scalar", "bool_"), 0, "i32"),
-    (np.float16(1.5), None, ("scalar", "float16"), 1.5, "f16"),
-    (np.uint8(200), None, ("scalar", "uint8"), 200, "u8"),
-    (np.int16(-3), None, ("scalar", "int16"), -3, "i16"),
-    (np.float64(0.1), None, ("scalar", "float64"), 0.1, "f64"),
-    (np.uint64(2**63 + 5), None, ("scalar", "uint64"), 2**63 + 5, "u64"),
-    (1.0009765625, tile.bfloat16, ("scalar", "bfloat16"), 1.0, "bf16"),
-    (ml_dtypes.bfloat16(3.0), None, ("scalar", "bfloat16"), 3.0, "bf16"),
-    (5, np.float32, ("scalar", "float32"), 5.0, "f32"),
+    (3, None, ("scalar", "int64", True), 3, "i64"),
+    (-7, tile.int32, ("scalar", "int32", True), -7, "i32"),
+    (2.5, None, ("scalar", "float32", True), 2.5, "f32"),
+    (0.1, None, ("scalar", "float32", True), float(np.float32(0.1)), "f32"),
+    (True, None, ("scalar", "bool_", True), 1, "i32"),
+    (np.bool_(False), None, ("scalar", "bool_", False), 0, "i32"),
+    (np.float16(1.5), None, ("scalar", "float16", False), 1.5, "f16"),
+    (np.uint8(200), None, ("scalar", "uint8", False), 200, "u8"),
+    (np.int16(-3), None, ("scalar", "int16", False), -3, "i16"),
+    (np.float64(0.1), None, ("scalar", "float64", False), 0.1, "f64"),
+    (np.uint64(2**63 + 5), None, ("scalar", "uint64", False), 2**63 + 5, "u64"),
+    (1.0009765625, tile.bfloat16, ("scalar", "bfloat16", True), 1.0, "bf16"),
+    (ml_dtypes.bfloat16(3.0), None, ("scalar", "bfloat16", False), 3.0, "bf16"),
+    (5, np.float32, ("scalar", "float32", True), 5.0, "f32"),
 ])
 def test_scalars(value, annotation, key, param, slot):
+    """Python scalars are weak (third key element True), NumPy scalars strong."""
     info = classify(value, annotation)
     assert info.kind == "scalar" and info.key == key
     assert info.params == (param,) and info.slots == (slot,)

@@ -100,6 +100,8 @@ def _symbol(name: str) -> str:
 class Kernel:
     """A ``@tile.entry`` kernel. ``kernel(*args)`` returns a lazy :class:`KernelLaunch`."""
 
+    __tilejit_entry__ = True     # lets the front end reject calls to kernels from kernels
+
     def __init__(self, pyfunc, *, occupancy=None, num_ctas=None, opt_level=3, cache=True,
                  max_divisibility=None):
         if isinstance(pyfunc, Kernel):

@@ -182,8 +182,10 @@ def _scalar_info(value, annotation) -> ArgInfo:
         dt = _dt.float32
     else:
         raise TypeError(f"unsupported scalar argument of type {type(value).__name__}")
-    return ArgInfo("scalar", ("scalar", dt.name), (_scalar_value(value, dt),), (scalar_slot(dt),),
-                   value=value)
+    # Python scalars are weak (they adopt a tile's dtype), NumPy scalars strong (NEP 50)
+    weak = not isinstance(value, np.generic)
+    return ArgInfo("scalar", ("scalar", dt.name, weak), (_scalar_value(value, dt),),
+                   (scalar_slot(dt),), value=value)
 
 
 def _scalar_value(value, dt):

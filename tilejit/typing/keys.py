@@ -24,7 +24,8 @@ from numba.core import types
 from .. import dtypes as dt
 from ..dtypes import DType
 from ..errors import TypingError
-from .types import (DTypeType, EnumMemberType, PartitionType, TensorType, is_pow2, value_type)
+from .types import (DTypeType, EnumMemberType, PartitionType, TensorType, TileType, is_pow2,
+                    value_type)
 
 
 def _hashable(x):
@@ -61,7 +62,10 @@ def _arg_type(key) -> types.Type:
                               f"of two, {bad[0]} is not")
         return PartitionType(dt.from_name(dname), int(ndim), tile_shape, facts)
     if kind == "scalar":
-        return value_type(dt.from_name(key[1]))
+        d = dt.from_name(key[1])
+        weak = key[2] if len(key) > 2 else True
+        # a strong (NumPy) scalar is a 0-d tile: it promotes like a tile (NEP 50)
+        return value_type(d) if weak else TileType(d, ())
     raise TypingError(f"unknown argument kind {kind!r} in key {key!r}")
 
 
