@@ -1,4 +1,235 @@
-"""``tile.api``: tensor constructors and copies; every function returns a lazy DeviceOp."""
+"""``tile.api``: tensor constructors and copies. Every function returns a lazy DeviceOp.
+
+Constructors run tilejit kernels (``tilejit._kernels``), so they work the same on the GPU and on
+the CPU simulator; copies are driver memcpys (``runtime.transfer``).
+"""
 from __future__ import annotations
 
-from .runtime.transfer import dup, empty, from_numpy, memcpy, to_host  # noqa: F401
+import secrets
+from typing import Optional
+
+import numpy as np
+
+from . import dtypes as _dt
+from .errors import TensorError
+from .ops.deviceop import DeviceOp, execute_input
+from .runtime import layout as _layout
+from .runtime.transfer import dup, empty, from_numpy, memcpy, new_tensor, to_host  # noqa: F401
+
+_FLAT_TILE = 1024
+_TILE_BUDGET = 2048
+
+
+def to_numpy(tensor) -> DeviceOp:
+    """Device -> host copy as a DeviceOp whose output is a NumPy array."""
+    return to_host(tensor)
+
+
+def _pow2_ceil(n: int) -> int:
+    return 1 << max(0, (max(int(n), 1) - 1).bit_length())
+
+
+def tile_shape_for(shape) -> tuple:
+    """A power-of-two tile shape for elementwise kernels over ``shape`` (rank 1-3)."""
+    budget = _TILE_BUDGET
+    out = []
+    for n in reversed(tuple(shape)):
+        t = max(1, min(_pow2_ceil(n), budget))
+        out.append(t)
+        budget = max(1, budget // t)
+    return tuple(reversed(out))
+
+
+class _Construct(DeviceOp):
+    """Allocate a tensor and fill it with a 1-D kernel over its elements."""
+
+    allocates = True
+
+    def __init__(self, shape, dtype, launch, what: str):
+        self.shape = _layout.normalize_shape(shape)
+        if any(n < 0 for n in self.shape):
+            raise TensorError(f"{what}: negative dimension in shape {self.shape}")
+        self.dtype = _dt.as_dtype(dtype)
+        self.launch = launch
+        self.what = what
+
+    def _execute(self, ctx):
+        n = int(np.prod(self.shape, dtype=np.int64))
+        flat = new_tensor((n,), self.dtype, ctx.stream)
+        if n:
+            self.launch(flat.partition((_FLAT_TILE,)), ctx)
+        return flat.reshape(self.shape)
+
+    def __repr__(self) -> str:
+        return f"<api.{self.what}{self.shape} {self.dtype} (lazy DeviceOp)>"
+
+
+def _fill_launch(value):
+    from ._kernels import creation
+
+    def launch(z, ctx):
+        creation.fill(z, value)._execute(ctx)
+    return launch
+
+
+def _scalar_for(value, dtype: _dt.DType):
+    """``value`` as a scalar the fill kernel can take for ``dtype``."""
+    if dtype.is_bool:
+        return bool(value)
+    if dtype.is_integer:
+        return int(value)
+    return float(value)
+
+
+def zeros(shape, dtype=_dt.float32) -> DeviceOp:
+    """A new tensor of zeros."""
+    return full(shape, 0, dtype)
+
+
+def ones(shape, dtype=_dt.float32) -> DeviceOp:
+    """A new tensor of ones."""
+    return full(shape, 1, dtype)
+
+
+def full(shape, value, dtype=None) -> DeviceOp:
+    """A new tensor filled with ``value`` (dtype inferred like NumPy's ``full`` when omitted)."""
+    if dtype is None:
+        dtype = _dt.bool_ if isinstance(value, bool) else _dt.int64 if isinstance(value, int) \
+            else _dt.float32
+    dt = _dt.as_dtype(dtype)
+    return _Construct(shape, dt, _fill_launch(_scalar_for(value, dt)), "full")
+
+
+class _Fill(DeviceOp):
+    def __init__(self, tensor, value):
+        self.tensor = tensor
+        self.value = value
+
+    def _execute(self, ctx):
+        from ._kernels import creation
+        t = execute_input(self.tensor, ctx)
+        if t.size == 0:
+            return t
+        if not 1 <= t.ndim <= 3:
+            raise TensorError(f"api.fill supports tensors of rank 1 to 3, got shape {t.shape}; "
+                              f"reshape it first (t.reshape(-1))")
+        creation.fill(t.partition(tile_shape_for(t.shape)), _scalar_for(self.value, t.dtype)) \
+            ._execute(ctx)
+        return t
+
+
+def fill(tensor, value) -> DeviceOp:
+    """Fill an existing tensor with ``value`` in place; the output is the tensor."""
+    return _Fill(tensor, value)
+
+
+def arange(n: int, dtype=_dt.int64) -> DeviceOp:
+    """``[0, 1, ..., n-1]`` as a new 1-D tensor."""
+    from ._kernels import creation
+    if int(n) < 0:
+        raise TensorError(f"api.arange: n must be >= 0, got {n}")
+    return _Construct((int(n),), dtype, lambda z, ctx: creation.arange(z)._execute(ctx), "arange")
+
+
+def linspace(start: float, stop: float, n: int, dtype=_dt.float32) -> DeviceOp:
+    """``n`` values evenly spaced from ``start`` to ``stop`` (both included), like NumPy."""
+    from ._kernels import creation
+    n = int(n)
+    if n < 0:
+        raise TensorError(f"api.linspace: n must be >= 0, got {n}")
+    step = (float(stop) - float(start)) / (n - 1) if n > 1 else 0.0
+    return _Construct((n,), dtype, lambda z, ctx: creation.linspace(
+        z, np.float64(start), np.float64(step), n, np.float64(stop))._execute(ctx), "linspace")
+
+
+class _Eye(DeviceOp):
+    allocates = True
+
+    def __init__(self, rows: int, cols: int, dtype):
+        if rows < 0 or cols < 0:
+            raise TensorError(f"api.eye: negative size ({rows}, {cols})")
+        self.rows, self.cols, self.dtype = int(rows), int(cols), _dt.as_dtype(dtype)
+
+    def _execute(self, ctx):
+        from ._kernels import creation
+        t = new_tensor((self.rows, self.cols), self.dtype, ctx.stream)
+        if t.size:
+            creation.eye(t.partition((32, 32)))._execute(ctx)
+        return t
+
+
+def eye(n: int, dtype=_dt.float32) -> DeviceOp:
+    """The ``n x n`` identity matrix."""
+    return _Eye(n, n, dtype)
+
+
+def eye_rect(rows: int, cols: int, dtype=_dt.float32) -> DeviceOp:
+    """A ``rows x cols`` matrix with ones on the main diagonal."""
+    return _Eye(rows, cols, dtype)
+
+
+class _Convert(DeviceOp):
+    allocates = True
+
+    def __init__(self, tensor, dtype):
+        self.tensor = tensor
+        self.dtype = _dt.as_dtype(dtype)
+
+    def _execute(self, ctx):
+        from ._kernels import creation
+        x = execute_input(self.tensor, ctx)
+        if x.size == 0:
+            return new_tensor(x.shape, self.dtype, ctx.stream)
+        if 1 <= x.ndim <= 3:
+            out = new_tensor(x.shape, self.dtype, ctx.stream)
+            creation.convert(out.partition(tile_shape_for(x.shape)), x)._execute(ctx)
+            return out
+        if not x.is_contiguous:
+            raise TensorError(f"api.convert of a rank-{x.ndim} tensor needs a contiguous tensor; "
+                              f"copy it with api.dup first")
+        flat = new_tensor((x.size,), self.dtype, ctx.stream)
+        creation.convert(flat.partition((_FLAT_TILE,)), x.reshape(x.size))._execute(ctx)
+        return flat.reshape(x.shape)
+
+
+def convert(tensor, dtype) -> DeviceOp:
+    """A new tensor with ``tensor``'s values converted to ``dtype`` (like ``astype``)."""
+    return _Convert(tensor, dtype)
+
+
+def _seed(seed: Optional[int]) -> int:
+    if seed is None:
+        return secrets.randbits(64)
+    seed = int(seed)
+    if not 0 <= seed < 1 << 64:
+        raise ValueError(f"seed must be in [0, 2**64), got {seed}")
+    return seed
+
+
+def rand(shape, dtype=_dt.float32, seed: Optional[int] = None) -> DeviceOp:
+    """Uniform random numbers in [0, 1) (Philox-4x32-10; reproducible for the same seed)."""
+    from ._kernels import random
+    dt = _dt.as_dtype(dtype)
+    if not dt.is_float:
+        raise TypeError(f"api.rand needs a float dtype, got {dt}")
+    s = _seed(seed)
+    return _Construct(shape, dt, lambda z, ctx: random.uniform(
+        z, s & 0xFFFFFFFF, s >> 32)._execute(ctx), "rand")
+
+
+def randn(shape, mean: float = 0.0, std: float = 1.0, dtype=_dt.float32,
+          seed: Optional[int] = None) -> DeviceOp:
+    """Normal random numbers N(mean, std^2) (Philox + Box-Muller; reproducible for the seed)."""
+    from ._kernels import random
+    dt = _dt.as_dtype(dtype)
+    if not dt.is_float:
+        raise TypeError(f"api.randn needs a float dtype, got {dt}")
+    if std < 0:
+        raise ValueError(f"api.randn: std must be >= 0, got {std}")
+    s = _seed(seed)
+    return _Construct(shape, dt, lambda z, ctx: random.normal(
+        z, s & 0xFFFFFFFF, s >> 32, float(mean), float(std))._execute(ctx), "randn")
+
+
+__all__ = ["zeros", "ones", "full", "fill", "arange", "linspace", "eye", "eye_rect", "convert",
+           "rand", "randn", "from_numpy", "to_numpy", "to_host", "dup", "memcpy", "empty"]

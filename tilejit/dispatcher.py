@@ -21,6 +21,8 @@ from . import language as L
 from .errors import CompileError, InternalError, LaunchError
 from .ops.deviceop import DeviceOp, execute_input
 from .runtime import argspec
+from .runtime.argspec import check_launch_aliasing, classify, grid_from_partitions
+from .runtime.launch import launch_infos
 
 _ARCH_RE_DOC = "an architecture name such as 'sm_90'"
 
@@ -125,6 +127,9 @@ class Kernel:
         self.runtime_names = tuple(n for n in self.param_names if n not in self.constant_names)
         self._annotations = self._scalar_annotations(pyfunc)
         self._cache: Dict[tuple, Compiled] = {}
+        self._fast: Dict[tuple, Compiled] = {}      # (arg keys, target) -> Compiled
+        self._simple = not self.constant_names
+        self._anns = tuple(self._annotations.get(n) for n in self.runtime_names)
         self._locks: Dict[tuple, threading.Lock] = {}
         self._lock = threading.Lock()
         self.stats = KernelStats()
@@ -399,23 +404,36 @@ class KernelLaunch(DeviceOp):
 
     def _execute(self, ctx):
         k = self.kernel
-        values = tuple(execute_input(a, ctx) for a in self.args)
-        rt, consts = k._split(values, self._generics)
-        infos = k._classify(rt, ctx.stream)
+        values = tuple([a._execute(ctx) if isinstance(a, DeviceOp) else a for a in self.args])
+        simple = k._simple and not self._generics and self._options is None \
+            and self._const_grid is None and len(values) == len(k.runtime_names)
+        if simple:
+            rt, consts = values, None
+        else:
+            rt, consts = k._split(values, self._generics)
+        stream = ctx.stream
+        infos = [classify(v, a, stream) for v, a in zip(rt, k._anns)]
         try:
-            argspec.check_launch_aliasing(infos, k.runtime_names)
-            grid = argspec.grid_from_partitions(infos, self._grid, k.runtime_names)
-            target = "sim" if ctx.is_simulated else ctx.device.arch
-            keys = [i.key for i in infos]
-            options = self._options or k.options
-            compiled = k.specialize(keys, consts, target, options, extra=self._const_grid)
+            check_launch_aliasing(infos, k.runtime_names)
+            grid = grid_from_partitions(infos, self._grid, k.runtime_names)
+            target = "sim" if ctx.device.is_simulated else ctx.device.arch
+            keys = tuple([i.key for i in infos])
+            if simple:
+                # hot path: a plain dict hit on (argument keys, target)
+                compiled = k._fast.get((keys, target))
+                if compiled is None:
+                    compiled = k._fast[(keys, target)] = k.specialize(keys, {}, target)
+                else:
+                    k.stats.cache_hits += 1
+            else:
+                compiled = k.specialize(keys, consts, target, self._options or k.options,
+                                        extra=self._const_grid)
         except BaseException:
             for i in infos:
                 if i.partition is not None:
                     i.partition._release()
             raise
-        from .runtime.launch import launch_infos
-        launch_infos(compiled.launcher, infos, grid, ctx.stream)
+        launch_infos(compiled.launcher, infos, grid, stream)
         k.stats.launches += 1
         return values
 

@@ -695,6 +695,8 @@ class Lowering:
     # helpers for handlers
     def arg(self, args, name):
         v = args.get(name)
+        if isinstance(v, tuple):              # *args
+            return tuple(self.value(x) for x in v)
         return None if v is None else self.value(v)
 
     def arg_type(self, info, args, name):

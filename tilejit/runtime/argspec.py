@@ -62,7 +62,7 @@ class ArgInfo:
     """Everything the dispatcher needs about one launch argument (see the module docstring)."""
 
     __slots__ = ("kind", "key", "params", "slots", "value", "tensor", "partition", "tile_shape",
-                 "grid", "writable", "storage", "prepare", "finish", "host")
+                 "grid", "writable", "storage", "prepare", "finish", "host", "extent")
 
     def __init__(self, kind, key, params, slots, value=None, tensor=None, partition=None,
                  tile_shape=None, grid=None, writable=False, storage=None, prepare=None,
@@ -78,6 +78,7 @@ class ArgInfo:
         self.grid = grid
         self.writable = writable
         self.storage = storage
+        self.extent = False                 # byte range [start, end), computed on first use
         self.prepare = prepare
         self.finish = finish
         self.host = host            # the NumPy array for copied-in arguments
@@ -120,13 +121,21 @@ def _tensor_info(t: Tensor, writable: bool, value, cached: bool = False) -> ArgI
 
 def _partition_info(p: Partition) -> ArgInfo:
     t = p._tensor
-    ptr = t._storage.ptr + t._offset_bytes
-    facts = array_facts(ptr, t.shape, t.strides)
-    key = ("partition", t.dtype.name, t.ndim, facts, p.tile_shape)
+    # the tensor's own (cached) info already holds the facts, params and slots
+    ti = t._info
+    if ti is None:
+        ptr = t._storage.ptr + t._offset_bytes      # t may be moved into p: no usability check
+        facts = array_facts(ptr, t.shape, t.strides)
+        ti = t._info = ArgInfo("tensor", ("tensor", t.dtype.name, t.ndim, facts, False),
+                               (ptr,) + t.shape + t.strides, array_slots(t.ndim, facts[0]),
+                               tensor=weakref.proxy(t), storage=t._storage)
+    key = ("partition",) + ti.key[1:4] + (p.tile_shape,)
     # cached on the partition: weak references only (see _tensor_info)
-    return ArgInfo("partition", key, (ptr,) + t.shape + t.strides, array_slots(t.ndim, facts[0]),
-                   value=None, tensor=weakref.proxy(t), partition=weakref.proxy(p),
-                   tile_shape=p.tile_shape, grid=p.grid, writable=True, storage=t._storage)
+    info = ArgInfo("partition", key, ti.params, ti.slots, value=None, tensor=weakref.proxy(t),
+                   partition=weakref.proxy(p), tile_shape=p.tile_shape, grid=p.grid,
+                   writable=True, storage=t._storage)
+    info.extent = _extent(ti)
+    return info
 
 
 # --- NumPy arrays (copied in, and out when writable) --------------------------------------------------
@@ -357,11 +366,18 @@ def _name(names, k: int) -> str:
 
 # --- aliasing -------------------------------------------------------------------------------------------
 def _extent(info):
+    e = info.extent
+    if e is not False:
+        return e
     t = info.tensor
     if t is None:
-        return None
-    start = t._storage.ptr + t._offset_bytes
-    return start, start + max(_layout.span_elements(t.shape, t.strides), 0) * t.dtype.itemsize
+        e = None
+    else:
+        start = t._storage.ptr + t._offset_bytes
+        e = (start, start + max(_layout.span_elements(t.shape, t.strides), 0) * t.dtype.itemsize)
+    if info.prepare is None:                # NumPy copies get their device tensor late
+        info.extent = e
+    return e
 
 
 def check_launch_aliasing(infos, names: Optional[Sequence[str]] = None) -> None:

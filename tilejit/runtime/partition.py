@@ -102,7 +102,7 @@ class Partition:
         t = self._tensor
         st = t._storage
         views = st.views
-        if views:
+        if views and (len(views) > 1 or t not in views):      # cheap test first: hot path
             problem = _describe_other_views(views, t)
             if problem:
                 raise TensorError(

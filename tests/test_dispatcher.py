@@ -1,0 +1,180 @@
+"""@tile.entry: launch semantics, specialization cache, constants, grids, tooling."""
+import threading
+
+import numpy as np
+import pytest
+
+import tilejit as tile
+from tilejit import api
+from tilejit.toolchain import tileiras
+
+
+@tile.entry
+def add(z, x, y):
+    z.store(tile.load_tile_like(x, z) + tile.load_tile_like(y, z))
+
+
+@tile.entry
+def scale(z, x, alpha):
+    z.store(tile.load_tile_like(x, z) * alpha)
+
+
+@tile.entry
+def blocked_sum(z, x, BK: tile.Constant[int]):
+    acc = tile.zeros(z.shape, tile.float32)
+    for k in range(BK):
+        acc = acc + tile.load_tile_like(x, z)
+    z.store(acc)
+
+
+def _rand(shape, dtype=np.float32, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+def test_launch_returns_the_arguments_and_is_lazy():
+    xn, yn = _rand(1000), _rand(1000, seed=1)
+    x, y = api.from_numpy(xn).sync(), api.from_numpy(yn).sync()
+    z = api.zeros((1000,)).sync()
+    op = add(z.partition((128,)), x, y)
+    assert isinstance(op, tile.DeviceOp)
+    assert (z.to_numpy() == 0).all()             # nothing ran yet
+    out = op.sync()
+    assert len(out) == 3 and out[1] is x and out[2] is y
+    np.testing.assert_array_equal(z.to_numpy(), xn + yn)
+    # .first().unpartition() gives the output tensor back
+    zz = api.zeros((1000,)).sync()
+    t = add(zz.into_partition((128,)), x, y).first().unpartition().sync()
+    np.testing.assert_array_equal(t.to_numpy(), xn + yn)
+
+
+def test_one_compile_per_key_and_shapes_are_not_in_the_key():
+    k = tile.entry(add.py_func)
+    for n in (512, 1024, 4096):                  # same facts (multiples of 16, contiguous)
+        x = api.from_numpy(_rand(n)).sync()
+        z = api.zeros((n,)).sync()
+        k(z.partition((256,)), x, x).sync()
+    assert k.stats.compiles == 1 and k.stats.cache_hits == 2
+    x16 = api.from_numpy(_rand(512, np.float16)).sync()
+    z16 = api.zeros((512,), tile.float16).sync()
+    k(z16.partition((256,)), x16, x16).sync()
+    assert k.stats.compiles == 2 and len(k.signatures) == 2
+
+
+def test_concurrent_launches_compile_once():
+    k = tile.entry(add.py_func)
+    x = api.from_numpy(_rand(256)).sync()
+    outs = [api.zeros((256,)).sync() for _ in range(8)]
+    errors = []
+
+    def run(z):
+        try:
+            k(z.partition((64,)), x, x).sync()
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(z,)) for z in outs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and k.stats.compiles == 1
+    for z in outs:
+        np.testing.assert_array_equal(z.to_numpy(), 2 * x.to_numpy())
+
+
+def test_scalars_weak_and_strong():
+    xn = _rand(300, np.float16)
+    x = api.from_numpy(xn).sync()
+    z = api.zeros((300,), tile.float16).sync()
+    scale(z.partition((128,)), x, 2.0).sync()       # a Python float adopts float16
+    np.testing.assert_array_equal(z.to_numpy(), xn * np.float16(2))
+    z32 = api.zeros((300,), tile.float32).sync()
+    scale(z32.partition((128,)), x, np.float32(0.1)).sync()   # NumPy scalars are strong (NEP 50)
+    np.testing.assert_allclose(z32.to_numpy(), xn.astype(np.float32) * np.float32(0.1), rtol=1e-6)
+
+
+def test_constants_specialize_and_generics_bind_them():
+    k = tile.entry(blocked_sum.py_func)
+    x = api.from_numpy(_rand(64)).sync()
+    z = api.zeros((64,)).sync()
+    k(z.partition((64,)), x, 3).sync()
+    np.testing.assert_allclose(z.to_numpy(), 3 * x.to_numpy(), rtol=1e-6)
+    k(z.partition((64,)), x).generics(BK=5).sync()
+    np.testing.assert_allclose(z.to_numpy(), 5 * x.to_numpy(), rtol=1e-6)
+    k(z.partition((64,)), x).generics([5]).sync()
+    assert k.stats.compiles == 2
+    with pytest.raises(tile.LaunchError, match="BK"):
+        k(z.partition((64,)), x).sync()
+    with pytest.raises(tile.LaunchError, match="no tile.Constant parameter 'BN'"):
+        k(z.partition((64,)), x).generics(BN=2)
+
+
+def test_numpy_inputs_are_copied_in():
+    xn = _rand(200)
+    z = api.zeros((200,)).sync()
+    add(z.partition((64,)), xn, xn).sync()
+    np.testing.assert_array_equal(z.to_numpy(), 2 * xn)
+
+
+def test_argument_errors():
+    x = api.from_numpy(_rand(64)).sync()
+    z = api.zeros((64,)).sync()
+    with pytest.raises(tile.LaunchError, match="3 arguments"):
+        add(z.partition((64,)), x).sync()
+    with pytest.raises(tile.TensorError):
+        add(z.partition((64,)), z, x).sync()      # output aliases an input
+    with pytest.raises(TypeError, match="cannot pass list"):
+        add(z.partition((64,)), [1.0], x).sync()
+
+
+@tile.entry
+def no_partition(x, n):
+    tile.printf("%d\n", n)
+
+
+def test_grid_is_required_without_partitions():
+    x = api.from_numpy(_rand(8)).sync()
+    with pytest.raises(tile.LaunchError, match="grid"):
+        no_partition(x, 3).sync()
+    no_partition(x, 3).grid((2, 1, 1)).sync()
+
+
+def test_inspect_and_aot_compile_need_no_gpu(monkeypatch):
+    x = api.from_numpy(_rand(256)).sync()
+    z = api.zeros((256,)).sync()
+    text = add.inspect_tileir(z.partition((128,)), x, x)
+    assert text.startswith("entry @add(") and "load_view_tko" in text and "addf" in text
+    assert "for" in add.inspect_types(z.partition((128,)), x, x) or "block" in \
+        add.inspect_types(z.partition((128,)), x, x)
+    if not tileiras.available():
+        pytest.skip("tileiras is not installed")
+    assert tileiras.disassemble(add.inspect_bytecode(z.partition((128,)), x, x)) == text
+    monkeypatch.setenv("TILEJIT_CACHE_DIR", "0")
+    cubin = add.compile(z.partition((128,)), x, x, arch="sm_90")
+    assert cubin[:4] == b"\x7fELF" and b"add" in cubin
+    with pytest.raises(ValueError, match="sm_90"):
+        add.compile(z.partition((128,)), x, x, arch="hopper")
+
+
+def test_dump_env(monkeypatch, capsys):
+    monkeypatch.setenv("TILEJIT_DUMP", "tileir")
+    k = tile.entry(add.py_func)
+    x = api.from_numpy(_rand(64)).sync()
+    z = api.zeros((64,)).sync()
+    k(z.partition((64,)), x, x).sync()
+    assert "entry @add(" in capsys.readouterr().err
+
+
+def test_compile_options_are_validated_and_keyed():
+    with pytest.raises(ValueError, match="occupancy"):
+        tile.CompileOptions(occupancy=0)
+    with pytest.raises(ValueError, match="power of two"):
+        tile.CompileOptions(num_cta_in_cga=3)
+    k = tile.entry(add.py_func)
+    x = api.from_numpy(_rand(64)).sync()
+    z = api.zeros((64,)).sync()
+    k(z.partition((64,)), x, x).compile_options(tile.CompileOptions(occupancy=2)).sync()
+    k(z.partition((64,)), x, x).sync()
+    assert k.stats.compiles == 2
+    with pytest.raises(TypeError):
+        add(z.partition((64,)), x, x).compile_options({"occupancy": 2})
