@@ -10,7 +10,9 @@ Measures, for a trivial kernel (PTX written here), the host time of one launch:
     ``runtime.launch.launch`` and behind argument classification (``argspec.classify`` of a
     Tensor + ``launch_infos``), i.e. the dispatcher's hot path without its key lookup;
 (c) ``torch.add`` on tiny tensors, when PyTorch is installed;
-(d) cuTile Python, when ``cuda.tile`` and tileiras are installed.
+(d) cuTile Python, when ``cuda.tile`` and tileiras are installed;
+(e) a cached ``@tile.entry`` kernel: the lazy op with a new partition per launch, the op object
+    reused, and a prepared launch (``op.prepare(stream).launch()``).
 
 Launches are timed in batches (default 200) with a stream synchronize between batches, outside
 the timed region, so the GPU queue never fills; the median over batches is reported.
@@ -119,6 +121,24 @@ def main(argv=None) -> int:
         launch_infos(kern_t, [classify(buf)], grid, stream)
 
     report("(b) tilejit classify(Tensor) + launch_infos", measure(classified, sync, L, B), bare_us)
+
+    # (e) tilejit @tile.entry: the same no-op body, through the whole dispatcher
+    @tile.entry
+    def touch(z, x):
+        pass
+
+    out = transfer.empty((128,), tile.float32).sync_on(stream)
+    touch(out.partition((128,)), buf).sync_on(stream)
+    report("(e) @tile.entry kernel(z.partition(t), x).submit_on(s)",
+           measure(lambda: touch(out.partition((128,)), buf).submit_on(stream), sync, L, B), bare_us)
+    op = touch(out.partition((128,)), buf)
+    report("(e) @tile.entry, launch op reused: op.submit_on(s)",
+           measure(lambda: op.submit_on(stream), sync, L, B), bare_us)
+    del op
+    prepared = touch(out.partition((128,)), buf).prepare(stream)
+    report("(e) @tile.entry, prepared: p = op.prepare(s); p.launch()",
+           measure(prepared.launch, sync, L, B), bare_us)
+    prepared.close()
 
     def deviceop():
         (tile.AsyncKernelLaunch(noop).push_device_ptr(ptr).push_arg(np.uint32(1024))

@@ -402,6 +402,20 @@ class KernelLaunch(DeviceOp):
             raise TypeError(f"compile_options() takes a tile.CompileOptions, got {type(options).__name__}")
         return self._copy(options=options)
 
+    def prepare(self, stream=None) -> "PreparedLaunch":
+        """Validate, specialize and pack this launch once, for a hot loop of identical launches:
+        ``p = kernel(z.partition(t), x).prepare(stream); for ...: p.launch()``.
+
+        The arguments are classified, checked (ownership, aliasing, grid) and compiled now; each
+        ``launch()`` then costs one kernel launch plus stream bookkeeping. Partitions stay leased
+        until ``close()`` (or until the prepared launch is garbage-collected). Arguments must be
+        tensors and scalars (not DeviceOps or NumPy arrays, whose copies are per launch).
+        """
+        from .ops.deviceop import _as_stream
+        from .ops.scheduling import default_policy, stream_from_policy
+        stream = _as_stream(stream) if stream is not None else stream_from_policy(default_policy(0))
+        return PreparedLaunch(self, stream)
+
     def _execute(self, ctx):
         k = self.kernel
         values = tuple([a._execute(ctx) if isinstance(a, DeviceOp) else a for a in self.args])
@@ -436,6 +450,86 @@ class KernelLaunch(DeviceOp):
         launch_infos(compiled.launcher, infos, grid, stream)
         k.stats.launches += 1
         return values
+
+
+class PreparedLaunch:
+    """A launch validated and packed once (see :meth:`KernelLaunch.prepare`)."""
+
+    def __init__(self, op: KernelLaunch, stream):
+        from .ops.execution import ExecutionContext
+        k = op.kernel
+        for a in op.args:
+            if isinstance(a, DeviceOp):
+                raise LaunchError("prepare(): arguments must be tensors, partitions or scalars, "
+                                  "not DeviceOps (run them first with .sync())")
+        rt, consts = k._split(op.args, op._generics)
+        infos = [classify(v, a, stream) for v, a in zip(rt, k._anns)]
+        try:
+            for i in infos:
+                if i.prepare is not None:
+                    raise LaunchError("prepare(): NumPy arrays are copied per launch; pass "
+                                      "api.from_numpy(array).sync() tensors instead")
+            check_launch_aliasing(infos, k.runtime_names)
+            self.grid = grid_from_partitions(infos, op._grid, k.runtime_names)
+            ctx = ExecutionContext(stream)
+            target = "sim" if ctx.device.is_simulated else ctx.device.arch
+            keys = tuple(i.key for i in infos)
+            self.compiled = k.specialize(keys, consts, target, op._options or k.options,
+                                         extra=op._const_grid)
+        except BaseException:
+            for i in infos:
+                if i.partition is not None:
+                    i.partition._release()
+            raise
+        self.kernel = k
+        self.stream = stream
+        self.args = op.args                 # keeps every argument alive
+        self.infos = infos
+        self._storages = [i.storage for i in infos if i.storage is not None]
+        self.params = argspec.flatten_params(infos)
+        self._closed = False
+
+    def launch(self) -> None:
+        """Queue the kernel on the prepared stream (no wait)."""
+        if self._closed:
+            raise LaunchError("this prepared launch was closed")
+        stream = self.stream
+        for st in self._storages:
+            h = st._h
+            if h.stream is stream:
+                h.epoch = stream._epoch
+            else:
+                st.use(stream)
+        g = self.grid
+        if g[0] and g[1] and g[2]:
+            if stream._cu is None:
+                self.compiled.launcher(g, self.params)
+            else:
+                self.compiled.launcher.launch(g, self.params, stream)
+
+    def close(self) -> None:
+        """Release the partitions' leases."""
+        if not self._closed:
+            self._closed = True
+            for i in self.infos:
+                if i.partition is not None:
+                    try:
+                        i.partition._release()
+                    except ReferenceError:
+                        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
 
 
 def entry(fn=None, *, occupancy=None, num_ctas=None, opt_level=3, cache=True,

@@ -828,7 +828,9 @@ def _load_tile_like(lw, info, args, rty):
     z = lw.arg(args, "z")
     if not isinstance(x, ArrayParam) or not isinstance(z, ArrayParam) or z.tile_shape is None:
         raise lw.error("tile.load_tile_like(x, z) needs a tensor x and a partition z")
-    view = x.partition_view(lw.hoist, z.tile_shape, "zero")
+    # API.md: out-of-bounds elements are unspecified here (the store that follows is masked);
+    # no padding value lets tileiras skip the masking of loads.
+    view = x.partition_view(lw.hoist, z.tile_shape, None)
     idx = [lw.bid(i) for i in range(len(z.tile_shape))]
     return lw.load_view(x, view, idx)
 

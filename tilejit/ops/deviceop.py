@@ -214,18 +214,22 @@ def _waiter_pool() -> concurrent.futures.ThreadPoolExecutor:
 
 class DeviceFuture:
     """Work already queued on a stream. ``result()`` waits (blocking), ``done()`` polls,
-    ``await fut`` waits without blocking the event loop."""
+    ``await fut`` waits without blocking the event loop.
 
-    __slots__ = ("_out", "stream", "_event", "_done")
+    A future waits for its stream as a whole (everything queued on it up to the wait), which is
+    what its own work needs; recording a CUDA event per submission would cost more host time than
+    the launch itself.
+    """
+
+    __slots__ = ("_out", "stream", "_done")
 
     def __init__(self, output: Any, stream):
         self._out = output
         self.stream = stream
         self._done = stream.is_simulated
-        self._event = None if self._done else stream.record_event()
 
     def done(self) -> bool:
-        if not self._done and self._event.query():
+        if not self._done and self.stream.query():
             self._done = True
         return self._done
 
@@ -236,11 +240,11 @@ class DeviceFuture:
             raise SchedulingError(_ex._REENTRANT_MSG.format(what="DeviceFuture.result()"))
         if not self._done:
             if timeout is None:
-                self._event.synchronize()
+                self.stream.synchronize()
             else:
                 import time
                 deadline = time.monotonic() + timeout
-                while not self._event.query():
+                while not self.stream.query():
                     if time.monotonic() > deadline:
                         raise concurrent.futures.TimeoutError(
                             f"GPU work did not finish within {timeout} s")
@@ -251,11 +255,11 @@ class DeviceFuture:
     async def _wait(self):
         if not self._done:
             for _ in range(_SPIN_QUERIES):
-                if self._event.query():
+                if self.stream.query():
                     break
             else:
                 loop = asyncio.get_running_loop()
-                await loop.run_in_executor(_waiter_pool(), self._event.synchronize)
+                await loop.run_in_executor(_waiter_pool(), self.stream.synchronize)
             self._done = True
         return self._out
 

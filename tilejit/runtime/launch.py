@@ -212,7 +212,10 @@ def launch_infos(compiled, infos, grid, stream) -> None:
         if post:
             for info in infos:
                 if info.partition is not None:
-                    info.partition._release()
+                    try:
+                        info.partition._release()
+                    except ReferenceError:      # the partition is gone: so is its lease
+                        pass
     if post:
         for info in infos:
             if info.finish is not None:

@@ -230,6 +230,13 @@ def _keep(bytecode: bytes, name: str) -> str:
     return path
 
 
+def disassembler_available() -> bool:
+    try:
+        return find_toolchain().tileirdisasm is not None
+    except ToolchainError:
+        return False
+
+
 def disassemble(bytecode: bytes) -> str:
     """``tileirdisasm`` text of ``bytecode`` (raises ToolchainError if it cannot be read)."""
     tc = find_toolchain()
