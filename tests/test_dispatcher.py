@@ -202,3 +202,20 @@ def test_prepared_launch_repeats_cheaply_and_holds_the_partition():
         accumulate(api.zeros((4,)), x).prepare(s)
     with pytest.raises(tile.LaunchError, match="NumPy"):
         accumulate(acc.partition((128,)), _rand(512)).prepare(s)
+
+
+@tile.entry
+def store_then_reload(z, x):
+    z.store(tile.load_tile_like(x, z) * 2.0)
+    again = z.load()                      # must see the store above (token ordering)
+    z.store(again + 1.0)
+
+
+def test_a_load_after_a_store_sees_it():
+    xn = _rand(1000)
+    z = api.zeros((1000,)).sync()
+    store_then_reload(z.partition((256,)), api.from_numpy(xn).sync()).sync()
+    np.testing.assert_allclose(z.to_numpy(), xn * 2 + 1, rtol=1e-6)
+    text = store_then_reload.inspect_tileir(z.partition((256,)), api.from_numpy(xn).sync())
+    # the reload takes the first store's token, the second store the reload's
+    assert text.count("store_view_tko") == 2 and "token = " in text
