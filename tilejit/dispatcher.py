@@ -21,7 +21,8 @@ from . import language as L
 from .errors import CompileError, InternalError, LaunchError
 from .ops.deviceop import DeviceOp, execute_input
 from .runtime import argspec
-from .runtime.argspec import check_launch_aliasing, classify, grid_from_partitions
+from .runtime.argspec import (check_launch_aliasing, classify, grid_from_partitions,
+                               release_partitions)
 from .runtime.launch import launch_infos
 
 _ARCH_RE_DOC = "an architecture name such as 'sm_90'"
@@ -300,9 +301,7 @@ class Kernel:
         try:
             return [i.key for i in infos], consts
         finally:
-            for i in infos:
-                if i.partition is not None:
-                    i.partition._release()
+            release_partitions(infos)
 
     def inspect_types(self, *args, **generics) -> str:
         """The typed Numba IR and region tree of the specialization for ``args``."""
@@ -443,9 +442,7 @@ class KernelLaunch(DeviceOp):
                 compiled = k.specialize(keys, consts, target, self._options or k.options,
                                         extra=self._const_grid)
         except BaseException:
-            for i in infos:
-                if i.partition is not None:
-                    i.partition._release()
+            release_partitions(infos)
             raise
         launch_infos(compiled.launcher, infos, grid, stream)
         k.stats.launches += 1
@@ -477,9 +474,7 @@ class PreparedLaunch:
             self.compiled = k.specialize(keys, consts, target, op._options or k.options,
                                          extra=op._const_grid)
         except BaseException:
-            for i in infos:
-                if i.partition is not None:
-                    i.partition._release()
+            release_partitions(infos)
             raise
         self.kernel = k
         self.stream = stream
@@ -511,12 +506,7 @@ class PreparedLaunch:
         """Release the partitions' leases."""
         if not self._closed:
             self._closed = True
-            for i in self.infos:
-                if i.partition is not None:
-                    try:
-                        i.partition._release()
-                    except ReferenceError:
-                        pass
+            release_partitions(self.infos)
 
     def __enter__(self):
         return self

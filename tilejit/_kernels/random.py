@@ -34,31 +34,25 @@ def philox(c0, c1, c2, c3, k0, k1):
 
 
 @tile.function
-def counters(n):
+def words(n, seed_lo, seed_hi):
+    """The four Philox words of this block's ``n`` elements (element index = counter)."""
     i = tile.arange(n, tile.uint64) + tile.astype(tile.bid(0), tile.uint64) * n
-    return i & MASK, i >> 32
+    zero = tile.zeros((n,), tile.uint64)
+    k0 = tile.full((n,), seed_lo, tile.uint64)
+    k1 = tile.full((n,), seed_hi, tile.uint64)
+    return philox(i & MASK, i >> 32, zero, zero, k0, k1)
 
 
 @tile.entry
 def uniform(z, seed_lo, seed_hi):
-    n = z.shape[0]
-    lo, hi = counters(n)
-    zero = tile.zeros((n,), tile.uint64)
-    k0 = tile.full((n,), seed_lo, tile.uint64)
-    k1 = tile.full((n,), seed_hi, tile.uint64)
-    r0, r1, r2, r3 = philox(lo, hi, zero, zero, k0, k1)
+    r0, r1, r2, r3 = words(z.shape[0], seed_lo, seed_hi)
     u = (r0 >> 8).astype(tile.float32) * TWO_POW_M24
     z.store(u.astype(z.dtype))
 
 
 @tile.entry
 def normal(z, seed_lo, seed_hi, mean, std):
-    n = z.shape[0]
-    lo, hi = counters(n)
-    zero = tile.zeros((n,), tile.uint64)
-    k0 = tile.full((n,), seed_lo, tile.uint64)
-    k1 = tile.full((n,), seed_hi, tile.uint64)
-    r0, r1, r2, r3 = philox(lo, hi, zero, zero, k0, k1)
+    r0, r1, r2, r3 = words(z.shape[0], seed_lo, seed_hi)
     u1 = ((r0 >> 8).astype(tile.float32) + 1.0) * TWO_POW_M24     # (0, 1]: log is finite
     u2 = (r1 >> 8).astype(tile.float32) * TWO_POW_M24
     g = tile.sqrt(-2.0 * tile.log(u1)) * tile.cos(TWO_PI * u2)

@@ -950,50 +950,56 @@ def _gather(lw, info, args, rty):
     return lw.em.cast(r, D.bool_) if x.dtype.is_bool else r
 
 
-@handles("tile.scatter")
-def _scatter(lw, info, args, rty):
+def _element_access(lw, info, args, value_names):
+    """Target, pointers, in-bounds-and-user mask and the broadcast value tiles of a scatter or an
+    atomic: ``values`` (names in ``value_names``) and index tiles broadcast together."""
     x = _gather_scatter_target(lw, lw.arg(args, "target"))
-    vals = lw.tv(lw.arg(args, "values"), x.dtype)
+    vals = [lw.tv(lw.arg(args, n), x.dtype) for n in value_names]
     idx = lw.arg(args, "indices")
-    shape = np.broadcast_shapes(vals.shape, *[i.shape for i in (idx if isinstance(idx, tuple)
-                                                               else (idx,)) if isinstance(i, TV)])
+    shape = np.broadcast_shapes(*[v.shape for v in vals], *[
+        i.shape for i in (idx if isinstance(idx, tuple) else (idx,)) if isinstance(i, TV)])
     ptrs, mask = lw.element_pointers(x, idx, shape)
     user_mask = lw.arg(args, "mask")
     if user_mask is not None:
         mask = lw.em.binary("&", mask, lw.em.broadcast(lw.tv(user_mask, D.bool_), shape), D.bool_)
-    vals = lw._to_mem(lw.em.broadcast(vals, shape), x)
+    return x, ptrs, mask, [lw.em.broadcast(v, shape) for v in vals]
+
+
+def _memory_semantics(lw, info, args):
+    order = _ORDER.get(getattr(lw.static_arg(info, args, "memory_order", L.MemoryOrder.ACQ_REL),
+                               "name", "ACQ_REL"))
+    scope = _SCOPE.get(getattr(lw.static_arg(info, args, "memory_scope", L.MemoryScope.DEVICE),
+                               "name", "DEVICE"), "device")
+    return order, scope
+
+
+def _write_token(lw, x, new_token_fn):
+    """Order a write to ``x`` after every earlier access and make it the last store."""
     tok = lw.tokens.get(x.name)
-    rtok = lw.b.store_ptr_tko(ptrs, vals.value, mask=mask.value, token=tok[1] if tok else None)
+    result, rtok = new_token_fn(tok[1] if tok else None)
     if tok is not None:
         tok[0] = tok[1] = rtok
+    return result
+
+
+@handles("tile.scatter")
+def _scatter(lw, info, args, rty):
+    x, ptrs, mask, (vals,) = _element_access(lw, info, args, ("values",))
+    vals = lw._to_mem(vals, x)
+    _write_token(lw, x, lambda t: (None, lw.b.store_ptr_tko(ptrs, vals.value, mask=mask.value,
+                                                            token=t)))
     return None
 
 
 def _atomic(mode_int, mode_float):
     def handler(lw, info, args, rty):
-        x = _gather_scatter_target(lw, lw.arg(args, "target"))
-        vals = lw.tv(lw.arg(args, "values"), x.dtype)
-        idx = lw.arg(args, "indices")
-        shape = np.broadcast_shapes(vals.shape, *[i.shape for i in (idx if isinstance(idx, tuple)
-                                                                   else (idx,)) if isinstance(i, TV)])
-        ptrs, mask = lw.element_pointers(x, idx, shape)
-        user_mask = lw.arg(args, "mask")
-        if user_mask is not None:
-            mask = lw.em.binary("&", mask, lw.em.broadcast(lw.tv(user_mask, D.bool_), shape),
-                                D.bool_)
-        vals = lw.em.broadcast(vals, shape)
+        x, ptrs, mask, (vals,) = _element_access(lw, info, args, ("values",))
         mode = mode_float if x.dtype.is_float else mode_int
         if mode in ("max", "min") and x.dtype.is_unsigned:
             mode = "u" + mode
-        order = _ORDER.get(getattr(lw.static_arg(info, args, "memory_order",
-                                                 L.MemoryOrder.ACQ_REL), "name", "ACQ_REL"))
-        scope = _SCOPE.get(getattr(lw.static_arg(info, args, "memory_scope", L.MemoryScope.DEVICE),
-                                   "name", "DEVICE"), "device")
-        tok = lw.tokens.get(x.name)
-        old, rtok = lw.b.atomic_rmw_tko(ptrs, mode, vals.value, mask=mask.value,
-                                        token=tok[1] if tok else None, ordering=order, scope=scope)
-        if tok is not None:
-            tok[0] = tok[1] = rtok
+        order, scope = _memory_semantics(lw, info, args)
+        old = _write_token(lw, x, lambda t: lw.b.atomic_rmw_tko(
+            ptrs, mode, vals.value, mask=mask.value, token=t, ordering=order, scope=scope))
         return TV(old, x.dtype)
     return handler
 
@@ -1006,26 +1012,10 @@ _CALLS["tile.atomic_xchg"] = _atomic("xchg", "xchg")
 
 @handles("tile.atomic_cas")
 def _atomic_cas(lw, info, args, rty):
-    x = _gather_scatter_target(lw, lw.arg(args, "target"))
-    exp = lw.tv(lw.arg(args, "expected"), x.dtype)
-    des = lw.tv(lw.arg(args, "desired"), x.dtype)
-    idx = lw.arg(args, "indices")
-    shape = np.broadcast_shapes(exp.shape, des.shape, *[i.shape for i in (
-        idx if isinstance(idx, tuple) else (idx,)) if isinstance(i, TV)])
-    ptrs, mask = lw.element_pointers(x, idx, shape)
-    user_mask = lw.arg(args, "mask")
-    if user_mask is not None:
-        mask = lw.em.binary("&", mask, lw.em.broadcast(lw.tv(user_mask, D.bool_), shape), D.bool_)
-    order = _ORDER.get(getattr(lw.static_arg(info, args, "memory_order", L.MemoryOrder.ACQ_REL),
-                               "name", "ACQ_REL"))
-    scope = _SCOPE.get(getattr(lw.static_arg(info, args, "memory_scope", L.MemoryScope.DEVICE),
-                               "name", "DEVICE"), "device")
-    tok = lw.tokens.get(x.name)
-    old, rtok = lw.b.atomic_cas_tko(ptrs, lw.em.broadcast(exp, shape).value,
-                                    lw.em.broadcast(des, shape).value, mask=mask.value,
-                                    token=tok[1] if tok else None, ordering=order, scope=scope)
-    if tok is not None:
-        tok[0] = tok[1] = rtok
+    x, ptrs, mask, (exp, des) = _element_access(lw, info, args, ("expected", "desired"))
+    order, scope = _memory_semantics(lw, info, args)
+    old = _write_token(lw, x, lambda t: lw.b.atomic_cas_tko(
+        ptrs, exp.value, des.value, mask=mask.value, token=t, ordering=order, scope=scope))
     return TV(old, x.dtype)
 
 

@@ -380,6 +380,17 @@ def _extent(info):
     return e
 
 
+def release_partitions(infos) -> None:
+    """End the leases the partitions among ``infos`` took for a launch (a partition that was
+    garbage-collected already lost its lease)."""
+    for info in infos:
+        if info.partition is not None:
+            try:
+                info.partition._release()
+            except ReferenceError:
+                pass
+
+
 def check_launch_aliasing(infos, names: Optional[Sequence[str]] = None) -> None:
     """TensorError when an output (partition or tile.atomic tensor) shares memory with another
     argument of the same launch."""
@@ -414,4 +425,4 @@ def _aliases(a: ArgInfo, b: ArgInfo) -> bool:
 
 __all__ = ["ArgInfo", "atomic", "classify", "classify_all", "key_of", "flatten_params",
            "abi_slots", "slots_from_key", "grid_from_partitions", "normalize_grid",
-           "check_launch_aliasing", "array_facts", "index_bits_for", "MAX_GRID_DIM"]
+           "check_launch_aliasing", "release_partitions", "array_facts", "index_bits_for", "MAX_GRID_DIM"]

@@ -184,6 +184,7 @@ def launch(compiled, grid, params, stream) -> None:
 
 
 def launch_infos(compiled, infos, grid, stream) -> None:
+    from .argspec import release_partitions
     """Launch with classified arguments (``argspec.classify``): runs ``prepare`` hooks, orders
     every argument's storage on ``stream``, launches, runs ``finish`` hooks and releases partition
     leases (also when the launch fails)."""
@@ -210,12 +211,7 @@ def launch_infos(compiled, infos, grid, stream) -> None:
                 compiled.launch(grid, params, stream)
     finally:
         if post:
-            for info in infos:
-                if info.partition is not None:
-                    try:
-                        info.partition._release()
-                    except ReferenceError:      # the partition is gone: so is its lease
-                        pass
+            release_partitions(infos)
     if post:
         for info in infos:
             if info.finish is not None:
