@@ -219,3 +219,21 @@ def test_a_load_after_a_store_sees_it():
     text = store_then_reload.inspect_tileir(z.partition((256,)), api.from_numpy(xn).sync())
     # the reload takes the first store's token, the second store the reload's
     assert text.count("store_view_tko") == 2 and "token = " in text
+
+
+@tile.entry(occupancy=2, num_ctas=2)
+def hinted(z, x):
+    z.store(tile.load_tile_like(x, z).astype(z.dtype, tile.RoundingMode.RZ))
+
+
+def test_entry_hints_and_rounding_reach_tile_ir():
+    x = api.from_numpy(np.array([1.005859375, -1.005859375] * 64, np.float32)).sync()
+    z = api.zeros((128,), tile.bfloat16).sync()
+    text = hinted.inspect_tileir(z.partition((128,)), x)
+    assert "optimization_hints=<default = {num_cta_in_cga = 2, occupancy = 2}>" in text
+    assert "ftof" in text and "rounding<zero>" in text
+    hinted(z.partition((128,)), x).sync()
+    # round toward zero: both values truncate to +-1.0 (nearest-even would give +-1.0078125)
+    np.testing.assert_array_equal(z.to_numpy().astype(np.float32), np.array([1.0, -1.0] * 64))
+    if tileiras.available():
+        assert hinted.compile(z.partition((128,)), x, arch="sm_90")[:4] == b"\x7fELF"

@@ -108,9 +108,19 @@ class Emitter:
         return TV(self.b.cat(x.value, y.value, axis), x.dtype)
 
     # --- conversions ---------------------------------------------------------------------------
-    def cast(self, x: TV, to: DType) -> TV:
+    def cast(self, x: TV, to: DType, rounding: Optional[str] = None) -> TV:
         """``x.astype(to)`` with NumPy semantics (float->int truncates toward zero;
-        int/float->bool is ``!= 0``; bool->number is 0/1)."""
+        int/float->bool is ``!= 0``; bool->number is 0/1). ``rounding`` (a Tile IR rounding
+        keyword) applies to float->float conversions; tileiras supports only the default for the
+        others."""
+        if rounding not in (None, "nearest_even"):
+            if not (x.dtype.is_float and to.is_float):
+                raise TypingError(f"astype: rounding_mode {rounding!r} only applies to float -> "
+                                  f"float conversions ({x.dtype} -> {to} always rounds "
+                                  f"{'to nearest even' if to.is_float else 'toward zero'})")
+            if rounding not in ("zero", "negative_inf", "positive_inf"):
+                raise TypingError(f"astype: rounding_mode must be RN, RZ, RM or RP for float "
+                                  f"conversions, got {rounding!r}")
         fr = x.dtype
         if fr is to:
             return x
@@ -138,7 +148,7 @@ class Emitter:
             return TV(v, to)
         if fr.is_fp8 and to.is_fp8:
             v = b.ftof(v, "f16")
-        return TV(b.ftof(v, elem(to)), to)
+        return TV(b.ftof(v, elem(to), rounding=rounding or "nearest_even"), to)
 
     def bitcast(self, x: TV, to: DType) -> TV:
         if x.dtype.bits != to.bits or x.dtype.is_bool or to.is_bool:

@@ -1109,7 +1109,8 @@ def _fma(lw, info, args, rty):
 @handles("tile.astype", "Tile.astype")
 def _astype(lw, info, args, rty):
     x = lw.tv(lw.arg(args, "t"), None, lw.arg_type(info, args, "t"))
-    return lw.em.cast(x, _dt_of(rty))
+    mode = lw.static_arg(info, args, "rounding_mode", None)
+    return lw.em.cast(x, _dt_of(rty), getattr(mode, "value", mode))
 
 
 @handles("tile.bitcast", "Tile.bitcast")
