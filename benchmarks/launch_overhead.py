@@ -12,7 +12,8 @@ Measures, for a trivial kernel (PTX written here), the host time of one launch:
 (c) ``torch.add`` on tiny tensors, when PyTorch is installed;
 (d) cuTile Python, when ``cuda.tile`` and tileiras are installed;
 (e) a cached ``@tile.entry`` kernel: the lazy op with a new partition per launch, the op object
-    reused, and a prepared launch (``op.prepare(stream).launch()``).
+    reused, and a prepared launch (``op.prepare(stream).launch()``);
+(f) CUDA graph replay of the same kernel (one launch per graph, and 100 per graph).
 
 Launches are timed in batches (default 200) with a stream synchronize between batches, outside
 the timed region, so the GPU queue never fills; the median over batches is reported.
@@ -139,6 +140,18 @@ def main(argv=None) -> int:
     report("(e) @tile.entry, prepared: p = op.prepare(s); p.launch()",
            measure(prepared.launch, sync, L, B), bare_us)
     prepared.close()
+
+    # (f) CUDA graph replay: one captured launch, and 100 launches in one graph (per kernel)
+    g1 = touch(out.partition((128,)), buf).graph_on(stream)
+    launch1 = g1.launch()
+    report("(f) CUDA graph of 1 launch: graph.launch().submit_on(s)",
+           measure(lambda: launch1.submit_on(stream), sync, L, B), bare_us)
+    with tile.CudaGraph.scope(stream) as sc:
+        for _ in range(100):
+            sc.record(touch(out.partition((128,)), buf))
+    g100 = sc.graph.launch()
+    per100 = measure(lambda: g100.submit_on(stream), sync, max(10, L // 10), B) / 100
+    report("(f) CUDA graph of 100 launches, per kernel", per100, bare_us)
 
     def deviceop():
         (tile.AsyncKernelLaunch(noop).push_device_ptr(ptr).push_arg(np.uint32(1024))

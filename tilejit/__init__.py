@@ -23,5 +23,6 @@ from .language import *  # noqa: F401,F403  (Constant, function, cdiv, PaddingMo
 from .language import __all__ as _language_names
 
 # --- kernels: the @tile.entry dispatcher -------------------------------------------------------------
-from .dispatcher import CompileOptions, Kernel, KernelLaunch, entry
+from .dispatcher import CompileOptions, Kernel, KernelLaunch, PreparedLaunch, entry
+from .ops.graph import CudaGraph
 from . import api

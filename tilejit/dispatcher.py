@@ -352,7 +352,11 @@ def arch_or_raise(arch: str) -> str:
 class KernelLaunch(DeviceOp):
     """A lazy kernel launch. Its output is the tuple of the arguments you passed."""
 
-    graph_safe = True
+    @property
+    def graph_safe(self) -> bool:  # type: ignore[override]
+        """A launch is graph-safe when its lazy inputs are (NumPy arguments are copied in, which
+        allocates, and are caught by the allocation guard)."""
+        return all(a.graph_safe for a in self.args if isinstance(a, DeviceOp))
 
     def __init__(self, kernel: Kernel, args, grid=None, const_grid=None, generics=None,
                  options: Optional[CompileOptions] = None):

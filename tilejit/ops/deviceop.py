@@ -155,12 +155,17 @@ class DeviceOp:
         from ..runtime.transfer import to_host
         return self.then(to_host)
 
-    # --- CUDA graphs (planned: API.md §5) ----------------------------------------------------------
+    # --- CUDA graphs (API.md §5) -----------------------------------------------------------------
     def graph(self):
-        raise NotImplementedError("CUDA graph capture (op.graph()) is not implemented yet")
+        """Capture this op into a CUDA graph on a stream of the default policy."""
+        from .scheduling import default_policy, stream_from_policy
+        return self.graph_on(stream_from_policy(default_policy(0)))
 
     def graph_on(self, stream):
-        raise NotImplementedError("CUDA graph capture (op.graph_on()) is not implemented yet")
+        """Capture this op into a :class:`~tilejit.ops.graph.CudaGraph` by executing it once on
+        ``stream``; ``graph.take_output()`` gives its output, ``graph.launch()`` replays it."""
+        from .graph import CudaGraph
+        return CudaGraph.capture(self, stream)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} (lazy DeviceOp)>"

@@ -91,6 +91,14 @@ class Storage:
         stream is made to wait for it first.
         """
         h = self._h
+        cap = stream._capture
+        if cap is not None:
+            # Inside a graph capture: the device was synchronized when it began (no waits needed,
+            # and waiting on an event from outside the capture is illegal); the graph keeps the
+            # memory alive since its pointers are baked into the graph.
+            cap.storages.add(self)
+            h.stream, h.event, h.epoch = stream, None, stream._epoch
+            return
         last = h.stream
         if last is not stream:
             if last is not None and last.is_pending(h.epoch):
@@ -257,6 +265,10 @@ def trim(device=None) -> None:
 
 
 def _free_cuda(h: _FreeState) -> None:
+    stream = h.stream
+    if stream is not None and stream._capture is not None and h.ptr:
+        stream._capture.deferred.append(h)      # a free must not become a node of the graph
+        return
     ptr, h.ptr = h.ptr, 0
     if not ptr:
         return

@@ -27,7 +27,7 @@ class Stream:
     """A CUDA stream (or a simulated one). Use ``dev.new_stream()`` or ``Stream.borrow_raw(x)``."""
 
     __slots__ = ("device", "handle", "_cu", "_owned", "_owner", "_epoch", "_done_epoch",
-                 "_order_event", "_lock", "_finalizer", "_ephemeral", "__weakref__")
+                 "_order_event", "_lock", "_finalizer", "_ephemeral", "_capture", "__weakref__")
 
     def __init__(self, *args, **kwargs):
         raise TypeError("create streams with device.new_stream() or wrap one with "
@@ -49,6 +49,7 @@ class Stream:
         # A raw foreign handle may be destroyed behind our back at any time: memory used on it is
         # tracked with events instead of the stream itself (see memory.Storage.use).
         s._ephemeral = cu is not None and not owned and owner is None
+        s._capture = None          # the graph capture in progress on this stream (ops.graph)
         return s
 
     @classmethod

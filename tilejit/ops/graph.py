@@ -1,0 +1,243 @@
+"""CUDA graphs (API.md §5): capture DeviceOps once, replay them for about a microsecond per kernel.
+
+::
+
+    graph = forward_op.graph_on(stream)          # captures by executing once
+    out = graph.take_output()
+    for tok in tokens:
+        graph.update(api.memcpy(input_buf, tok)) # runs now, on the graph's stream
+        graph.launch().sync_on(stream)
+
+    with tile.CudaGraph.scope(stream) as s:      # imperative capture
+        s.record(kernel1(out.partition((128,)), w))
+        s.record(api.memcpy(a, b))
+    graph = s.graph
+
+Rules:
+
+* Pointers are baked in at capture. The graph keeps every buffer it touched alive.
+* Nothing may allocate while capturing: allocate buffers first and pass them in. An allocation
+  raises ``tile.SchedulingError``, and ``record`` rejects ops that are not graph-safe (only kernel
+  launches, memcpy and values are).
+* The device is synchronized when a capture begins, so the captured work never waits on work from
+  outside the graph.
+* On the CPU simulator, a graph records its ops and replays them in order.
+"""
+from __future__ import annotations
+
+from typing import Any, List, Optional
+
+from ..errors import SchedulingError
+from . import execution as _ex
+from .deviceop import DeviceOp, _as_stream
+from .execution import ExecutionContext
+
+
+class _Capture:
+    """What a capture in progress collects (stream._capture points here)."""
+
+    def __init__(self):
+        self.storages = set()       # every Storage the captured work used (kept alive)
+        self.deferred = []          # frees that arrived during the capture
+
+
+def _drv():
+    from ..runtime import driver
+    return driver
+
+
+def _check(ret, what):
+    return _drv().check(ret, what)
+
+
+class GraphLaunch(DeviceOp):
+    """Replay a :class:`CudaGraph` on the stream it is executed on (output: None)."""
+
+    graph_safe = False
+
+    def __init__(self, graph: "CudaGraph"):
+        self.graph = graph          # keeps the graph (and everything it uses) alive
+
+    def _execute(self, ctx: ExecutionContext):
+        g = self.graph
+        if g._closed:
+            raise SchedulingError("this CUDA graph was closed")
+        if ctx.stream._cu is None:
+            for op in g._ops:       # the simulator replays the recorded ops
+                op._execute(ctx)
+            return None
+        for st in g._storages:
+            st.use(ctx.stream)
+        _check(_drv().drv.cuGraphLaunch(g._exec, ctx.stream._cu), "cuGraphLaunch")
+        return None
+
+
+class CudaGraph:
+    """An instantiated CUDA graph. Build it with ``op.graph_on(stream)`` or
+    ``CudaGraph.scope(stream)``."""
+
+    def __init__(self, stream, exec_=None, graph=None, storages=(), ops=(), output=None):
+        self.stream = stream
+        self._exec = exec_
+        self._graph = graph
+        self._storages = list(storages)
+        self._ops = list(ops)
+        self._output = output
+        self._has_output = True
+        self._closed = False
+
+    # --- construction -----------------------------------------------------------------------------
+    @classmethod
+    def capture(cls, op: DeviceOp, stream) -> "CudaGraph":
+        """Capture ``op`` by executing it once on ``stream``."""
+        stream = _as_stream(stream)
+        scope = GraphScope(stream)
+        with scope:
+            out = scope._run(op)
+        scope.graph._output = out
+        return scope.graph
+
+    @staticmethod
+    def scope(stream) -> "GraphScope":
+        """A context manager that records ops into a new graph (``s.graph`` after the block)."""
+        return GraphScope(_as_stream(stream))
+
+    # --- use --------------------------------------------------------------------------------------
+    def take_output(self) -> Any:
+        """The output of the captured op (once; None afterwards)."""
+        out, self._output = self._output, None
+        return out
+
+    def update(self, op: DeviceOp) -> Any:
+        """Run ``op`` now on the graph's stream, without waiting (e.g. ``api.memcpy`` into an
+        input buffer before the next ``launch()``); returns its output."""
+        if _ex.is_executing():
+            raise SchedulingError(_ex._REENTRANT_MSG.format(what="CudaGraph.update()"))
+        _ex.enter("CudaGraph.update()")
+        try:
+            return op._submit(self.stream)
+        finally:
+            _ex.leave()
+
+    def launch(self) -> GraphLaunch:
+        """A DeviceOp that replays the graph: ``graph.launch().sync_on(stream)``."""
+        return GraphLaunch(self)
+
+    def close(self) -> None:
+        """Destroy the driver objects (also done when the graph is garbage-collected)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._exec is not None:
+            try:
+                d = _drv().drv
+                d.cuGraphExecDestroy(self._exec)
+                d.cuGraphDestroy(self._graph)
+            except Exception:
+                pass
+        self._storages = []
+        self._ops = []
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self) -> str:
+        what = f"{len(self._ops)} recorded op(s)" if self._exec is None else "instantiated"
+        return f"<tile.CudaGraph {what} on {self.stream!r}>"
+
+
+class GraphScope:
+    """Imperative capture: ``with CudaGraph.scope(stream) as s: s.record(op) ...``."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.graph: Optional[CudaGraph] = None
+        self._ops: List[DeviceOp] = []
+        self._cap: Optional[_Capture] = None
+        self._guard = None
+        self._active = False
+
+    def __enter__(self) -> "GraphScope":
+        from ..runtime.memory import forbid_allocation
+        s = self.stream
+        if s._capture is not None:
+            raise SchedulingError("this stream is already capturing a CUDA graph")
+        if _ex.is_executing():
+            raise SchedulingError(_ex._REENTRANT_MSG.format(what="CudaGraph capture"))
+        s.device.synchronize()
+        cap = _Capture()
+        if s._cu is not None:
+            s.device.make_current()
+            d = _drv().drv
+            _check(d.cuStreamBeginCapture(
+                s._cu, d.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED),
+                "cuStreamBeginCapture")
+        s._capture = cap
+        self._cap = cap
+        self._guard = forbid_allocation("while capturing a CUDA graph")
+        self._guard.__enter__()
+        self._active = True
+        return self
+
+    def record(self, op: DeviceOp) -> Any:
+        """Execute ``op`` into the graph now; only graph-safe ops (kernel launches, memcpy,
+        values) are accepted. Returns the op's output."""
+        if not self._active:
+            raise SchedulingError("record() must be called inside `with CudaGraph.scope(stream)`")
+        if not isinstance(op, DeviceOp):
+            raise TypeError(f"record() takes a DeviceOp, got {type(op).__name__}")
+        if not op.graph_safe:
+            raise SchedulingError(
+                f"cannot record {op!r} into a CUDA graph: only graph-safe ops (kernel launches, "
+                f"api.memcpy, tile.value) may be recorded; ops that allocate or copy from the host "
+                f"must run before the capture")
+        return self._run(op)
+
+    def _run(self, op: DeviceOp) -> Any:
+        _ex.enter("CudaGraph capture")
+        try:
+            out = op._execute(ExecutionContext(self.stream, capturing=True))
+        finally:
+            _ex.leave()
+        self._ops.append(op)
+        return out
+
+    def __exit__(self, exc_type, exc, tb):
+        from ..runtime.memory import _free_cuda
+        s = self.stream
+        self._guard.__exit__(None, None, None)
+        self._active = False
+        cap, s._capture = self._cap, None
+        graph = exec_ = None
+        try:
+            if s._cu is not None:
+                d = _drv().drv
+                err, graph = d.cuStreamEndCapture(s._cu)
+                if exc_type is None:
+                    _check((err,), "cuStreamEndCapture")
+                    exec_ = self._instantiate(graph)
+                    _check(d.cuGraphUpload(exec_, s._cu), "cuGraphUpload")
+                    s.synchronize()
+                elif graph is not None:
+                    d.cuGraphDestroy(graph)
+        finally:
+            for h in cap.deferred:
+                _free_cuda(h)
+        if exc_type is None:
+            self.graph = CudaGraph(s, exec_, graph, cap.storages,
+                                   self._ops if s._cu is None else [op for op in self._ops])
+        return False
+
+    @staticmethod
+    def _instantiate(graph):
+        d = _drv().drv
+        fn = getattr(d, "cuGraphInstantiateWithFlags", None)
+        if fn is not None:
+            return _check(fn(graph, 0), "cuGraphInstantiateWithFlags")
+        return _check(d.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
+
+
+__all__ = ["CudaGraph", "GraphScope", "GraphLaunch"]
