@@ -243,12 +243,12 @@ def test_shared_tensor_consumers_see_one_tensor():
         t1.partition((4,))
 
 
-def test_graph_methods_say_not_implemented():
-    with pytest.raises(NotImplementedError, match="graph"):
-        tile.value(1).graph()
+def test_value_ops_can_be_captured():
+    g = tile.value(41).map(lambda v: v + 1).graph()
+    assert g.take_output() == 42
 
 
-def test_allocation_guard_for_future_graph_capture():
+def test_allocation_guard_for_graph_capture():
     from tilejit.runtime.memory import forbid_allocation
     with forbid_allocation():
         with pytest.raises(tile.SchedulingError, match="allocates device memory.*recording a CUDA "
