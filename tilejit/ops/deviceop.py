@@ -36,7 +36,9 @@ class DeviceOp:
     arity: Optional[int] = None
 
     def _execute(self, ctx: ExecutionContext):
-        raise NotImplementedError(f"{type(self).__name__} must implement _execute(ctx)")
+        # abstract: every concrete op defines how it queues its work
+        raise TypeError(f"{type(self).__name__} is not a complete DeviceOp: subclasses must define "
+                        f"_execute(ctx)")
 
     # --- execution ---------------------------------------------------------------------------------
     def sync(self):

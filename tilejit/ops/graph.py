@@ -21,6 +21,9 @@ Rules:
   launches, memcpy and values are).
 * The device is synchronized when a capture begins, so the captured work never waits on work from
   outside the graph.
+* Capturing runs the captured work once (on the GPU the graph is launched right after it is
+  instantiated), so outputs are valid after ``graph_on`` / the ``scope`` block; each
+  ``launch()`` runs it again.
 * On the CPU simulator, a graph records its ops and replays them in order.
 """
 from __future__ import annotations
@@ -220,6 +223,9 @@ class GraphScope:
                     _check((err,), "cuStreamEndCapture")
                     exec_ = self._instantiate(graph)
                     _check(d.cuGraphUpload(exec_, s._cu), "cuGraphUpload")
+                    # A capture records without running; run it once so that, as on the
+                    # simulator (which executes while recording), the work has happened.
+                    _check(d.cuGraphLaunch(exec_, s._cu), "cuGraphLaunch")
                     s.synchronize()
                 elif graph is not None:
                     d.cuGraphDestroy(graph)

@@ -18,7 +18,8 @@ class SchedulingPolicy:
     """Base class (optional: anything with ``next_stream()`` works)."""
 
     def next_stream(self):
-        raise NotImplementedError
+        raise TypeError(f"{type(self).__name__} must define next_stream() to be a scheduling "
+                        f"policy")
 
 
 class StreamPoolRoundRobin(SchedulingPolicy):
