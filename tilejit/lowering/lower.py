@@ -327,12 +327,8 @@ class Lowering:
         with self.b.at(op.regions[0]):
             self.region(node.body)
         self.loop_stack.pop()
-        self.tokens = saved_tokens
         # results: exit values evaluated on the final carried values
-        for c, v in zip(dyn, op.results):
-            self.env[c.name] = TV(v, dtype_of(c.type))
-        if self.tokens:
-            self.set_tokens(op.results[len(dyn):])
+        self._bind_loop_results(dyn, op, saved_tokens)
         for r, ev in zip(node.results, node.exit_values):
             self.env[r.name] = self.value(ev)
 
@@ -407,11 +403,16 @@ class Lowering:
             self.loop_stack.append(frame)
             self.region(node.body)
             self.loop_stack.pop()
+        self._bind_loop_results(node.results, op, saved_tokens)
+
+    def _bind_loop_results(self, names, op, saved_tokens) -> None:
+        """After a loop op: restore the outer tokens, bind ``names`` to its leading results and
+        take the memory tokens it carried out as the new ones."""
         self.tokens = saved_tokens
-        for r, v in zip(node.results, op.results):
+        for r, v in zip(names, op.results):
             self.env[r.name] = TV(v, dtype_of(r.type))
         if self.tokens:
-            self.set_tokens(op.results[len(node.results):])
+            self.set_tokens(op.results[len(names):])
 
     def loop(self, node: R.Loop) -> None:
         self.loc = self._loc(node.loc) or self.loc
@@ -431,11 +432,7 @@ class Lowering:
         with self.b.at(op.regions[0]):
             self.region(node.body)
         self.loop_stack.pop()
-        self.tokens = saved_tokens
-        for r, v in zip(node.results, op.results):
-            self.env[r.name] = TV(v, dtype_of(r.type))
-        if self.tokens:
-            self.set_tokens(op.results[len(node.results):])
+        self._bind_loop_results(node.results, op, saved_tokens)
 
     # ================================================================================== statements
     def _loc(self, loc) -> Optional[SourceLocation]:
