@@ -6,23 +6,13 @@ import tilejit as tile
 from tilejit import dtypes
 from tilejit.runtime import backend
 from tilejit.runtime import transfer as T
+from sample_arrays import rand
 
 
 @pytest.fixture(autouse=True)
 def _simulator():
     with backend.force("simulator"):
         yield
-
-
-def rand(shape, dtype=np.float32, seed=0):
-    rng = np.random.default_rng(seed)
-    dt = np.dtype(dtype)
-    if dt.kind == "b":
-        return rng.random(shape) < 0.5
-    if dt.kind in "iu":
-        info = np.iinfo(dt)
-        return rng.integers(max(info.min, -1000), min(info.max, 1000), size=shape).astype(dt)
-    return (rng.standard_normal(shape) * 3).astype(dt)
 
 
 def dev(a, dtype=None):

@@ -5,19 +5,9 @@ import pytest
 import tilejit as tile
 from tilejit import dtypes
 from tilejit.runtime import transfer as T
+from sample_arrays import rand
 
 pytestmark = pytest.mark.gpu
-
-
-def rand(shape, dtype=np.float32, seed=0):
-    rng = np.random.default_rng(seed)
-    dt = np.dtype(dtype)
-    if dt.kind == "b":
-        return rng.random(shape) < 0.5
-    if dt.kind in "iu":
-        info = np.iinfo(dt)
-        return rng.integers(max(info.min, -1000), min(info.max, 1000), size=shape).astype(dt)
-    return (rng.standard_normal(shape) * 3).astype(np.float32).astype(dt)
 
 
 @pytest.mark.parametrize("dt", [d for d in dtypes.ALL_DTYPES if d is not dtypes.tfloat32],

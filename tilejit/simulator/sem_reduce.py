@@ -40,13 +40,16 @@ def _combiner(op, c):
     return combine
 
 
+def _operands(op, c):
+    """Input slots, result slots, result storage dtypes and the combiner of a reduce/scan."""
+    return ([c.slot(v) for v in op.operands], [c.slot(r) for r in op.results],
+            [storage(r.type.element) for r in op.results], _combiner(op, c))
+
+
 @impl("reduce")
 def _reduce(op, c):
     dim = int(op.attrs["dim"])
-    ins = [c.slot(v) for v in op.operands]
-    outs = [c.slot(r) for r in op.results]
-    dts = [storage(r.type.element) for r in op.results]
-    combine = _combiner(op, c)
+    ins, outs, dts, combine = _operands(op, c)
 
     def run(env):
         xs = [np.moveaxis(np.asarray(env[s]), dim, 0) for s in ins]
@@ -66,10 +69,7 @@ def _reduce(op, c):
 def _scan(op, c):
     dim = int(op.attrs["dim"])
     reverse = bool(op.attrs.get("reverse", False))
-    ins = [c.slot(v) for v in op.operands]
-    outs = [c.slot(r) for r in op.results]
-    dts = [storage(r.type.element) for r in op.results]
-    combine = _combiner(op, c)
+    ins, outs, dts, combine = _operands(op, c)
 
     def run(env):
         xs = [np.moveaxis(np.asarray(env[s]), dim, 0) for s in ins]
