@@ -86,7 +86,6 @@ class CudaGraph:
         self._storages = list(storages)
         self._ops = list(ops)
         self._output = output
-        self._has_output = True
         self._closed = False
 
     # --- construction -----------------------------------------------------------------------------
@@ -221,7 +220,8 @@ class GraphScope:
                 err, graph = d.cuStreamEndCapture(s._cu)
                 if exc_type is None:
                     _check((err,), "cuStreamEndCapture")
-                    exec_ = self._instantiate(graph)
+                    exec_ = _check(d.cuGraphInstantiateWithFlags(graph, 0),
+                                   "cuGraphInstantiateWithFlags")
                     _check(d.cuGraphUpload(exec_, s._cu), "cuGraphUpload")
                     # A capture records without running; run it once so that, as on the
                     # simulator (which executes while recording), the work has happened.
@@ -233,17 +233,8 @@ class GraphScope:
             for h in cap.deferred:
                 _free_cuda(h)
         if exc_type is None:
-            self.graph = CudaGraph(s, exec_, graph, cap.storages,
-                                   self._ops if s._cu is None else [op for op in self._ops])
+            self.graph = CudaGraph(s, exec_, graph, cap.storages, self._ops)
         return False
-
-    @staticmethod
-    def _instantiate(graph):
-        d = _drv().drv
-        fn = getattr(d, "cuGraphInstantiateWithFlags", None)
-        if fn is not None:
-            return _check(fn(graph, 0), "cuGraphInstantiateWithFlags")
-        return _check(d.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
 
 
 __all__ = ["CudaGraph", "GraphScope", "GraphLaunch"]
