@@ -493,6 +493,16 @@ def test_atomic_on_read_only_tensor():
     check(bad_atomic, [P1, T1], "read-only", "tile.atomic(")
 
 
+def bad_scatter(z, x):
+    tile.scatter(x, tile.arange(64), tile.zeros((64,), tile.float32))    # <-
+    z.store(tile.zeros((64,), tile.float32))
+
+
+def test_scatter_and_atomics_need_a_writable_target():
+    check(bad_scatter, [P1, T1], "cannot scatter into a read-only", "tile.atomic(")
+    check(bad_atomic, [P1, T1], "cannot use atomic_add on a read-only")
+
+
 def bad_mma_dtype(z, a, b):
     acc = tile.zeros((32, 32), tile.float16)
     acc = tile.mma(a.load((0, 0), (32, 32)), b.load((0, 0), (32, 32)), acc)    # <-
@@ -539,3 +549,14 @@ def test_errors_are_short():
     with pytest.raises(tile.CompileError) as info:
         type_kernel(bad_mma, [P2, T2H, T2H])
     assert len(str(info.value).splitlines()) < 12
+
+
+def test_operator_symbol_spells_operators_as_written():
+    import operator
+    from tilejit.typing.diagnostics import operator_symbol
+    assert operator_symbol(operator.eq) == "=="
+    assert operator_symbol(operator.le) == "<="
+    assert operator_symbol(operator.ne) == "!="
+    assert operator_symbol(operator.iadd) == "+"        # in-place reports as its binary form
+    assert operator_symbol(operator.irshift) == ">>"
+    assert operator_symbol(operator.imatmul) == "@="

@@ -124,6 +124,18 @@ OPERATOR_SYMBOLS = {
     operator.is_: "is", operator.is_not: "is not", operator.contains: "in",
 }
 
+# An in-place operator types (and reports errors) as its binary form.
+INPLACE = {operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
+           operator.itruediv: operator.truediv, operator.ifloordiv: operator.floordiv,
+           operator.imod: operator.mod, operator.ipow: operator.pow, operator.iand: operator.and_,
+           operator.ior: operator.or_, operator.ixor: operator.xor,
+           operator.ilshift: operator.lshift, operator.irshift: operator.rshift}
+
+
+def operator_symbol(fn) -> str:
+    """The source spelling of an operator function: '+' for operator.add and operator.iadd."""
+    return OPERATOR_SYMBOLS.get(INPLACE.get(fn, fn), str(fn))
+
 
 def _format_index(idx) -> str:
     def one(i):
@@ -214,13 +226,8 @@ _AST_BINOPS = {
     operator.or_: ast.BitOr, operator.xor: ast.BitXor, operator.lshift: ast.LShift,
     operator.rshift: ast.RShift,
 }
-_AST_INPLACE = {
-    operator.iadd: ast.Add, operator.isub: ast.Sub, operator.imul: ast.Mult,
-    operator.itruediv: ast.Div, operator.ifloordiv: ast.FloorDiv, operator.imod: ast.Mod,
-    operator.ipow: ast.Pow, operator.imatmul: ast.MatMult, operator.iand: ast.BitAnd,
-    operator.ior: ast.BitOr, operator.ixor: ast.BitXor, operator.ilshift: ast.LShift,
-    operator.irshift: ast.RShift,
-}
+_AST_INPLACE = {i: _AST_BINOPS[b] for i, b in INPLACE.items()}
+_AST_INPLACE[operator.imatmul] = ast.MatMult
 _AST_CMP = {operator.lt: ast.Lt, operator.le: ast.LtE, operator.gt: ast.Gt, operator.ge: ast.GtE,
             operator.eq: ast.Eq, operator.ne: ast.NotEq}
 _AST_UNARY = {operator.neg: ast.USub, operator.pos: ast.UAdd, operator.invert: ast.Invert,
@@ -294,30 +301,28 @@ def find_node(filename: str, line: int, kind: str, detail=None, text: str = None
     return cands[0]
 
 
+def _innermost(filename: str, line: int, classes):
+    """The innermost AST node of one of ``classes`` whose span contains ``line``, or None."""
+    best = None
+    for nodes in (_nodes_by_line(filename) or {}).values():
+        for n in nodes:
+            if isinstance(n, classes) and n.lineno <= line <= (n.end_lineno or 0):
+                if best is None or n.lineno > best.lineno:
+                    best = n
+    return best
+
+
 def enclosing_loop_line(filename: str, line: int) -> Optional[int]:
     """Line of the innermost ``for``/``while`` statement whose body contains ``line``."""
-    index = _nodes_by_line(filename) or {}
-    best = None
-    for nodes in index.values():
-        for n in nodes:
-            if isinstance(n, (ast.For, ast.While)) and n.lineno <= line <= (n.end_lineno or 0):
-                if best is None or n.lineno > best:
-                    best = n.lineno
-    return best
+    n = _innermost(filename, line, (ast.For, ast.While))
+    return n.lineno if n is not None else None
 
 
 def enclosing_function(filename: str, line: int) -> Optional[str]:
     """Name of the innermost ``def`` containing ``line`` (helpers inlined into a kernel keep
     their own source locations)."""
-    index = _nodes_by_line(filename) or {}
-    best = None
-    for nodes in index.values():
-        for n in nodes:
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
-                    n.lineno <= line <= (n.end_lineno or 0):
-                if best is None or n.lineno > best.lineno:
-                    best = n
-    return best.name if best is not None else None
+    n = _innermost(filename, line, (ast.FunctionDef, ast.AsyncFunctionDef))
+    return n.name if n is not None else None
 
 
 def source_location(loc, function: Optional[str] = None, node=None) -> Optional[SourceLocation]:

@@ -17,17 +17,11 @@ from typing import Callable, Dict, List, Optional
 from numba.core import ir, ir_utils
 
 from .. import language
-from ..errors import SourceLocation, TypingError, UnsupportedError
+from ..errors import TypingError, UnsupportedError
 from .passes import constant_assignments
-from .reject import MSG
+from .reject import MSG, numba_loc
 
 _site_ids = itertools.count(1)
-
-
-def _loc(loc, funcname) -> Optional[SourceLocation]:
-    if loc is None or getattr(loc, "filename", None) is None:
-        return None
-    return SourceLocation(loc.filename, loc.line, None, None, funcname)
 
 
 def _static_callee(defs: Dict[str, ir.Assign], var: ir.Var, depth: int = 0):
@@ -85,7 +79,7 @@ def _find_call_site(func_ir, defs, stack, funcname):
             callee = _static_callee(defs, stmt.value.func)
             if callee is None:
                 continue
-            loc = _loc(stmt.loc, funcname)
+            loc = numba_loc(stmt.loc, funcname)
             if isinstance(callee, language.TileFunction):
                 if any(callee.py_func is f for f in stack):
                     chain = " -> ".join(f.__name__ for f in stack) + f" -> {callee.name}"
@@ -131,7 +125,7 @@ def _inline_one(func_ir, label, index, helper, build_ir, stack, funcname):
     block = func_ir.blocks[label]
     stmt = block.body[index]
     call = stmt.value
-    loc = _loc(stmt.loc, funcname)
+    loc = numba_loc(stmt.loc, funcname)
     bound = _bind_arguments(helper, call, loc)
     callee_ir = build_ir(helper.py_func, stack + [helper.py_func])
     scope = block.scope

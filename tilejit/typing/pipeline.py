@@ -119,10 +119,8 @@ class TypedKernel:
                                  d.op == "getattr"), None)
             receiver = getattr_expr.value if getattr_expr is not None else None
         else:
-            template = next((t for t in getattr(fnty, "templates", ()) if hasattr(t, "op")),
-                            None)
-        op = getattr(template, "op", None) or getattr(fnty.typing_key, "__name__",
-                                                      str(fnty.typing_key))
+            template = _op_template(fnty)
+        op = _op_name(template, fnty)
         stub = getattr(template, "stub", None)
         pysig = getattr(sig, "pysig", None)
         bound: Dict[str, object] = {}
@@ -154,7 +152,6 @@ class TypedKernel:
             block = self.func_ir.blocks[label]
             out.append(f"label {label}:")
             for stmt in block.body:
-                text = str(stmt)
                 if isinstance(stmt, ir.Assign):
                     ty = self.typemap.get(stmt.target.name)
                     extra = ""
@@ -177,14 +174,23 @@ class TypedKernel:
         return f"<TypedKernel {self.signature_text()}>"
 
 
+def _op_template(fnty):
+    """The tilejit template behind a Numba function type (the one naming an ``op``), or None."""
+    return next((t for t in getattr(fnty, "templates", ()) if hasattr(t, "op")), None)
+
+
+def _op_name(template, fnty) -> str:
+    """The op a call resolves to: the template's ``op``, else the typing key's name."""
+    return getattr(template, "op", None) or getattr(fnty.typing_key, "__name__",
+                                                    str(fnty.typing_key))
+
+
 def _type_text(ty) -> str:
     """Type spelling for dumps (no object addresses)."""
     if isinstance(ty, types.Module):
         return f"module {ty.pymod.__name__}"
     if isinstance(ty, types.Function):
-        t = next((t for t in ty.templates if hasattr(t, "op")), None)
-        name = getattr(t, "op", None) or getattr(ty.typing_key, "__name__", str(ty.typing_key))
-        return f"function {name}"
+        return f"function {_op_name(_op_template(ty), ty)}"
     if isinstance(ty, types.BoundFunction):
         return f"method {ty.typing_key} of {ty.this}"
     return str(ty)
@@ -401,7 +407,7 @@ def _constraint_error(constraint, exc, infer, func_ir, pyfunc, texts: ExprText) 
         operands = list(constraint.args)
         if not isinstance(exc, TileTypingError) and constraint.func in diag.OPERATOR_SYMBOLS:
             shown = " and ".join(describe_type(tyof(a)) for a in constraint.args)
-            msg = (f"operator '{diag.OPERATOR_SYMBOLS[constraint.func].rstrip('=')}' is not "
+            msg = (f"operator '{diag.operator_symbol(constraint.func)}' is not "
                    f"supported for {shown}")
     elif isinstance(constraint, CallConstraint):
         stmt = texts.defs.get(constraint.target)
@@ -503,18 +509,19 @@ def _plain_error(e, pyfunc) -> CompileError:
 
 
 # --------------------------------------------------------------------------------------------------
-def _run(pyfunc, params, is_kernel: bool, arg_types: Dict[str, types.Type]) -> TypedKernel:
+def _run(pyfunc, params, is_kernel: bool) -> TypedKernel:
     timings = {}
     t0 = time.perf_counter()
     constants = {p.name: p.value for p in params if p.kind == "constant"}
+    arg_types = {p.name: p.type for p in params if p.kind != "constant"}
+    param_types = {p.name: p.type for p in params}
     state = {"subfunctions": {}}
     _build.stack.append(state)
     try:
         with global_compiler_lock, Collector.active():
             func_ir = _build_untyped(pyfunc, is_kernel, constants, [pyfunc])
             t1 = time.perf_counter()
-            called = [arg_types.get(n, constant_type(constants[n]) if n in constants
-                                    else types.none) for n in func_ir.arg_names]
+            called = [param_types.get(n, types.none) for n in func_ir.arg_names]
             func_ir = _prepare_ssa(func_ir, called)
             t2 = time.perf_counter()
             typemap, restype, calltypes = _infer(func_ir, arg_types, pyfunc)
@@ -554,8 +561,7 @@ def type_kernel(pyfunc, arg_keys: Sequence, constants: Optional[dict] = None) ->
     """
     pyfunc = _unwrap(pyfunc)
     params = _bind_params(pyfunc, arg_keys, constants)
-    arg_types = {p.name: p.type for p in params if p.kind != "constant"}
-    return _run(pyfunc, params, True, arg_types)
+    return _run(pyfunc, params, True)
 
 
 def type_function(pyfunc, arg_types: Sequence[types.Type]) -> TypedKernel:
@@ -568,7 +574,7 @@ def type_function(pyfunc, arg_types: Sequence[types.Type]) -> TypedKernel:
                           f"{len(arg_types)} given")
     params = [KernelParam(n, "value", t, None, None, i)
               for i, (n, t) in enumerate(zip(names, arg_types))]
-    return _run(pyfunc, params, False, dict(zip(names, arg_types)))
+    return _run(pyfunc, params, False)
 
 
 def type_subfunction(tile_function, arg_types: tuple) -> TypedKernel:

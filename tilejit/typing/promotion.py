@@ -37,7 +37,7 @@ ints.
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence, Tuple
+from typing import Sequence, Tuple
 
 import numpy as np
 from numba.core import types
@@ -45,7 +45,7 @@ from numba.core import types
 from .. import dtypes as dt
 from ..dtypes import DType
 from .diagnostics import TileTypingError
-from .types import TileType, dtype_of, is_scalar
+from .types import TileType, dtype_of, is_scalar, value_type
 
 BOOL, INT, FLOAT = 0, 1, 2
 
@@ -77,6 +77,15 @@ def broadcast_shapes(*shapes: Tuple[int, ...], what: str = "operands") -> Tuple[
         out.append(ext)
     return tuple(out)
 
+
+
+def elementwise_result(d: DType, *operands, what: str = "operands"):
+    """The result type of an elementwise op on ``operands``: a tile of the broadcast shape when
+    any operand is a tile, else a scalar of ``d``."""
+    shapes = [t.shape for t in operands if isinstance(t, TileType)]
+    if not shapes:
+        return value_type(d)
+    return TileType(d, broadcast_shapes(*shapes, what=what))
 
 # --------------------------------------------------------------------------------------------------
 def promote_strong(a: DType, b: DType, op: str = "") -> DType:
@@ -155,11 +164,6 @@ def _is_py_const(ty) -> bool:
         types.unliteral(ty) == types.float64
 
 
-def promote_scalars(a, b, op: str = "") -> DType:
-    """Rule 3: two weak scalar types -> the result dtype."""
-    return result_dtype((a, b), op)
-
-
 def result_dtype(operands: Sequence, op: str = "") -> DType:
     """The promoted dtype of any mix of tiles (strong) and scalars (weak)."""
     strong = [dtype_of(t) for t in operands if isinstance(t, TileType)]
@@ -194,10 +198,3 @@ def materialize_dtype(operands: Sequence) -> DType:
 def float_result(d: DType) -> DType:
     """Dtype of math functions / true division: floats keep theirs, the rest compute in f32."""
     return d if d.is_float else dt.float32
-
-
-def operand_check(ty) -> Optional[str]:
-    """None when ``ty`` can be an arithmetic operand, else a description of why not."""
-    if isinstance(ty, TileType) or is_scalar(ty):
-        return None
-    return str(ty)

@@ -82,7 +82,6 @@ class _Visitor(ast.NodeVisitor):
         self.dl = line_offset
         self.dc = col_offset
         self.depth = 0          # nesting of FunctionDef (0 = the kernel itself)
-        self.allowed_strings = set()
 
     def loc(self, node) -> SourceLocation:
         line = node.lineno + self.dl
@@ -254,10 +253,6 @@ def check_source(pyfunc, entry: bool) -> bool:
         return False
     filename = code.co_filename
     v = _Visitor(filename, pyfunc.__name__, entry, start - 1, indent)
-    if isinstance(fdef, ast.AsyncFunctionDef):
-        v.fail("async", fdef)
-    if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_ASYNC_GENERATOR):
-        pass    # the visitor finds the yield and reports it with its location
     v.visit(fdef)
     _source_checked.setdefault(code, set()).add(entry)
     return True
@@ -276,7 +271,8 @@ _EXPR_KEYS = {"build_list": "list", "build_set": "set", "build_map": "dict",
               "list_to_tuple": "list"}
 
 
-def _numba_loc(loc, funcname) -> Optional[SourceLocation]:
+def numba_loc(loc, funcname) -> Optional[SourceLocation]:
+    """A Numba IR location as a SourceLocation (line only); None when unknown."""
     if loc is None or getattr(loc, "filename", None) is None:
         return None
     return SourceLocation(loc.filename, loc.line, None, None, funcname)
@@ -294,7 +290,7 @@ _WITHS = _ir_classes("EnterWith")
 def check_ir(func_ir, funcname: str) -> None:
     """Reject unsupported constructs visible in (untyped, pre-SSA) Numba IR."""
     if func_ir.is_generator:
-        raise _err("generator", _numba_loc(func_ir.loc, funcname))
+        raise _err("generator", numba_loc(func_ir.loc, funcname))
     globals_of = {}
     for block in func_ir.blocks.values():
         for stmt in block.body:
@@ -302,7 +298,7 @@ def check_ir(func_ir, funcname: str) -> None:
                 globals_of[stmt.target.name] = stmt.value.value
     for block in func_ir.blocks.values():
         for stmt in block.body:
-            loc = _numba_loc(stmt.loc, funcname)
+            loc = numba_loc(stmt.loc, funcname)
             if isinstance(stmt, _RAISES):
                 raise _err("raise", loc)
             if isinstance(stmt, _WITHS):

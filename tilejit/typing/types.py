@@ -61,15 +61,6 @@ def dtype_of(ty) -> Optional[DType]:
     return _DTYPE_OF_SCALAR.get(types.unliteral(ty))
 
 
-def shape_of(ty) -> Optional[Tuple[int, ...]]:
-    """Static shape of a tile (``()`` for scalars); None for anything else."""
-    if isinstance(ty, TileType):
-        return ty.shape
-    if is_scalar(ty):
-        return ()
-    return None
-
-
 def is_pow2(n: int) -> bool:
     return isinstance(n, int) and n > 0 and (n & (n - 1)) == 0
 
@@ -107,17 +98,9 @@ class TileType(types.Type):
                         self.shape if shape is None else shape)
 
 
-class Facts:
-    """Accessors for the C2 ``facts`` tuple ``(index_bits, base_div, shape_div, stride_div,
-    stride_one)``; ``None`` facts mean nothing is known (64-bit indices)."""
-
-    @staticmethod
-    def index_bits(facts) -> int:
-        return facts[0] if facts else 64
-
-
 def _index_type(facts):
-    return types.int32 if Facts.index_bits(facts) == 32 else types.int64
+    """Index integer type from the C2 ``facts`` tuple ``(index_bits, ...)``; no facts: 64-bit."""
+    return types.int32 if facts and facts[0] == 32 else types.int64
 
 
 class TensorType(types.Type):
@@ -252,6 +235,6 @@ class TileFunctionType(types.Type):
 
 __all__ = [
     "TileType", "TensorType", "PartitionType", "TensorPartitionViewType", "DTypeType",
-    "EnumClassType", "EnumMemberType", "TileFunctionType", "Facts", "scalar_type", "value_type",
-    "is_scalar", "dtype_of", "shape_of", "is_pow2", "format_shape",
+    "EnumClassType", "EnumMemberType", "TileFunctionType", "scalar_type", "value_type",
+    "is_scalar", "dtype_of", "is_pow2", "format_shape",
 ]

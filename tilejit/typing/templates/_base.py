@@ -20,7 +20,6 @@ Templates record ``stub`` (the language function or None), ``op`` (a stable name
 from __future__ import annotations
 
 import difflib
-import enum
 import inspect
 import os
 from collections import OrderedDict
@@ -34,8 +33,9 @@ from ... import language
 from ...dtypes import DType
 from ..context import TILE_METADATA, registry
 from ..diagnostics import TileTypingError, describe_type
+from ..keys import constant_type
 from ..types import (DTypeType, EnumClassType, EnumMemberType, PartitionType, TensorPartitionViewType,
-                     TensorType, TileType, is_pow2, is_scalar)
+                     TensorType, TileType, dtype_of, is_pow2, is_scalar)
 
 _DEBUG = os.environ.get("TILEJIT_DEBUG_TYPING") == "1"
 
@@ -75,15 +75,9 @@ def default_type(value):
     """The Numba type of a Python default value of a signature."""
     if value is None:
         return types.none
-    if isinstance(value, (bool, int, str)):
+    if isinstance(value, str):
         return types.literal(value)
-    if isinstance(value, float):
-        return types.float64
-    if isinstance(value, enum.Enum):
-        return EnumMemberType(value)
-    if isinstance(value, DType):
-        return DTypeType(value)
-    raise TypeError(f"unsupported default value {value!r}")
+    return constant_type(value)
 
 
 def bind(pysig: inspect.Signature, op: str, args, kws, receiver=None) -> Bound:
@@ -437,7 +431,6 @@ def dtype_arg(ty, what: str, default: Optional[DType] = None) -> DType:
     if isinstance(ty, DTypeType):
         return ty.dtype
     if isinstance(ty, types.NumberClass):
-        from ..types import dtype_of
         d = dtype_of(ty.instance_type)
         if d is not None:
             return d
@@ -453,24 +446,9 @@ def enum_arg(ty, enum_cls, what: str, allow_none: bool = True):
     raise TileTypingError(f"{what} must be one of {members}; got {describe_type(ty)}")
 
 
-def tile_arg(ty, what: str, allow_scalar: bool = True):
-    """Check ``ty`` is a tile (or a scalar, when allowed)."""
-    if isinstance(ty, TileType):
-        return ty
-    if allow_scalar and is_scalar(ty):
-        return ty
-    kind = "a tile or scalar" if allow_scalar else "a tile"
-    extra = ""
-    if isinstance(ty, (TensorType, PartitionType)):
-        extra = "; tensors hold data in global memory: load a tile first (x.load(...), " \
-                "tile.load_tile_like(x, z) or z.load())"
-    raise TileTypingError(f"{what} must be {kind}, got {describe_type(ty)}{extra}")
-
-
 def as_tile(ty) -> TileType:
     """A scalar as a rank-0 tile (tiles unchanged)."""
     if isinstance(ty, TileType):
         return ty
-    from ..types import dtype_of
     return TileType(dtype_of(ty), ())
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from ... import dtypes as dt
 from ... import language
 from ..diagnostics import TileTypingError
-from ..types import TensorType, TileType
-from ._base import enum_arg, function_rule, read_only_error
+from ..types import TileType
+from ._base import enum_arg, function_rule
 from .memory import array_arg, gather_shape, mask_arg, value_arg
 
 _INT_TYPES = (dt.int32, dt.int64, dt.uint32, dt.uint64)
@@ -26,10 +26,7 @@ _ALLOWED = {
 
 
 def _target(b, name):
-    t = b.target
-    if isinstance(t, TensorType) and not t.writable:
-        raise read_only_error(f"use {name} on", t)
-    x = array_arg(t, f"{name}: target", writable=True)
+    x = array_arg(b.target, f"{name}: target", write_action=f"use {name} on")
     if x.dtype not in _ALLOWED[name]:
         ok = ", ".join(d.name for d in _ALLOWED[name])
         raise TileTypingError(f"{name} is not supported for {x.dtype} elements (supported: {ok})")

@@ -2,15 +2,10 @@
 is a ``DTypeType``, as is ``x.dtype``)."""
 from __future__ import annotations
 
-from ... import dtypes as dt
 from ... import language
 from ..diagnostics import TileTypingError, describe_type
-from ..types import DTypeType, TileType, dtype_of, is_scalar, value_type
-from ..context import registry
+from ..types import TileType, dtype_of, is_scalar, value_type
 from ._base import dtype_arg, enum_arg, function_rule, method_rule
-
-for _d in dt.ALL_DTYPES:
-    registry.register_global(_d, DTypeType(_d))
 
 
 def _astype(b):

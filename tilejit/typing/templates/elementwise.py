@@ -7,9 +7,9 @@ from __future__ import annotations
 from ... import dtypes as dt
 from ... import language
 from ..diagnostics import TileTypingError, describe_type
-from ..promotion import (broadcast_shapes, float_result, is_compute_only, materialize_dtype,
+from ..promotion import (elementwise_result, float_result, is_compute_only, materialize_dtype,
                          result_dtype)
-from ..types import TileType, dtype_of, is_scalar, value_type
+from ..types import TileType, dtype_of, is_scalar
 from ._base import enum_arg, function_rule
 
 UNARY_MATH = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tan", "sinh", "cosh",
@@ -24,13 +24,6 @@ def operand(ty, what):
                                   f".astype(tile.float32) first")
         return ty
     raise TileTypingError(f"{what} must be a tile or scalar, got {describe_type(ty)}")
-
-
-def elementwise_result(d, *operands, what="operands"):
-    shapes = [t.shape for t in operands if isinstance(t, TileType)]
-    if not shapes:
-        return value_type(d)
-    return TileType(d, broadcast_shapes(*shapes, what=what))
 
 
 def _math(name):
@@ -94,7 +87,4 @@ def _where(b):
     y = operand(b.y, "tile.where: y")
     d = materialize_dtype((x, y)) if not (isinstance(x, TileType) or isinstance(y, TileType)) \
         else result_dtype((x, y), "tile.where")
-    shapes = [t.shape for t in (c, x, y) if isinstance(t, TileType)]
-    if not shapes:
-        return value_type(d)
-    return TileType(d, broadcast_shapes(*shapes, what="the operands of tile.where"))
+    return elementwise_result(d, c, x, y, what="the operands of tile.where")

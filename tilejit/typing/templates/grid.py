@@ -10,8 +10,8 @@ from numba.core import types
 
 from ... import language
 from ..diagnostics import TileTypingError, describe_type
-from ..promotion import broadcast_shapes, result_dtype
-from ..types import TileType, dtype_of, is_scalar, value_type
+from ..promotion import elementwise_result, result_dtype
+from ..types import TileType, dtype_of, is_scalar
 from ._base import function_rule, int_arg
 
 
@@ -47,8 +47,4 @@ def _cdiv(b):
             raise TileTypingError("tile.cdiv: division by zero")
         return types.literal(-(-x.literal_value // y.literal_value))
     d = result_dtype((x, y), "cdiv")
-    if isinstance(x, TileType) or isinstance(y, TileType):
-        sx = x.shape if isinstance(x, TileType) else ()
-        sy = y.shape if isinstance(y, TileType) else ()
-        return TileType(d, broadcast_shapes(sx, sy, what="the operands of tile.cdiv"))
-    return value_type(d)
+    return elementwise_result(d, x, y, what="the operands of tile.cdiv")

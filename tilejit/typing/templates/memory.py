@@ -31,10 +31,12 @@ ARRAYS = (TensorType, PartitionType)
 
 # --------------------------------------------------------------------------------------------------
 # Argument checks
-def array_arg(ty, what: str, writable: bool = False):
+def array_arg(ty, what: str, write_action: str = ""):
+    """A tensor or partition argument; with ``write_action`` (e.g. "scatter into") it must be
+    writable."""
     if isinstance(ty, ARRAYS):
-        if writable and not ty.writable:
-            raise read_only_error(f"write to ({what})", ty)
+        if write_action and not ty.writable:
+            raise read_only_error(write_action, ty)
         return ty
     raise TileTypingError(f"{what} must be a tensor or partition argument, got {describe_type(ty)}")
 
@@ -152,12 +154,18 @@ def _load_tile_like(b):
     return TileType(x.dtype, z.tile_shape)
 
 
+def _tile_shape_arg(ty, x, what: str):
+    """A tile shape for tensor ``x``: one static power-of-two extent per dimension."""
+    shape = shape_arg(ty, f"{what}: shape")
+    if len(shape) != x.ndim:
+        raise TileTypingError(f"{what}: shape {shape} has {len(shape)} entries but the tensor has "
+                              f"rank {x.ndim}")
+    return shape
+
+
 def _load_rule(b):
     x = array_arg(b.x, "load: the tensor")
-    shape = shape_arg(b.shape, "load: shape")
-    if len(shape) != x.ndim:
-        raise TileTypingError(f"load: shape {shape} has {len(shape)} entries but the tensor has "
-                              f"rank {x.ndim}")
+    shape = _tile_shape_arg(b.shape, x, "load")
     index_arg(b.index, x.ndim, "load: index")
     padding_arg(b.padding)
     latency_arg(b.latency)
@@ -176,10 +184,7 @@ def _partition_sig(x, shape, padding=None):
 @method_rule(TensorType, "partition", _partition_sig, op="Tensor.partition")
 def _tensor_partition(b):
     x = b.x
-    shape = shape_arg(b.shape, "partition: shape")
-    if len(shape) != x.ndim:
-        raise TileTypingError(f"partition: shape {shape} has {len(shape)} entries but the tensor "
-                              f"has rank {x.ndim}")
+    shape = _tile_shape_arg(b.shape, x, "partition")
     return TensorPartitionViewType(x, shape, padding_arg(b.padding))
 
 
@@ -275,10 +280,7 @@ def _gather(b):
 
 @function_rule(language.scatter)
 def _scatter(b):
-    t = b.target
-    if isinstance(t, TensorType) and not t.writable:
-        raise read_only_error("scatter into", t)
-    x = array_arg(t, "scatter: target", writable=True)
+    x = array_arg(b.target, "scatter: target", write_action="scatter into")
     shape = gather_shape(b.indices, x.ndim, "scatter: indices")
     mask_arg(b.mask, shape, "scatter: mask")
     value_arg(b.values, x.dtype, shape, "scatter: values")

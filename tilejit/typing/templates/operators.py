@@ -17,8 +17,9 @@ from numba.core.typing.templates import signature
 
 from ... import dtypes as dt
 from ... import language
-from ..diagnostics import OPERATOR_SYMBOLS, TileTypingError, describe_type
-from ..promotion import (broadcast_shapes, category, float_result, is_compute_only,
+from ..diagnostics import (INPLACE, OPERATOR_SYMBOLS, TileTypingError, describe_type,
+                           operator_symbol)
+from ..promotion import (category, elementwise_result, float_result, is_compute_only,
                          result_dtype)
 from ..types import (DTypeType, EnumMemberType, PartitionType, TensorPartitionViewType,
                      TensorType, TileType, dtype_of, is_scalar, value_type)
@@ -31,18 +32,7 @@ POW = {operator.pow, operator.ipow}
 BITWISE = {operator.and_, operator.or_, operator.xor, operator.iand, operator.ior, operator.ixor}
 SHIFT = {operator.lshift, operator.rshift, operator.ilshift, operator.irshift}
 COMPARE = {operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne}
-INPLACE = {operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
-           operator.itruediv: operator.truediv, operator.ifloordiv: operator.floordiv,
-           operator.imod: operator.mod, operator.ipow: operator.pow, operator.iand: operator.and_,
-           operator.ior: operator.or_, operator.ixor: operator.xor,
-           operator.ilshift: operator.lshift, operator.irshift: operator.rshift}
-
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
-
-
-def _sym(fn) -> str:
-    return OPERATOR_SYMBOLS.get(fn, getattr(fn, "__name__", str(fn))).rstrip("=") \
-        if fn in INPLACE else OPERATOR_SYMBOLS.get(fn, str(fn))
 
 
 def _not_an_operand(ty, sym) -> TileTypingError:
@@ -62,11 +52,7 @@ def _operands_ok(a, b, sym):
 
 def _result(d, a, b, sym):
     """The result type: a tile when a tile is involved (broadcast shape), else a scalar."""
-    if isinstance(a, TileType) or isinstance(b, TileType):
-        sa = a.shape if isinstance(a, TileType) else ()
-        sb = b.shape if isinstance(b, TileType) else ()
-        return TileType(d, broadcast_shapes(sa, sb, what=f"operands of '{sym}'"))
-    return value_type(d)
+    return elementwise_result(d, a, b, what=f"operands of '{sym}'")
 
 
 def _fold(fn, a, b):
@@ -94,7 +80,7 @@ def _fold(fn, a, b):
 
 
 def _tuple_binop(fn, a, b):
-    sym = _sym(fn)
+    sym = operator_symbol(fn)
     if fn in (operator.add, operator.iadd) and isinstance(a, types.BaseTuple) and \
             isinstance(b, types.BaseTuple):
         return signature(types.BaseTuple.from_types(tuple(a.types) + tuple(b.types)), a, b)
@@ -127,7 +113,7 @@ def _static_eq(fn, a, b):
 
 def _binary(fn, args):
     a, b = args
-    sym = _sym(fn)
+    sym = operator_symbol(fn)
     if isinstance(a, types.BaseTuple) or isinstance(b, types.BaseTuple):
         return _tuple_binop(fn, a, b)
     sig = _static_eq(fn, a, b)
@@ -194,7 +180,7 @@ def _inplace_result(a: TileType, res, sym):
 for _fn in ARITH | TRUEDIV | FLOORDIV | POW | BITWISE | SHIFT | COMPARE | \
         {operator.matmul, operator.imatmul}:
     def _make(fn):
-        @raw_function_template(fn, f"operator {_sym(fn)}")
+        @raw_function_template(fn, f"operator {operator_symbol(fn)}")
         def _rule(context, args, kws):
             if len(args) != 2 or kws:
                 return None

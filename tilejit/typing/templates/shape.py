@@ -15,7 +15,8 @@ from ..promotion import broadcast_shapes
 from ..types import (DTypeType, PartitionType, TensorPartitionViewType, TensorType, TileType,
                      is_pow2, is_scalar)
 from ._base import (as_tile, attribute_rule, axis_arg, function_rule, method_rule,
-                    raw_function_template, raw_key_template, shape_arg, static_value, NOT_STATIC)
+                    raw_function_template, raw_key_template, read_only_error, shape_arg,
+                    static_value, NOT_STATIC)
 from .memory import index_arg
 
 
@@ -250,7 +251,6 @@ def _immutable(target):
         return TileTypingError("tiles are immutable: item assignment (t[i] = v) is not supported; "
                                "build a new tile with tile.where(mask, v, t) or tile.cat")
     if isinstance(target, TensorType):
-        from ._base import read_only_error
         return read_only_error("assign to elements of", target)
     if isinstance(target, (PartitionType, TensorPartitionViewType)):
         return TileTypingError(f"cannot assign to elements of {target}: store whole tiles with "
