@@ -54,7 +54,7 @@ def test_then_requires_an_op_and_map_transforms():
         tile.value(1).then(lambda x: x + 1).sync()
     assert tile.value(3).map(lambda x: x * 2).sync() == 6
     assert tile.value(3).then(lambda x: tile.value(x + 1)).sync() == 4
-    with pytest.raises(TypeError, match="callable"):
+    with pytest.raises(TypeError, match=r"map\(\) needs a callable, got int"):
         tile.value(1).map(5)
 
 
@@ -72,6 +72,15 @@ def test_inspect_passes_through():
     seen = []
     assert tile.value((1, 2)).inspect(seen.append).sync() == (1, 2)
     assert seen == [(1, 2)]
+    assert tile.value((1, 2)).inspect(seen.append).arity == 2
+    with pytest.raises(TypeError, match=r"inspect\(\) needs a callable, got str"):
+        tile.value(1).inspect("print")
+
+
+def test_context_reports_graph_capture():
+    assert tile.with_context(lambda ctx: ctx.capturing).sync() is False
+    graph = tile.with_context(lambda ctx: ctx.capturing).graph_on(tile.Device(0).new_stream())
+    assert graph.take_output() is True
 
 
 def test_zip_first_last_unzip():

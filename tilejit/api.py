@@ -14,15 +14,11 @@ from . import dtypes as _dt
 from .errors import TensorError
 from .ops.deviceop import DeviceOp, execute_input
 from .runtime import layout as _layout
-from .runtime.transfer import dup, empty, from_numpy, memcpy, new_tensor, to_host  # noqa: F401
+from .runtime.transfer import (dup, empty, from_numpy, memcpy, new_tensor, to_host,  # noqa: F401
+                               to_numpy)
 
 _FLAT_TILE = 1024
 _TILE_BUDGET = 2048
-
-
-def to_numpy(tensor) -> DeviceOp:
-    """Device -> host copy as a DeviceOp whose output is a NumPy array."""
-    return to_host(tensor)
 
 
 def _pow2_ceil(n: int) -> int:

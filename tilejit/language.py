@@ -291,39 +291,28 @@ def scatter(target, indices, values, mask=None):
     """
 
 
-def _atomic_doc(op):
-    return (f"Atomic {op} on elements ``target[indices]`` of a writable tensor (``tile.atomic(t)`` "
-            f"on the host) or a partition's tensor; returns the old values as a tile of the "
-            f"indices' shape. ``values`` broadcasts to that shape.")
+def _named_stub(f, name: str, doc: str):
+    """A stub made from the prototype ``f`` (each name needs its own function object: calls bind
+    against the stub's own signature)."""
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = doc
+    return _stub(f)
 
 
-@_stub
-def atomic_add(target, indices, values, mask=None, memory_order=MemoryOrder.ACQ_REL,
-               memory_scope=MemoryScope.DEVICE):
-    pass
+def _atomic(name, op):
+    def f(target, indices, values, mask=None, memory_order=MemoryOrder.ACQ_REL,
+          memory_scope=MemoryScope.DEVICE):
+        pass
+    return _named_stub(f, name, f"Atomic {op} on elements ``target[indices]`` of a writable "
+                                f"tensor (``tile.atomic(t)`` on the host) or a partition's "
+                                f"tensor; returns the old values as a tile of the indices' "
+                                f"shape. ``values`` broadcasts to that shape.")
 
 
-@_stub
-def atomic_max(target, indices, values, mask=None, memory_order=MemoryOrder.ACQ_REL,
-               memory_scope=MemoryScope.DEVICE):
-    pass
-
-
-@_stub
-def atomic_min(target, indices, values, mask=None, memory_order=MemoryOrder.ACQ_REL,
-               memory_scope=MemoryScope.DEVICE):
-    pass
-
-
-@_stub
-def atomic_xchg(target, indices, values, mask=None, memory_order=MemoryOrder.ACQ_REL,
-                memory_scope=MemoryScope.DEVICE):
-    pass
-
-
-for _f, _op in ((atomic_add, "add"), (atomic_max, "max"), (atomic_min, "min"),
-                (atomic_xchg, "exchange")):
-    _f.__doc__ = _atomic_doc(_op)
+atomic_add = _atomic("atomic_add", "add")
+atomic_max = _atomic("atomic_max", "max")
+atomic_min = _atomic("atomic_min", "min")
+atomic_xchg = _atomic("atomic_xchg", "exchange")
 
 
 @_stub
@@ -383,10 +372,8 @@ def maximum(x, y):
 def _unary_math(name, what):
     def f(x, rounding_mode=None):
         pass
-    f.__name__ = f.__qualname__ = name
-    f.__doc__ = (f"Element-wise {what}. Float tiles keep their dtype; integer and bool inputs "
-                 f"compute in float32. Scalars give scalars.")
-    return _stub(f)
+    return _named_stub(f, name, f"Element-wise {what}. Float tiles keep their dtype; integer "
+                                f"and bool inputs compute in float32. Scalars give scalars.")
 
 
 exp = _unary_math("exp", "e**x")
@@ -425,10 +412,9 @@ def fma(a, b, c):
 def _reduction(name, what):
     def f(t, axis=None, keepdims=False):
         pass
-    f.__name__ = f.__qualname__ = name
-    f.__doc__ = (f"{what} over ``axis`` (None: all axes; an int or a tuple of ints; negative "
-                 f"counts from the end). ``keepdims`` keeps reduced axes with extent 1.")
-    return _stub(f)
+    return _named_stub(f, name, f"{what} over ``axis`` (None: all axes; an int or a tuple of "
+                                f"ints; negative counts from the end). ``keepdims`` keeps "
+                                f"reduced axes with extent 1.")
 
 
 sum = _reduction("sum", "Sum (bool and integers narrower than 32 bits accumulate in int32)")
@@ -548,4 +534,3 @@ def assume_divisible_by(x, d):
     """
 
 
-del _f, _op

@@ -1,6 +1,7 @@
 """The DeviceOp combinators: value, then, map, inspect, zip, unzip, first/last, shared, with_context."""
 from __future__ import annotations
 
+import contextlib
 import threading
 import weakref
 from typing import Optional
@@ -41,11 +42,8 @@ class Then(DeviceOp):
 
     def _execute(self, ctx):
         out = self.op._execute(ctx)
-        if self.checked:
+        with contextlib.nullcontext() if self.checked else _ex.unguarded():
             nxt = self.fn(ctx, out) if self.with_context else self.fn(out)
-        else:
-            with _ex.unguarded():
-                nxt = self.fn(ctx, out) if self.with_context else self.fn(out)
         if not isinstance(nxt, DeviceOp):
             raise TypeError(f"then(fn): fn must return a DeviceOp, got {type(nxt).__name__}; use "
                             f".map(fn) for host-side transforms or return tile.value(x)")
@@ -55,9 +53,11 @@ class Then(DeviceOp):
 class Map(DeviceOp):
     """``op.map(fn)``: ``fn(output)`` on the host."""
 
+    _what = "map()"
+
     def __init__(self, op: DeviceOp, fn):
         if not callable(fn):
-            raise TypeError(f"map() needs a callable, got {type(fn).__name__}")
+            raise TypeError(f"{self._what} needs a callable, got {type(fn).__name__}")
         self.op = into_op(op)
         self.fn = fn
 
@@ -69,19 +69,14 @@ class Map(DeviceOp):
         return self.fn(self.op._execute(ctx))
 
 
-class Inspect(DeviceOp):
+class Inspect(Map):
     """``op.inspect(fn)``: call ``fn(output)``, pass the output through."""
 
-    def __init__(self, op: DeviceOp, fn):
-        if not callable(fn):
-            raise TypeError(f"inspect() needs a callable, got {type(fn).__name__}")
-        self.op = into_op(op)
-        self.fn = fn
-        self.arity = self.op.arity
+    _what = "inspect()"
 
-    @property
-    def graph_safe(self):  # type: ignore[override]
-        return self.op.graph_safe
+    def __init__(self, op: DeviceOp, fn):
+        super().__init__(op, fn)
+        self.arity = self.op.arity
 
     def _execute(self, ctx):
         out = self.op._execute(ctx)
@@ -270,15 +265,5 @@ def with_context(fn) -> WithContext:
     return WithContext(fn)
 
 
-class Lazy(DeviceOp):
-    """``Lazy(fn)``: ``fn()`` builds the op to run, at execution time (cuTile Rust's ``empty``)."""
-
-    def __init__(self, fn):
-        self.fn = fn
-
-    def _execute(self, ctx):
-        return into_op(self.fn())._execute(ctx)
-
-
 __all__ = ["Value", "value", "Then", "Map", "Inspect", "Zip", "zip", "Select", "SharedOp", "shared",
-           "unzip", "WithContext", "with_context", "Lazy"]
+           "unzip", "WithContext", "with_context"]

@@ -57,12 +57,16 @@ class ExecutionContext:
     allocates stream-ordered device memory (and refuses during a graph capture).
     """
 
-    __slots__ = ("stream", "device", "capturing")
+    __slots__ = ("stream", "device")
 
-    def __init__(self, stream, capturing: bool = False):
+    def __init__(self, stream):
         self.stream = stream
         self.device = stream.device
-        self.capturing = capturing
+
+    @property
+    def capturing(self) -> bool:
+        """True while the stream is recording a CUDA graph."""
+        return self.stream._capture is not None
 
     @property
     def cuda_stream(self) -> int:

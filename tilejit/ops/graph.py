@@ -56,8 +56,6 @@ def _check(ret, what):
 class GraphLaunch(DeviceOp):
     """Replay a :class:`CudaGraph` on the stream it is executed on (output: None)."""
 
-    graph_safe = False
-
     def __init__(self, graph: "CudaGraph"):
         self.graph = graph          # keeps the graph (and everything it uses) alive
 
@@ -113,8 +111,6 @@ class CudaGraph:
     def update(self, op: DeviceOp) -> Any:
         """Run ``op`` now on the graph's stream, without waiting (e.g. ``api.memcpy`` into an
         input buffer before the next ``launch()``); returns its output."""
-        if _ex.is_executing():
-            raise SchedulingError(_ex._REENTRANT_MSG.format(what="CudaGraph.update()"))
         _ex.enter("CudaGraph.update()")
         try:
             return op._submit(self.stream)
@@ -201,7 +197,7 @@ class GraphScope:
     def _run(self, op: DeviceOp) -> Any:
         _ex.enter("CudaGraph capture")
         try:
-            out = op._execute(ExecutionContext(self.stream, capturing=True))
+            out = op._execute(ExecutionContext(self.stream))
         finally:
             _ex.leave()
         self._ops.append(op)
