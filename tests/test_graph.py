@@ -98,3 +98,27 @@ def test_graph_keeps_buffers_alive(stream):
     gc.collect()
     g.launch().sync_on(stream)
     np.testing.assert_array_equal(z.to_numpy(), 2 * np.arange(256))
+
+
+def test_graph_records_buffers_last_used_on_the_capture_stream(stream):
+    # Regression: the launch fast path skipped Storage.use for storages whose last use was on the
+    # launch stream, so buffers already used on the capture stream were missing from the graph's
+    # storages (which keep them alive and order replays on other streams).
+    x = api.from_numpy(np.arange(256, dtype=np.float32)).sync_on(stream)
+    z = api.zeros((256,)).sync_on(stream)
+    double(z.partition((128,)), x).sync_on(stream)            # both last used on `stream`
+    assert x.storage.last_stream is stream and z.storage.last_stream is stream
+    g = double(z.partition((128,)), x).graph_on(stream)
+    assert x.storage in g._storages and z.storage in g._storages
+    g.launch().sync_on(stream)
+    np.testing.assert_array_equal(z.to_numpy(), 2 * np.arange(256))
+
+
+def test_prepared_launch_inside_a_capture_records_its_buffers(stream):
+    x = api.from_numpy(np.arange(128, dtype=np.float32)).sync_on(stream)
+    z = api.zeros((128,)).sync_on(stream)
+    with double(z.partition((64,)), x).prepare(stream) as p:
+        p.launch()                                             # last use on `stream`
+        with tile.CudaGraph.scope(stream) as s:
+            p.launch()
+    assert x.storage in s.graph._storages and z.storage in s.graph._storages

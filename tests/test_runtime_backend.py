@@ -151,3 +151,32 @@ def test_stream_borrow_protocols():
                        (NumbaLike(), 0x4444)]:
             s = tile.Stream.borrow_raw(obj)
             assert s.handle == h and s.is_borrowed
+
+
+def test_query_results_map_to_ready_not_ready_or_errors():
+    from tilejit.runtime.stream import _ready
+    res = driver.drv.CUresult
+    assert _ready(res.CUDA_SUCCESS, "cuStreamQuery") is True
+    assert _ready(res.CUDA_ERROR_NOT_READY, "cuEventQuery") is False
+    with pytest.raises(tile.DriverError, match="cuEventQuery failed: CUDA_ERROR_INVALID_HANDLE"):
+        _ready(res.CUDA_ERROR_INVALID_HANDLE, "cuEventQuery")
+
+
+def test_out_of_memory_retries_once_then_explains(monkeypatch):
+    from types import SimpleNamespace
+    from tilejit.runtime import memory
+    real = driver.drv
+    oom = real.CUresult.CUDA_ERROR_OUT_OF_MEMORY
+    calls = []
+    fake = SimpleNamespace(CUresult=real.CUresult, cuGetErrorString=real.cuGetErrorString,
+                           cuMemAllocAsync=lambda n, s: calls.append(n) or (oom, 0))
+    monkeypatch.setattr(driver, "drv", fake)
+    syncs = []
+    stream = SimpleNamespace(_cu=None, device=SimpleNamespace(name="Fake GPU"),
+                             synchronize=lambda: syncs.append(1))
+    with pytest.raises(tile.DriverError) as ei:
+        memory._cuda_alloc(1 << 40, stream)
+    assert calls == [1 << 40, 1 << 40] and syncs == [1]     # collected, synchronized, retried
+    msg = str(ei.value)
+    assert f"{1 << 40} bytes on Fake GPU" in msg and "CUDA_ERROR_OUT_OF_MEMORY" in msg
+    assert "del t" in msg and ei.value.code == int(oom)

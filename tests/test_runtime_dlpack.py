@@ -205,3 +205,27 @@ def test_torch_cpu_interop():
     assert y.shape == (4, 5) and torch.equal(y, x)
     y[0, 0] = 42.0
     assert t.to_numpy()[0, 0] == 42.0
+
+
+@pytest.mark.parametrize("versioned", [False, True])
+def test_native_deleters_drop_the_context_at_their_own_offset(versioned):
+    # Each deleter must read manager_ctx at its own struct's offset (48 unversioned, 8 versioned).
+    import ctypes
+    import sys
+    from tilejit.runtime import _dlpack_native as nat
+    deleter, deleter_v, _ = nat.addresses()
+    fn = ctypes.CFUNCTYPE(None, ctypes.c_int64)(deleter_v if versioned else deleter)
+    off, other = ((nat.CTX_OFFSET_VERSIONED, nat.CTX_OFFSET) if versioned
+                  else (nat.CTX_OFFSET, nat.CTX_OFFSET_VERSIONED))
+    keep = object()
+    block = (ctypes.c_int64 * 8)()                  # zeroed: other offsets hold a null ctx
+    block[off // 8] = id(keep)
+    assert block[other // 8] == 0
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(keep))
+    refs = sys.getrefcount(keep)
+    fn(ctypes.addressof(block))
+    assert sys.getrefcount(keep) == refs - 1
+    fn(0)                                           # a null managed pointer is ignored
+    block[off // 8] = 0
+    fn(ctypes.addressof(block))                     # and so is a null context
+    assert sys.getrefcount(keep) == refs - 1

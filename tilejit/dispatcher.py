@@ -493,9 +493,10 @@ class PreparedLaunch:
         if self._closed:
             raise LaunchError("this prepared launch was closed")
         stream = self.stream
+        fast = stream._capture is None and not stream._ephemeral   # see launch.launch_infos
         for st in self._storages:
             h = st._h
-            if h.stream is stream:
+            if fast and h.stream is stream:
                 h.epoch = stream._epoch
             else:
                 st.use(stream)

@@ -77,19 +77,18 @@ def _compile():
     ctx_off, ctx_off_v = CTX_OFFSET, CTX_OFFSET_VERSIONED
     name_off, ptr_off, prefix = CAPSULE_NAME_OFFSET, CAPSULE_POINTER_OFFSET, DLTENSOR_PREFIX
 
-    @cfunc(types.void(types.int64), nopython=True)
-    def deleter(managed):
-        if managed != 0:
-            ctx = load_i64(managed + ctx_off)
-            if ctx != 0:
-                py_decref_with_gil(ctx)
+    def make_deleter(off):
+        # Numba freezes the closure variable ``off`` as a constant when compiling (right here).
+        @cfunc(types.void(types.int64), nopython=True)
+        def deleter(managed):
+            if managed != 0:
+                ctx = load_i64(managed + off)
+                if ctx != 0:
+                    py_decref_with_gil(ctx)
+        return deleter
 
-    @cfunc(types.void(types.int64), nopython=True)
-    def deleter_versioned(managed):
-        if managed != 0:
-            ctx = load_i64(managed + ctx_off_v)
-            if ctx != 0:
-                py_decref_with_gil(ctx)
+    deleter = make_deleter(ctx_off)
+    deleter_versioned = make_deleter(ctx_off_v)
 
     @cfunc(types.void(types.int64), nopython=True)
     def capsule_destructor(capsule):

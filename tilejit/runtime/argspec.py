@@ -107,8 +107,11 @@ def array_slots(ndim: int, index_bits: int) -> Tuple[str, ...]:
     return ("u64",) + (idx,) * (2 * ndim)
 
 
-def _tensor_info(t: Tensor, writable: bool, value, cached: bool = False) -> ArgInfo:
-    ptr = t.device_pointer
+def _tensor_info(t: Tensor, writable: bool, value, cached: bool = False, ptr=None) -> ArgInfo:
+    """``ptr``: the data pointer when the caller already has it (skips ``t.device_pointer``'s
+    usability check)."""
+    if ptr is None:
+        ptr = t.device_pointer
     facts = array_facts(ptr, t.shape, t.strides)
     key = ("tensor", t.dtype.name, t.ndim, facts, writable)
     # An info cached on its tensor refers back to it weakly: a reference cycle would keep the
@@ -124,11 +127,9 @@ def _partition_info(p: Partition) -> ArgInfo:
     # the tensor's own (cached) info already holds the facts, params and slots
     ti = t._info
     if ti is None:
-        ptr = t._storage.ptr + t._offset_bytes      # t may be moved into p: no usability check
-        facts = array_facts(ptr, t.shape, t.strides)
-        ti = t._info = ArgInfo("tensor", ("tensor", t.dtype.name, t.ndim, facts, False),
-                               (ptr,) + t.shape + t.strides, array_slots(t.ndim, facts[0]),
-                               tensor=weakref.proxy(t), storage=t._storage)
+        # t may be moved into p: read the pointer without device_pointer's usability check
+        ti = t._info = _tensor_info(t, False, None, cached=True,
+                                    ptr=t._storage.ptr + t._offset_bytes)
     key = ("partition",) + ti.key[1:4] + (p.tile_shape,)
     # cached on the partition: weak references only (see _tensor_info)
     info = ArgInfo("partition", key, ti.params, ti.slots, value=None, tensor=weakref.proxy(t),
@@ -270,13 +271,6 @@ def _wrap_foreign(obj, stream) -> Tensor:
     if isinstance(obj, np.ndarray):
         raise TypeError("internal: NumPy arrays are copied, not wrapped")
     return from_dlpack(obj, stream=stream)
-
-
-def classify_all(values, annotations=None, stream=None) -> list:
-    """``[classify(v, a, stream) ...]`` for every argument."""
-    if annotations is None:
-        return [classify(v, None, stream) for v in values]
-    return [classify(v, a, stream) for v, a in zip(values, annotations)]
 
 
 def key_of(infos) -> tuple:
@@ -423,6 +417,6 @@ def _aliases(a: ArgInfo, b: ArgInfo) -> bool:
     return ea[0] < eb[1] and eb[0] < ea[1] and ea[0] != ea[1] and eb[0] != eb[1]
 
 
-__all__ = ["ArgInfo", "atomic", "classify", "classify_all", "key_of", "flatten_params",
+__all__ = ["ArgInfo", "atomic", "classify", "key_of", "flatten_params",
            "abi_slots", "slots_from_key", "grid_from_partitions", "normalize_grid",
            "check_launch_aliasing", "release_partitions", "array_facts", "index_bits_for", "MAX_GRID_DIM"]

@@ -21,6 +21,8 @@ _reason: str = ""
 _forced: list = []          # stack of forced backends (force() nests)
 _notice_printed = False
 
+_TRUTHY = ("1", "true", "yes", "on")     # TILEJIT_SIMULATE values that force the simulator
+
 
 def choose(simulate_env: Optional[str], driver_ok: bool, device_count: int) -> Tuple[str, str]:
     """``(backend, reason)`` from the value of ``TILEJIT_SIMULATE``, driver health and GPU count.
@@ -29,7 +31,7 @@ def choose(simulate_env: Optional[str], driver_ok: bool, device_count: int) -> T
     CUDA when a driver and at least one device exist.
     """
     flag = (simulate_env or "").strip().lower()
-    if flag in ("1", "true", "yes", "on"):
+    if flag in _TRUTHY:
         return SIMULATOR, "TILEJIT_SIMULATE=1"
     if not driver_ok:
         return SIMULATOR, "no CUDA driver found"
@@ -40,7 +42,7 @@ def choose(simulate_env: Optional[str], driver_ok: bool, device_count: int) -> T
 
 def _detect() -> Tuple[str, str]:
     env = os.environ.get("TILEJIT_SIMULATE")
-    if (env or "").strip().lower() in ("1", "true", "yes", "on"):
+    if (env or "").strip().lower() in _TRUTHY:
         return choose(env, False, 0)        # never touch the driver when told to simulate
     from . import driver
     ok = driver.driver_available()

@@ -127,17 +127,22 @@ def copy_strided_d2d(dst_ptr: int, dst_strides, src_ptr: int, src_strides, shape
 
 
 # --- tensor-level operations ---------------------------------------------------------------------------
-def copy_tensor(dst, src, stream) -> None:
-    """``dst[...] = src`` element-wise (same dtype and element count) on ``stream``.
-
-    Shapes may differ only if both are contiguous (a flat copy); otherwise they must be equal.
-    """
+def check_copy_compatible(dst, src) -> None:
+    """TensorError unless ``dst`` and ``src`` have the same dtype and element count."""
     if dst.dtype is not src.dtype:
         raise TensorError(f"memcpy between different dtypes ({src.dtype.name} -> "
                           f"{dst.dtype.name}); convert first (api.convert)")
     if dst.size != src.size:
         raise TensorError(f"memcpy needs equal element counts: dst {dst.shape} has {dst.size}, "
                           f"src {src.shape} has {src.size}")
+
+
+def copy_tensor(dst, src, stream) -> None:
+    """``dst[...] = src`` element-wise (same dtype and element count) on ``stream``.
+
+    Shapes may differ only if both are contiguous (a flat copy); otherwise they must be equal.
+    """
+    check_copy_compatible(dst, src)
     if dst.shape != src.shape and not (dst.is_contiguous and src.is_contiguous):
         raise TensorError(f"memcpy between different shapes ({src.shape} -> {dst.shape}) needs both "
                           f"tensors contiguous; reshape a contiguous copy instead")
@@ -171,16 +176,15 @@ def upload_into(dst, arr: np.ndarray, stream) -> None:
         sim_array(dst)[...] = host.reshape(dst.shape)
         return
     drv = _d.drv
-    if dst.is_contiguous:
-        _d.check(drv.cuMemcpyHtoDAsync(drv.CUdeviceptr(dst.device_pointer), host.ctypes.data,
-                                       host.nbytes, stream._cu), "cuMemcpyHtoDAsync")
-        return
-    from .memory import allocate
-    from .tensor import Tensor
-    tmp = Tensor._contiguous(allocate(host.nbytes, stream), dst.shape, dst.dtype)
-    _d.check(drv.cuMemcpyHtoDAsync(drv.CUdeviceptr(tmp.device_pointer), host.ctypes.data,
+    target = dst
+    if not dst.is_contiguous:          # stage through a contiguous buffer, then copy strided
+        from .memory import allocate
+        from .tensor import Tensor
+        target = Tensor._contiguous(allocate(host.nbytes, stream), dst.shape, dst.dtype)
+    _d.check(drv.cuMemcpyHtoDAsync(drv.CUdeviceptr(target.device_pointer), host.ctypes.data,
                                    host.nbytes, stream._cu), "cuMemcpyHtoDAsync")
-    copy_tensor(dst, tmp, stream)
+    if target is not dst:
+        copy_tensor(dst, target, stream)
 
 
 def download(src, stream) -> np.ndarray:
@@ -207,4 +211,5 @@ def download(src, stream) -> np.ndarray:
     return out
 
 
-__all__ = ["copy_tensor", "copy_strided_d2d", "upload_into", "download", "sim_array", "merge_dims"]
+__all__ = ["copy_tensor", "check_copy_compatible", "copy_strided_d2d", "upload_into", "download",
+           "sim_array", "merge_dims"]

@@ -29,7 +29,7 @@ import ml_dtypes
 from ..errors import LaunchError
 from ..ops.deviceop import DeviceOp
 from . import driver as _d
-from .argspec import normalize_grid
+from .argspec import normalize_grid, release_partitions
 
 # ABI slot -> struct format character (standard sizes; alignment is added explicitly)
 _FORMAT = {"u64": "Q", "i64": "q", "u32": "I", "i32": "i", "u16": "H", "i16": "h", "u8": "B",
@@ -47,6 +47,16 @@ def _bits_converter(np_dtype, uint_dtype):
 _CONVERT = {"bf16": _bits_converter(ml_dtypes.bfloat16, np.uint16),
             "f8e4m3": _bits_converter(ml_dtypes.float8_e4m3fn, np.uint8),
             "f8e5m2": _bits_converter(ml_dtypes.float8_e5m2, np.uint8)}
+
+
+def _param_block(offsets: Sequence[int], size: int):
+    """An 8-byte aligned, zeroed buffer of ``size`` bytes and an array of pointers to ``offsets``
+    in it: ``(buffer, pointers, kernelParams address or 0 when there are no offsets)``. The caller
+    keeps ``buffer`` and ``pointers`` alive while the address is in use."""
+    buf = (ctypes.c_uint64 * max(1, (size + 7) // 8))()
+    base = ctypes.addressof(buf)
+    ptrs = (ctypes.c_void_p * max(1, len(offsets)))(*[base + o for o in offsets])
+    return buf, ptrs, (ctypes.addressof(ptrs) if offsets else 0)
 
 
 class ParamPacker:
@@ -73,11 +83,7 @@ class ParamPacker:
         self._struct = struct.Struct(fmt)
         self.offsets = tuple(offsets)
         self.size = off
-        self.buffer = (ctypes.c_uint64 * max(1, (off + 7) // 8))()   # 8-byte aligned storage
-        base = ctypes.addressof(self.buffer)
-        n = len(self.slots)
-        self.pointers = (ctypes.c_void_p * max(n, 1))(*[base + o for o in offsets])
-        self.kernel_params = ctypes.addressof(self.pointers) if n else 0
+        self.buffer, self.pointers, self.kernel_params = _param_block(offsets, off)
         self._pack_into = self._struct.pack_into
         self._convert = tuple((i, _CONVERT[s]) for i, s in enumerate(self.slots) if s in _CONVERT)
 
@@ -148,17 +154,14 @@ class CudaKernel:
             raise _launch_error(err, self.name, grid)
 
     def _packer_for_thread(self) -> ParamPacker:
+        """This thread's own packer (``launch`` calls it only off the creating thread, or for
+        every thread when the slots need value conversion)."""
         tid = _get_ident()
-        if tid == self._fast[0]:
-            return self.packer
         pk = self._thread_packers.get(tid)
         if pk is None:
             with self._lock:
                 pk = self._thread_packers.setdefault(tid, ParamPacker(self.packer.slots))
         return pk
-
-    def __call__(self, grid, params, stream) -> None:
-        self.launch(grid, params, stream)
 
     def __repr__(self) -> str:
         return f"<CudaKernel {self.name} slots={self.packer.slots}>"
@@ -184,19 +187,21 @@ def launch(compiled, grid, params, stream) -> None:
 
 
 def launch_infos(compiled, infos, grid, stream) -> None:
-    from .argspec import release_partitions
     """Launch with classified arguments (``argspec.classify``): runs ``prepare`` hooks, orders
     every argument's storage on ``stream``, launches, runs ``finish`` hooks and releases partition
     leases (also when the launch fails)."""
     params = ()
     post = False
+    # Inline fast path of Storage.use (same stream as the last use: only the epoch changes). It is
+    # not valid while capturing a graph or on a raw borrowed stream, where use() does more.
+    fast = stream._capture is None and not stream._ephemeral
     for info in infos:
         if info.prepare is not None:
             info.prepare(stream)
         st = info.storage
         if st is not None:
             h = st._h
-            if h.stream is stream:          # inline fast path of Storage.use
+            if fast and h.stream is stream:
                 h.epoch = stream._epoch
             else:
                 st.use(stream)
@@ -318,16 +323,14 @@ class AsyncKernelLaunch(DeviceOp):
             off += (-off) % align
             offsets.append(off)
             off += len(raw)
-        buf = (ctypes.c_uint64 * max(1, (off + 7) // 8))()
+        buf, ptrs, kp = _param_block(offsets, off)      # buf, ptrs: alive until the launch
         mv = memoryview(buf).cast("B")
         for o, raw in zip(offsets, self._values):
             mv[o:o + len(raw)] = raw
-        base = ctypes.addressof(buf)
-        ptrs = (ctypes.c_void_p * max(1, len(offsets)))(*[base + o for o in offsets])
         cfg = self.config
         ctx.device.make_current()
         err = _d.drv.cuLaunchKernel(self.function._cu, *cfg.grid, *cfg.block, cfg.shared_mem_bytes,
-                                    ctx.stream._cu, ctypes.addressof(ptrs) if offsets else 0, 0)[0]
+                                    ctx.stream._cu, kp, 0)[0]
         if err != _d.SUCCESS:
             raise _launch_error(err, getattr(self.function, "name", "<kernel>"), cfg.grid, cfg.block)
         return None

@@ -25,7 +25,7 @@ import threading
 import weakref
 from typing import Optional
 
-from ..errors import DriverError, SchedulingError
+from ..errors import SchedulingError
 from . import driver as _d
 from .device import Device
 
@@ -89,6 +89,10 @@ class Storage:
 
         Call it *before* queuing the work: if another stream may still be using the memory, the new
         stream is made to wait for it first.
+
+        The launch hot paths (``launch.launch_infos``, ``PreparedLaunch.launch``) inline the case
+        ``stream._capture is None and not stream._ephemeral and self._h.stream is stream`` as
+        ``self._h.epoch = stream._epoch``: keep them in step when changing this method.
         """
         h = self._h
         cap = stream._capture
@@ -101,7 +105,7 @@ class Storage:
             return
         last = h.stream
         if last is not stream:
-            if last is not None and last.is_pending(h.epoch):
+            if self.is_pending():
                 _order_after(stream, h)
             h.stream = stream
             h.event = None
@@ -117,29 +121,20 @@ class Storage:
     def order_before(self, stream) -> None:
         """Make ``stream`` wait for pending work on this memory (without recording a use)."""
         h = self._h
-        if h.stream is not None and h.stream is not stream and h.stream.is_pending(h.epoch):
+        if h.stream is not stream and self.is_pending():
             _order_after(stream, h)
 
     def ready_stream(self):
         """A live stream after which all queued work on this memory is complete, or None when
         nothing is pending (for ``__cuda_array_interface__``'s ``stream``)."""
-        h = self._h
-        if h.stream is None or not h.stream.is_pending(h.epoch):
+        if not self.is_pending():
             return None
+        h = self._h
         if h.event is not None:
             s = self.device.internal_stream()
             s.wait_event(h.event)
             return s
         return h.stream
-
-    def wait_idle(self) -> None:
-        """Block the host until work queued on this memory has finished."""
-        h = self._h
-        if h.stream is not None and h.stream.is_pending(h.epoch):
-            if h.event is not None:
-                h.event.synchronize()
-            else:
-                h.stream.synchronize()
 
     @property
     def is_owned(self) -> bool:
@@ -218,11 +213,8 @@ def _cuda_alloc(nbytes: int, stream) -> int:
             gc.collect()
             stream.synchronize()
             continue
-        raise DriverError(f"cannot allocate {nbytes} bytes on {stream.device.name}: "
-                          f"{_d.error_text(err)}"
-                          + ("; free tensors you no longer need (del t) or use smaller shapes"
-                             if err == drv.CUresult.CUDA_ERROR_OUT_OF_MEMORY else ""),
-                          code=int(err))
+        # "allocating N bytes on <device> failed: <error>", plus the driver module's hint
+        raise _d._driver_error(err, f"allocating {nbytes} bytes on {stream.device.name}")
     raise AssertionError("unreachable")
 
 

@@ -120,13 +120,7 @@ class Stream:
         """True when all queued work has finished (never blocks)."""
         if self._cu is None:
             return True
-        err = _d.drv.cuStreamQuery(self._cu)[0]
-        if err == _d.SUCCESS:
-            return True
-        if err == _d.drv.CUresult.CUDA_ERROR_NOT_READY:
-            return False
-        _d.check((err,), "cuStreamQuery")
-        return False
+        return _ready(_d.drv.cuStreamQuery(self._cu)[0], "cuStreamQuery")
 
     def is_pending(self, epoch: int) -> bool:
         """Whether work recorded at ``epoch`` may still be running."""
@@ -174,6 +168,17 @@ class Stream:
 
 
 _owned_streams: "weakref.WeakValueDictionary[int, Stream]" = weakref.WeakValueDictionary()
+
+
+def _ready(err, what: str) -> bool:
+    """The result of a ``cuStreamQuery`` / ``cuEventQuery`` (named ``what``): True when the work
+    has finished, False while it is running; DriverError for any other error."""
+    if err == _d.SUCCESS:
+        return True
+    if err == _d.drv.CUresult.CUDA_ERROR_NOT_READY:
+        return False
+    _d.check((err,), what)
+    return False
 
 
 def _destroy_stream(cu) -> None:
@@ -257,13 +262,7 @@ class Event:
         """True when the work before the record point has finished."""
         if self._cu is None:
             return True
-        err = _d.drv.cuEventQuery(self._cu)[0]
-        if err == _d.SUCCESS:
-            return True
-        if err == _d.drv.CUresult.CUDA_ERROR_NOT_READY:
-            return False
-        _d.check((err,), "cuEventQuery")
-        return False
+        return _ready(_d.drv.cuEventQuery(self._cu)[0], "cuEventQuery")
 
     def synchronize(self) -> None:
         """Block until the event has completed (releases the GIL while waiting)."""

@@ -166,12 +166,7 @@ def memcpy(dst, src) -> Memcpy:
     """An op copying ``src`` into the existing tensor ``dst`` (same dtype, same element count);
     its output is ``dst``. Non-contiguous views are copied correctly."""
     if isinstance(dst, Tensor) and isinstance(src, Tensor):
-        if dst.dtype is not src.dtype:
-            raise TensorError(f"memcpy between different dtypes ({src.dtype.name} -> "
-                              f"{dst.dtype.name}); convert first")
-        if dst.size != src.size:
-            raise TensorError(f"memcpy needs equal element counts: dst {dst.shape} has {dst.size}, "
-                              f"src {src.shape} has {src.size}")
+        _copy.check_copy_compatible(dst, src)
     return Memcpy(dst, src)
 
 
