@@ -21,16 +21,12 @@ _FLAT_TILE = 1024
 _TILE_BUDGET = 2048
 
 
-def _pow2_ceil(n: int) -> int:
-    return 1 << max(0, (max(int(n), 1) - 1).bit_length())
-
-
 def tile_shape_for(shape) -> tuple:
     """A power-of-two tile shape for elementwise kernels over ``shape`` (rank 1-3)."""
     budget = _TILE_BUDGET
     out = []
     for n in reversed(tuple(shape)):
-        t = max(1, min(_pow2_ceil(n), budget))
+        t = max(1, min(_layout.pow2_ceil(n), budget))
         out.append(t)
         budget = max(1, budget // t)
     return tuple(reversed(out))

@@ -13,17 +13,17 @@ import os
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import Any, Dict, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import Any, Dict, Optional, Sequence
 
 from . import dtypes as D
 from . import language as L
-from .errors import CompileError, InternalError, LaunchError
-from .ops.deviceop import DeviceOp, execute_input
+from .errors import LaunchError
+from .ops.deviceop import DeviceOp
 from .runtime import argspec
 from .runtime.argspec import (check_launch_aliasing, classify, grid_from_partitions,
                                release_partitions)
-from .runtime.launch import launch_infos
+from .runtime.launch import launch, launch_infos
 
 _ARCH_RE_DOC = "an architecture name such as 'sm_90'"
 
@@ -126,11 +126,11 @@ class Kernel:
         self.param_names = tuple(sig.parameters)
         self.constant_names = L.constant_parameters(pyfunc)
         self.runtime_names = tuple(n for n in self.param_names if n not in self.constant_names)
-        self._annotations = self._scalar_annotations(pyfunc)
+        annotations = self._scalar_annotations(pyfunc)
         self._cache: Dict[tuple, Compiled] = {}
         self._fast: Dict[tuple, Compiled] = {}      # (arg keys, target) -> Compiled
         self._simple = not self.constant_names
-        self._anns = tuple(self._annotations.get(n) for n in self.runtime_names)
+        self._anns = tuple(annotations.get(n) for n in self.runtime_names)
         self._locks: Dict[tuple, threading.Lock] = {}
         self._lock = threading.Lock()
         self.stats = KernelStats()
@@ -195,10 +195,6 @@ class Kernel:
         return rt, consts
 
     # --- compilation -------------------------------------------------------------------------------
-    def _classify(self, rt_values, stream=None):
-        return [argspec.classify(v, self._annotations.get(n), stream)
-                for n, v in zip(self.runtime_names, rt_values)]
-
     @staticmethod
     def _const_key(consts: Dict[str, Any]) -> tuple:
         out = []
@@ -231,7 +227,7 @@ class Kernel:
     def _front(self, keys, consts, target, options):
         from .lowering.lower import lower_kernel
         from .lowering.structurize import structurize
-        from .tileir import LATEST, verify_module
+        from .tileir import verify_module
         from .typing.pipeline import type_kernel
         t0 = time.perf_counter()
         typed = type_kernel(self.py_func, keys, consts)
@@ -297,7 +293,7 @@ class Kernel:
     # --- tooling (no GPU needed) ---------------------------------------------------------------------
     def _keys_for(self, args, generics=None):
         rt, consts = self._split(tuple(args), dict(generics or {}))
-        infos = self._classify(rt)
+        infos = [classify(v, a) for v, a in zip(rt, self._anns)]
         try:
             return [i.key for i in infos], consts
         finally:
@@ -367,6 +363,9 @@ class KernelLaunch(DeviceOp):
         self._generics = dict(generics or {})
         self._options = options
         self.arity = len(self.args)
+        # no constants, generics, options or const_grid: the hot path keys on argument keys only
+        self._simple = kernel._simple and not self._generics and options is None \
+            and const_grid is None and len(self.args) == len(kernel.runtime_names)
 
     def _copy(self, **kw):
         d = dict(grid=self._grid, const_grid=self._const_grid, generics=self._generics,
@@ -415,15 +414,13 @@ class KernelLaunch(DeviceOp):
         tensors and scalars (not DeviceOps or NumPy arrays, whose copies are per launch).
         """
         from .ops.deviceop import _as_stream
-        from .ops.scheduling import default_policy, stream_from_policy
-        stream = _as_stream(stream) if stream is not None else stream_from_policy(default_policy(0))
-        return PreparedLaunch(self, stream)
+        from .ops.scheduling import default_stream
+        return PreparedLaunch(self, _as_stream(stream) if stream is not None else default_stream())
 
     def _execute(self, ctx):
         k = self.kernel
         values = tuple([a._execute(ctx) if isinstance(a, DeviceOp) else a for a in self.args])
-        simple = k._simple and not self._generics and self._options is None \
-            and self._const_grid is None and len(values) == len(k.runtime_names)
+        simple = self._simple
         if simple:
             rt, consts = values, None
         else:
@@ -431,20 +428,7 @@ class KernelLaunch(DeviceOp):
         stream = ctx.stream
         infos = [classify(v, a, stream) for v, a in zip(rt, k._anns)]
         try:
-            check_launch_aliasing(infos, k.runtime_names)
-            grid = grid_from_partitions(infos, self._grid, k.runtime_names)
-            target = "sim" if ctx.device.is_simulated else ctx.device.arch
-            keys = tuple([i.key for i in infos])
-            if simple:
-                # hot path: a plain dict hit on (argument keys, target)
-                compiled = k._fast.get((keys, target))
-                if compiled is None:
-                    compiled = k._fast[(keys, target)] = k.specialize(keys, {}, target)
-                else:
-                    k.stats.cache_hits += 1
-            else:
-                compiled = k.specialize(keys, consts, target, self._options or k.options,
-                                        extra=self._const_grid)
+            grid, compiled = self._specialize_for(infos, consts, stream, simple)
         except BaseException:
             release_partitions(infos)
             raise
@@ -452,12 +436,32 @@ class KernelLaunch(DeviceOp):
         k.stats.launches += 1
         return values
 
+    def _specialize_for(self, infos, consts, stream, simple: bool):
+        """Check the classified arguments (aliasing, grid) and find their compiled
+        specialization: ``(grid, compiled)``. The caller releases the partitions on error."""
+        k = self.kernel
+        check_launch_aliasing(infos, k.runtime_names)
+        grid = grid_from_partitions(infos, self._grid, k.runtime_names)
+        device = stream.device
+        target = "sim" if device.is_simulated else device.arch
+        keys = tuple([i.key for i in infos])
+        if simple:
+            # hot path: a plain dict hit on (argument keys, target)
+            compiled = k._fast.get((keys, target))
+            if compiled is None:
+                compiled = k._fast[(keys, target)] = k.specialize(keys, {}, target)
+            else:
+                k.stats.cache_hits += 1
+        else:
+            compiled = k.specialize(keys, consts, target, self._options or k.options,
+                                    extra=self._const_grid)
+        return grid, compiled
+
 
 class PreparedLaunch:
     """A launch validated and packed once (see :meth:`KernelLaunch.prepare`)."""
 
     def __init__(self, op: KernelLaunch, stream):
-        from .ops.execution import ExecutionContext
         k = op.kernel
         for a in op.args:
             if isinstance(a, DeviceOp):
@@ -470,13 +474,7 @@ class PreparedLaunch:
                 if i.prepare is not None:
                     raise LaunchError("prepare(): NumPy arrays are copied per launch; pass "
                                       "api.from_numpy(array).sync() tensors instead")
-            check_launch_aliasing(infos, k.runtime_names)
-            self.grid = grid_from_partitions(infos, op._grid, k.runtime_names)
-            ctx = ExecutionContext(stream)
-            target = "sim" if ctx.device.is_simulated else ctx.device.arch
-            keys = tuple(i.key for i in infos)
-            self.compiled = k.specialize(keys, consts, target, op._options or k.options,
-                                         extra=op._const_grid)
+            self.grid, self.compiled = op._specialize_for(infos, consts, stream, simple=False)
         except BaseException:
             release_partitions(infos)
             raise
@@ -500,12 +498,7 @@ class PreparedLaunch:
                 h.epoch = stream._epoch
             else:
                 st.use(stream)
-        g = self.grid
-        if g[0] and g[1] and g[2]:
-            if stream._cu is None:
-                self.compiled.launcher(g, self.params)
-            else:
-                self.compiled.launcher.launch(g, self.params, stream)
+        launch(self.compiled.launcher, self.grid, self.params, stream)
 
     def close(self) -> None:
         """Release the partitions' leases."""

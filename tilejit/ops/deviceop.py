@@ -43,8 +43,8 @@ class DeviceOp:
     # --- execution ---------------------------------------------------------------------------------
     def sync(self):
         """Run on a stream of the default policy and wait for completion; return the output."""
-        from .scheduling import default_policy, stream_from_policy
-        return self.sync_on(stream_from_policy(default_policy(0)))
+        from .scheduling import default_stream
+        return self.sync_on(default_stream())
 
     def sync_on(self, stream):
         """Run on ``stream`` and wait for completion; return the output."""
@@ -160,8 +160,8 @@ class DeviceOp:
     # --- CUDA graphs (API.md §5) -----------------------------------------------------------------
     def graph(self):
         """Capture this op into a CUDA graph on a stream of the default policy."""
-        from .scheduling import default_policy, stream_from_policy
-        return self.graph_on(stream_from_policy(default_policy(0)))
+        from .scheduling import default_stream
+        return self.graph_on(default_stream())
 
     def graph_on(self, stream):
         """Capture this op into a :class:`~tilejit.ops.graph.CudaGraph` by executing it once on

@@ -98,6 +98,11 @@ def default_policy(device=0):
     return pol
 
 
+def default_stream(device=0):
+    """The next stream of ``device``'s default policy (where ``sync()`` and friends run)."""
+    return stream_from_policy(default_policy(device))
+
+
 def stream_from_policy(policy):
     """``policy.next_stream()`` as a tile.Stream, with a SchedulingError naming bad policies."""
     from ..runtime.stream import Stream
@@ -118,4 +123,4 @@ def stream_from_policy(policy):
 
 
 __all__ = ["SchedulingPolicy", "StreamPoolRoundRobin", "SingleStream", "set_default_policy",
-           "default_policy", "stream_from_policy"]
+           "default_policy", "default_stream", "stream_from_policy"]

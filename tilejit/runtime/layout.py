@@ -86,6 +86,11 @@ def infer_reshape(shape: Tuple[int, ...], size: int) -> Tuple[int, ...]:
     return shape
 
 
+def pow2_ceil(n: int) -> int:
+    """The smallest power of two >= ``n`` (1 for ``n <= 1``)."""
+    return 1 << max(0, (max(int(n), 1) - 1).bit_length())
+
+
 def largest_pow2_divisor(x: int, cap: int = 16) -> int:
     """Largest power of two <= ``cap`` dividing ``x`` (``cap`` for 0)."""
     x = abs(int(x))
@@ -95,5 +100,5 @@ def largest_pow2_divisor(x: int, cap: int = 16) -> int:
     return low if low < cap else cap
 
 
-__all__ = ["prod", "contiguous_strides", "is_contiguous", "span_elements", "normalize_shape",
+__all__ = ["prod", "pow2_ceil", "contiguous_strides", "is_contiguous", "span_elements", "normalize_shape",
            "infer_reshape", "largest_pow2_divisor"]

@@ -46,7 +46,7 @@ def validate_tile_shape(shape, tensor) -> Tuple[int, ...]:
 
 
 def _suggest(tile) -> tuple:
-    return tuple(1 << max(0, (max(int(n), 1) - 1).bit_length()) for n in tile)
+    return tuple(_layout.pow2_ceil(n) for n in tile)
 
 
 def _describe_other_views(views, t) -> str:
