@@ -61,9 +61,13 @@ def info_lines() -> List[Tuple[str, str]]:
 
     lines.append(("backend", _try(backend_text)))
     lines.append(("tileiras", _try(lambda: tileiras.find_toolchain().tileiras, "not found")))
-    lines.append(("tileiras version", _try(lambda: tileiras.version_text().splitlines()[-2]
-                                           if len(tileiras.version_text().splitlines()) > 1
-                                           else tileiras.version_text(), "not found")))
+
+    def tileiras_version():
+        text = tileiras.version_text()
+        rows = text.splitlines()
+        return rows[-2] if len(rows) > 1 else text
+
+    lines.append(("tileiras version", _try(tileiras_version, "not found")))
     lines.append(("max bytecode version", _try(lambda: str(tileiras.max_bytecode_version()),
                                                "not found")))
     lines.append(("cache directory", cache.cache_dir() or "disabled (TILEJIT_CACHE_DIR)"))

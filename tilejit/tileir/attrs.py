@@ -11,7 +11,7 @@ from typing import Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
-from .types import TileType
+from .types import PADDING_VALUES, TileType
 
 # enum name -> keywords, indexed by their bytecode value
 ENUMS: Dict[str, Tuple[str, ...]] = {
@@ -25,7 +25,7 @@ ENUMS: Dict[str, Tuple[str, ...]] = {
     "AtomicRMWMode": ("and", "or", "xor", "add", "addf", "max", "min", "umax", "umin", "xchg"),
     "MemoryScope": ("tl_blk", "device", "sys"),
     "MemoryOrderingSemantics": ("weak", "relaxed", "acquire", "release", "acq_rel"),
-    "PaddingValue": ("zero", "neg_zero", "nan", "pos_inf", "neg_inf"),
+    "PaddingValue": PADDING_VALUES,
     "SymbolVisibility": ("public", "private"),
 }
 

@@ -20,8 +20,7 @@ import numpy as np
 from . import attrs as A
 from .ir import Block, Operation, Value
 from .ops import OPS
-from .types import (TOKEN, PartitionViewType, PointerType, TensorViewType, TileType, Type,
-                    is_float_element, scalar)
+from .types import TOKEN, PartitionViewType, PointerType, TensorViewType, TileType, Type, scalar
 
 Operand = Union[Value, None, Sequence[Value]]
 
@@ -79,7 +78,6 @@ class Builder:
     # --- constants -----------------------------------------------------------------------------
     def constant(self, value, type: TileType) -> Value:
         """A splat (Python scalar) or dense (array of ``type.shape``) constant."""
-        from ..dtypes import from_name
         elem = type.element
         if isinstance(elem, PointerType):
             raise ValueError("pointer constants are not supported")
@@ -203,17 +201,13 @@ class Builder:
             result_types.append(v.type.with_shape(shape))
         op = self.create("reduce", [list(operands)], result_types,
                          {"dim": dim, "identities": list(identities)})
-        for v in operands:
-            op.regions[0].add_arg(scalar(v.type.element))
-            op.regions[0].add_arg(scalar(v.type.element))
+        _add_pair_args(op, operands)
         return op
 
     def scan(self, operands: Sequence[Value], dim: int, identities, reverse: bool = False) -> Operation:
         op = self.create("scan", [list(operands)], [v.type for v in operands],
                          {"dim": dim, "identities": list(identities), "reverse": bool(reverse)})
-        for v in operands:
-            op.regions[0].add_arg(scalar(v.type.element))
-            op.regions[0].add_arg(scalar(v.type.element))
+        _add_pair_args(op, operands)
         return op
 
     # --- grid ----------------------------------------------------------------------------------
@@ -336,13 +330,9 @@ class Builder:
     def assert_(self, cond: Value, message: str) -> Operation:
         return self.create("assert", [cond], [], {"message": message})
 
-    # --- small conveniences --------------------------------------------------------------------
-    def const_scalar(self, value, elem: str) -> Value:
-        return self.constant(value, scalar(elem))
 
-    def const_like(self, value, like: Value) -> Value:
-        return self.constant(value, like.type)
-
-    @staticmethod
-    def is_float(v: Value) -> bool:
-        return isinstance(v.type, TileType) and is_float_element(v.type.element)
+def _add_pair_args(op: Operation, operands: Sequence[Value]) -> None:
+    """The (lhs, rhs) 0-d tile arguments of a reduce/scan region, one pair per operand."""
+    for v in operands:
+        op.regions[0].add_arg(scalar(v.type.element))
+        op.regions[0].add_arg(scalar(v.type.element))

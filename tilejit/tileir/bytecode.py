@@ -15,15 +15,16 @@ ops take the next ids, and the counter is restored when the region ends.
 from __future__ import annotations
 
 import struct
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List
 
 import numpy as np
 
 from . import attrs as A
+from ..dtypes import ALL_DTYPES
 from .ir import Block, Function, Module, Operation, Value
 from .types import (ELEMENT_TYPES, FunctionType, PartitionViewType, PointerType, TensorViewType,
                     TileType, TokenType, Type)
-from .version import BytecodeVersion, as_version
+from .version import LATEST, BytecodeVersion, as_version
 
 MAGIC = b"\x7fTileIR\x00"
 PAD = 0xCB
@@ -82,16 +83,13 @@ def attr_default(op: Operation, ad):
     return ad.default(op) if callable(ad.default) else ad.default
 
 
-def encode_varint(v: int) -> bytes:
-    return bytes(Buf().varint(v))
+# float element type -> NumPy storage dtype (tf32 is stored as f32; ml_dtypes for bf16 and fp8)
+FLOAT_NP_DTYPES: Dict[str, np.dtype] = {d.tileir: d.np_dtype for d in ALL_DTYPES if d.is_float}
 
 
 def float_bits(value: float, element: str) -> int:
     """The bit pattern of ``value`` rounded to the float element type (round to nearest even)."""
-    from ..dtypes import bfloat16, float8_e4m3fn, float8_e5m2, float16, float32, float64
-    npdt = {"f16": float16, "bf16": bfloat16, "f32": float32, "tf32": float32, "f64": float64,
-            "f8E4M3FN": float8_e4m3fn, "f8E5M2": float8_e5m2}[element].np_dtype
-    arr = np.array(value, dtype=np.float64).astype(npdt)
+    arr = np.array(value, dtype=np.float64).astype(FLOAT_NP_DTYPES[element])
     bits = int.from_bytes(arr.tobytes(), "little")
     if element == "tf32":  # keep the 19 high bits of the f32 pattern (1 sign, 8 exp, 10 mantissa)
         mant = bits & 0x1FFF
@@ -123,6 +121,10 @@ def dense_payload(c: A.DenseConst) -> bytes:
             if b:
                 out[i // 8] |= 1 << (i % 8)
         return bytes(out)
+    if elem != "tf32" and ELEMENT_TYPES[elem][2] == "f" and _vectorizable(flat.dtype):
+        # what float_bits does per element: through float64, round to the element's dtype; its
+        # native bytes (read as little-endian, written little-endian) are the payload
+        return flat.astype(np.float64).astype(FLOAT_NP_DTYPES[elem]).tobytes()
     width = element_storage_bytes(elem)
     out = Buf()
     if ELEMENT_TYPES[elem][2] == "i":
@@ -132,6 +134,11 @@ def dense_payload(c: A.DenseConst) -> bytes:
         for x in flat:
             out.le(float_bits(float(x), elem), width)
     return bytes(out)
+
+
+def _vectorizable(dt: np.dtype) -> bool:
+    """Arrays whose ``astype(float64)`` equals ``float(x)`` per element (no objects, no complex)."""
+    return dt.kind in "biuf" or any(dt == d for d in FLOAT_NP_DTYPES.values())
 
 
 # ------------------------------------------------------------------------------------------------
@@ -205,17 +212,15 @@ class _Writer:
         elif isinstance(t, PartitionViewType):
             tv = self.type_id(t.tensor_view)
             pad = None if t.padding is None else A.enum_value("PaddingValue", t.padding)
+            pad_flag = 0 if pad is None else 1
             b.varint(TAG_PARTITION_VIEW)
-            if v >= (13, 3):
-                b.varint(0 if pad is None else 1)
-                b.int_list(t.tile_shape, 4).varint(tv).int_list(t.dim_map, 4)
-                if pad is not None:
-                    b.append(pad)
-            else:
-                b.int_list(t.tile_shape, 4).varint(tv).int_list(t.dim_map, 4)
-                b.varint(0 if pad is None else 1)
-                if pad is not None:
-                    b.append(pad)
+            if v >= (13, 3):                         # 13.3 moved the padding flag to the front
+                b.varint(pad_flag)
+            b.int_list(t.tile_shape, 4).varint(tv).int_list(t.dim_map, 4)
+            if v < (13, 3):
+                b.varint(pad_flag)
+            if pad is not None:
+                b.append(pad)
         elif isinstance(t, TokenType):
             b.varint(TAG_TOKEN)
         elif isinstance(t, FunctionType):
@@ -344,28 +349,20 @@ class _Writer:
             b.varint(len(results))
         for r in results:
             b.varint(self.type_id(r.type))
-        # flags
+        # flags (every op with optional operands is attr_sized: ops._op checks it)
         bits = d.flag_bits()
+        flags = 0
+        for a in d.attrs:
+            if a.optional and op.attrs.get(a.name) not in (None, False):
+                self._check_since(op, a.name, a.since)
+                flags |= 1 << bits[a.name]
+        for i, o in enumerate(d.operands):
+            if o.kind == "optional" and op.operand_groups[i]:
+                self._check_since(op, o.name, o.since)
+                flags |= 1 << bits[o.name]
         fs = d.flags_since()
         if fs is not None and v >= fs:
-            flags = 0
-            for a in d.attrs:
-                if a.optional and op.attrs.get(a.name) not in (None, False):
-                    self._check_since(op, a.name, a.since)
-                    flags |= 1 << bits[a.name]
-            if d.attr_sized:
-                for i, o in enumerate(d.operands):
-                    if o.kind == "optional" and op.operand_groups[i]:
-                        self._check_since(op, o.name, o.since)
-                        flags |= 1 << bits[o.name]
             b.varint(flags)
-        else:
-            for a in d.attrs:
-                if a.optional and op.attrs.get(a.name) not in (None, False):
-                    self._check_since(op, a.name, a.since)
-            for i, o in enumerate(d.operands):
-                if o.kind == "optional" and op.operand_groups[i]:
-                    self._check_since(op, o.name, o.since)
         # attributes
         for a in d.attrs:
             if a.kind == "unit":
@@ -456,25 +453,23 @@ class _Writer:
         return bytes(out)
 
 
-def _section(out: bytearray, sid: int, payload: bytes, align: int) -> None:
+def _section(out: Buf, sid: int, payload: bytes, align: int) -> None:
     out.append(sid | (0x80 if align > 1 else 0))
-    out += encode_varint(len(payload))
+    out.varint(len(payload))
     if align > 1:
-        out += encode_varint(align)
-        while len(out) % align:
-            out.append(PAD)
+        out.varint(align).align(align)
     out += payload
 
 
 def write_bytecode(module: Module, version=None) -> bytes:
-    """Serialize ``module`` to Tile IR bytecode of ``version`` (default: 13.4)."""
-    v = as_version(version) if version is not None else BytecodeVersion(13, 4)
+    """Serialize ``module`` to Tile IR bytecode of ``version`` (default: the latest, 13.4)."""
+    v = as_version(version) if version is not None else LATEST
     w = _Writer(v)
     func = Buf().varint(len(module.functions))
     for fn in module.functions:
         func += w.function(fn)
     func.align(8)
-    out = bytearray(MAGIC)
+    out = Buf(MAGIC)
     out += bytes([v.major, v.minor]) + struct.pack("<H", v.tag)
     _section(out, SEC_FUNC, bytes(func), 8)
     if w.constants.items:

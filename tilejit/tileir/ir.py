@@ -22,10 +22,6 @@ class Value:
         self.index = index
         self.hint = hint            # a name for debugging dumps; never affects semantics
 
-    @property
-    def is_block_arg(self) -> bool:
-        return isinstance(self.owner, Block)
-
     def __repr__(self) -> str:
         where = self.owner.name if isinstance(self.owner, Operation) else "arg"
         return f"<Value {where}#{self.index}: {self.type}>"

@@ -72,6 +72,9 @@ class OpDef:
     def operand_index(self, name: str) -> int:
         return self._operand_index[name]
 
+    def has_operand(self, name: str) -> bool:
+        return name in self._operand_index
+
     def attr(self, name: str) -> AttrDef:
         for a in self.attrs:
             if a.name == name:
@@ -118,6 +121,8 @@ def _op(name, opcode, since=V13_1, operands=(), attrs=(), results=("result",), *
     rds = tuple(r if isinstance(r, ResultDef) else ResultDef(r) for r in results)
     d = OpDef(name, opcode, since, ods, tuple(attrs), rds, **kw)
     assert name not in OPS and opcode not in BY_OPCODE, name
+    # optional operands get flag bits only with AttrSizedOperandSegments (the writer relies on it)
+    assert d.attr_sized or all(o.kind != "optional" for o in ods), name
     OPS[name] = d
     BY_OPCODE[opcode] = d
     return d

@@ -18,16 +18,14 @@ reproduced here:
 from __future__ import annotations
 
 import re
-from decimal import Decimal
 from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from . import attrs as A
-from .bytecode import float_bits
+from .bytecode import FLOAT_NP_DTYPES, float_bits
 from .ir import Block, Function, Module, Operation, Value
-from .ops import OPS
-from .types import ELEMENT_TYPES, PointerType, TileType
+from .types import ELEMENT_TYPES
 
 # ------------------------------------------------------------------------------------------------
 # Numbers
@@ -131,12 +129,10 @@ def format_float(x: float, element: str) -> str:
 
 def _bits_value(bits: int, element: str) -> float:
     """The exact value of a float bit pattern (as a Python float)."""
-    from ..dtypes import bfloat16, float8_e4m3fn, float8_e5m2, float16, float32, float64
     if element == "tf32":
         bits <<= 13
         element = "f32"
-    npdt = {"f16": float16, "bf16": bfloat16, "f32": float32, "f64": float64,
-            "f8E4M3FN": float8_e4m3fn, "f8E5M2": float8_e5m2}[element].np_dtype
+    npdt = FLOAT_NP_DTYPES[element]
     width = npdt.itemsize
     return float(np.frombuffer(bits.to_bytes(width, "little"), dtype=npdt)[0])
 
@@ -487,12 +483,9 @@ class _OpPrinter:
         self.punct = False
 
     # --- presence and values -------------------------------------------------------------------
-    def _is_operand(self, name: str) -> bool:
-        return any(o.name == name for o in self.op.opdef.operands)
-
     def present(self, name: str) -> bool:
         op = self.op
-        if self._is_operand(name):
+        if op.opdef.has_operand(name):
             return bool(op.group(name))
         if name in ("body", "thenRegion", "elseRegion"):
             return True
@@ -509,7 +502,7 @@ class _OpPrinter:
 
     def _types_of(self, name: str) -> List:
         op = self.op
-        if self._is_operand(name):
+        if op.opdef.has_operand(name):
             return [v.type for v in op.group(name)]
         rdefs = op.opdef.results
         if len(rdefs) > 1 and not any(r.variadic for r in rdefs):
@@ -544,7 +537,7 @@ class _OpPrinter:
 
     def var_text(self, name: str) -> str:
         op = self.op
-        if self._is_operand(name):
+        if op.opdef.has_operand(name):
             return ", ".join(self.fp.names.ref(v) for v in op.group(name))
         ad = op.opdef.attr(name)
         val = op.attrs.get(name, ad.default)
@@ -561,7 +554,7 @@ class _OpPrinter:
     def custom(self, name: str, args) -> str:
         op = self.op
         if name == "CudaTileType":
-            kind, ref = args[0][0], args[0][1]
+            ref = args[0][1]
             return ", ".join(str(t) for t in self._types_of(ref))
         if name == "ArgumentRegion":
             return self.fp.argument_region(op, op.regions[0])
@@ -603,7 +596,7 @@ class _OpPrinter:
                 first = e[1][0]
                 for sub in e[1]:
                     if sub[0] == "var" and sub[1] == anchor and sub is not first and \
-                            not self._is_operand(anchor) and \
+                            not self.op.opdef.has_operand(anchor) and \
                             self.op.opdef.attr(anchor).kind == "unit":
                         elided = sub
                 self.run([s for s in e[1] if s is not elided], on)
@@ -814,8 +807,3 @@ def print_function(fn: Function) -> str:
 def print_module(module: Module) -> str:
     """The module's functions as ``tileirdisasm`` prints them."""
     return "".join(print_function(f) for f in module.functions)
-
-
-def print_op(op: Operation, fn: Function) -> str:
-    """One op of ``fn`` (names as in the whole function's printout); for error messages."""
-    return _FunctionPrinter(fn).op_text(op)

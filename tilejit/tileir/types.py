@@ -133,6 +133,7 @@ class TensorViewType(Type):
         return s + ">"
 
 
+# keywords of the PaddingValue enum, indexed by their bytecode value (also attrs.ENUMS)
 PADDING_VALUES = ("zero", "neg_zero", "nan", "pos_inf", "neg_inf")
 
 
@@ -208,15 +209,3 @@ def ptr(pointee: str) -> TileType:
 
 I1, I8, I16, I32, I64 = (scalar(t) for t in INT_TYPES)
 F16, BF16, F32, F64 = scalar("f16"), scalar("bf16"), scalar("f32"), scalar("f64")
-
-
-def element_bits(element: Element) -> int:
-    return 64 if isinstance(element, PointerType) else ELEMENT_TYPES[element][1]
-
-
-def is_float_element(element: Element) -> bool:
-    return isinstance(element, str) and ELEMENT_TYPES[element][2] == "f"
-
-
-def is_int_element(element: Element) -> bool:
-    return isinstance(element, str) and ELEMENT_TYPES[element][2] == "i"

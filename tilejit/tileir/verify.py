@@ -10,9 +10,7 @@ from typing import Callable, Dict, List, Optional, Set
 
 from ..errors import InternalError
 from .ir import Block, Function, Module, Operation, Value
-from .ops import OPS
-from .types import (ELEMENT_TYPES, PartitionViewType, PointerType, TensorViewType, TileType,
-                    TokenType, element_bits, is_float_element, is_int_element)
+from .types import PartitionViewType, TensorViewType, TileType, TokenType
 
 
 class VerifyError(InternalError):
@@ -124,8 +122,7 @@ def _int_to_ptr(op):
 
 
 def _ptr_to_int(op):
-    src = _tile(op.operands[0], "source")
-    _need(src.is_ptr, f"source must be a pointer tile, got {src}")
+    src = _ptr_tile(op.operands[0], "source")
     _result_is(op, src.with_element("i64"))
 
 
@@ -200,8 +197,7 @@ def _select(op):
 
 def _offset(op):
     p, o = op.operands
-    pt = _tile(p, "ptr")
-    _need(pt.is_ptr, f"ptr must be a pointer tile, got {pt}")
+    pt = _ptr_tile(p, "ptr")
     ot = _int(o, "offset")
     _need(pt.shape == ot.shape, f"ptr {pt} and offset {ot} must have the same shape")
     _result_is(op, pt)
@@ -334,8 +330,8 @@ def _ptr_tile(v, what) -> TileType:
 def _mask(op, shape):
     m = op.operand("mask")
     if m is not None:
-        _need(m.type == TileType("i1", shape), f"mask must be tile<{'x'.join(map(str, shape))}"
-              f"{'x' if shape else ''}i1>, got {m.type}")
+        want = TileType("i1", shape)
+        _need(m.type == want, f"mask must be {want}, got {m.type}")
 
 
 def _load_ptr(op):
@@ -357,7 +353,7 @@ def _store_ptr(op):
 def _atomic(op):
     p = _ptr_tile(op.operand("pointers"), "pointers")
     for name in ("arg", "cmp", "val"):
-        if any(o.name == name for o in op.opdef.operands):
+        if op.opdef.has_operand(name):
             v = _tile(op.operand(name), name)
             _need(v == TileType(p.element.pointee, p.shape), f"{name} {v} does not match pointers {p}")
     _mask(op, p.shape)

@@ -13,7 +13,7 @@ def compile_cubin(bytecode: bytes, arch: str, *, opt_level: int = 3, lineinfo: b
     disk: Optional[cache.DiskCache] = cache.current() if use_cache else None
     key = None
     if disk is not None:
-        flags = f"-O{opt_level}{' --lineinfo' if lineinfo else ''}"
+        flags = " ".join(tileiras.tileiras_flags(opt_level, lineinfo))
         key = cache.make_key(bytecode, arch, flags, tileiras.version_text())
         hit = disk.get(key)
         if hit is not None:

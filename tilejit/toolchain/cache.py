@@ -24,6 +24,9 @@ SCHEMA = b"tilejit-cubin-v1\0"
 MAGIC = b"TJCUBIN1"
 DEFAULT_SIZE = 1 << 30
 _DISABLED = {"0", "off", "none", "false", ""}
+# One lock for every DiskCache: current() makes a new instance per compile, so a per-instance lock
+# would serialize nothing.
+_EVICT_LOCK = threading.Lock()
 
 
 def default_dir() -> str:
@@ -65,7 +68,6 @@ class DiskCache:
     def __init__(self, directory: str, limit: int = DEFAULT_SIZE):
         self.dir = Path(directory)
         self.limit = limit
-        self._lock = threading.Lock()
 
     def _path(self, key: str) -> Path:
         return self.dir / key[:2] / f"{key}.cubin"
@@ -116,7 +118,7 @@ class DiskCache:
         return sum(s for _, s, _ in self.entries())
 
     def evict(self) -> None:
-        with self._lock:
+        with _EVICT_LOCK:
             entries = self.entries()
             total = sum(s for _, s, _ in entries)
             if total <= self.limit:

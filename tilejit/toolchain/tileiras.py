@@ -100,9 +100,9 @@ def available() -> bool:
 
 
 @functools.lru_cache(maxsize=None)
-def version_text(tileiras: Optional[str] = None) -> str:
+def version_text() -> str:
     """The full ``tileiras --version`` output (part of every cache key)."""
-    tc = find_toolchain() if tileiras is None else Toolchain(tileiras, os.path.dirname(os.path.dirname(tileiras)))
+    tc = find_toolchain()
     r = subprocess.run([tc.tileiras, "--version"], capture_output=True, text=True, env=tc.env(),
                        timeout=60)
     return r.stdout.strip()
@@ -186,6 +186,11 @@ def failed_dir() -> str:
     return d
 
 
+def tileiras_flags(opt_level: int, lineinfo: bool) -> List[str]:
+    """The code-generation flags passed to tileiras; ``" ".join`` of them is part of the cache key."""
+    return [f"-O{opt_level}"] + (["--lineinfo"] if lineinfo else [])
+
+
 def compile_bytecode(bytecode: bytes, arch: str, *, opt_level: int = 3, lineinfo: bool = True,
                      timeout: Optional[float] = None, name: str = "kernel",
                      keep_failed: bool = True) -> bytes:
@@ -199,9 +204,7 @@ def compile_bytecode(bytecode: bytes, arch: str, *, opt_level: int = 3, lineinfo
         out = os.path.join(tmp, f"{name}.cubin")
         with open(src, "wb") as f:
             f.write(bytecode)
-        cmd = [tc.tileiras, src, "-o", out, f"--gpu-name={arch}", f"-O{opt_level}"]
-        if lineinfo:
-            cmd.append("--lineinfo")
+        cmd = [tc.tileiras, src, "-o", out, f"--gpu-name={arch}"] + tileiras_flags(opt_level, lineinfo)
         try:
             r = subprocess.run(cmd, capture_output=True, text=True, env=tc.env(), timeout=timeout)
         except subprocess.TimeoutExpired:
