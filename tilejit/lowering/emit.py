@@ -10,7 +10,7 @@ Python semantics that differ from C are honoured: ``//`` floors, ``%`` takes the
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence, Tuple
+from typing import Optional, Tuple
 
 import numpy as np
 
@@ -67,9 +67,6 @@ class Emitter:
             value = float(value)
         return TV(self.b.constant(value, TileType(elem(dt), tuple(shape))), dt)
 
-    def array_const(self, arr: np.ndarray, dt: DType) -> TV:
-        return TV(self.b.constant(np.asarray(arr), TileType(elem(dt), np.shape(arr))), dt)
-
     # --- shapes --------------------------------------------------------------------------------
     def reshape(self, x: TV, shape) -> TV:
         shape = tuple(shape)
@@ -98,11 +95,6 @@ class Emitter:
         if perm == tuple(range(len(perm))):
             return x
         return TV(self.b.permute(x.value, perm), x.dtype)
-
-    def expand_dims(self, x: TV, axis: int) -> TV:
-        shape = list(x.shape)
-        shape.insert(axis, 1)
-        return self.reshape(x, shape)
 
     def cat(self, x: TV, y: TV, axis: int) -> TV:
         return TV(self.b.cat(x.value, y.value, axis), x.dtype)
@@ -260,7 +252,6 @@ class Emitter:
     def compare(self, op: str, x: TV, y: TV, dt: Optional[DType] = None) -> TV:
         dt = dt or D.result_type(x.dtype, y.dtype) or x.dtype
         if dt.is_bool:
-            dt = D.uint8 if op not in ("==", "!=") else dt
             x, y = self._same(x, y, D.uint8)
             dt = D.uint8
         else:
@@ -363,25 +354,37 @@ class Emitter:
             return b.binary("maxi" if kind == "max" else "mini", lhs, rhs, signedness=_sign(dt))
         raise TypingError(f"unknown reduction {kind!r}")
 
-    def reduce(self, kind: str, x: TV, axis: int, keepdims: bool = False) -> TV:
+    def _widen_sum(self, kind: str, x: TV) -> TV:
+        """The operand of a sum (reduction or scan): small integers and bools accumulate in
+        64 bits, like NumPy's sum."""
         dt = x.dtype
         if kind == "sum" and (dt.is_bool or (dt.is_integer and dt.bits < 32)):
-            x = self.cast(x, D.int64 if dt.is_signed or dt.is_bool else D.uint64)  # NumPy's sum
-            dt = x.dtype
+            return self.cast(x, D.int64 if dt.is_signed or dt.is_bool else D.uint64)
+        return x
+
+    def keep_dim(self, r: TV, shape, axis: int) -> TV:
+        """``r``, a reduction of a tile of ``shape`` along ``axis``, with that axis kept as 1."""
+        shape = list(shape)
+        shape[axis] = 1
+        return self.reshape(r, shape)
+
+    def reduce(self, kind: str, x: TV, axis: int, keepdims: bool = False) -> TV:
+        x = self._widen_sum(kind, x)
+        dt = x.dtype
         op = self.b.reduce([x.value], axis, [self._typed_identity(self.identity(kind, dt), dt)])
         lhs, rhs = op.regions[0].args
         with self.b.at(op.regions[0]):
             self.b.yield_([self._combine(kind, lhs, rhs, dt)])
         r = TV(op.results[0], dt)
-        if keepdims:
-            shape = list(x.shape)
-            shape[axis] = 1
-            r = self.reshape(r, shape)
-        return r
+        return self.keep_dim(r, x.shape, axis) if keepdims else r
 
     def reduce_all(self, kind: str, x: TV, keepdims: bool = False) -> TV:
-        flat = self.reshape(x, (int(np.prod(x.shape)),)) if x.shape else self.reshape(x, (1,))
-        r = self.reduce(kind, flat, 0)
+        """A reduction (``argmax``/``argmin`` included) over every element of ``x``."""
+        flat = self.reshape(x, (int(np.prod(x.shape)),))
+        if kind in ("argmax", "argmin"):
+            r = self.arg_reduce(kind, flat, 0)
+        else:
+            r = self.reduce(kind, flat, 0)
         if keepdims:
             r = self.reshape(r, (1,) * len(x.shape))
         return r
@@ -393,7 +396,7 @@ class Emitter:
         n = x.shape[axis]
         idx_shape = [1] * len(x.shape)
         idx_shape[axis] = n
-        iota = self.reshape(TV(b.iota(TileType("i32", (n,))), D.int32), idx_shape)
+        iota = self.reshape(self.iota(n, D.int32), idx_shape)
         idx = self.broadcast(iota, x.shape)
         ident = self.identity("max" if kind == "argmax" else "min", dt)
         op = b.reduce([x.value, idx.value], axis,
@@ -411,17 +414,11 @@ class Emitter:
             take_a = b.binary("ori", better, b.binary("andi", equal, first))
             b.yield_([b.select(take_a, va, vb), b.select(take_a, ia, ib)])
         r = TV(op.results[1], D.int32)
-        if keepdims:
-            shape = list(x.shape)
-            shape[axis] = 1
-            r = self.reshape(r, shape)
-        return r
+        return self.keep_dim(r, x.shape, axis) if keepdims else r
 
     def scan(self, kind: str, x: TV, axis: int, reverse: bool = False) -> TV:
+        x = self._widen_sum(kind, x)
         dt = x.dtype
-        if kind == "sum" and (dt.is_bool or (dt.is_integer and dt.bits < 32)):
-            x = self.cast(x, D.int64 if dt.is_signed or dt.is_bool else D.uint64)
-            dt = x.dtype
         op = self.b.scan([x.value], axis, [self._typed_identity(self.identity(kind, dt), dt)],
                          reverse=reverse)
         lhs, rhs = op.regions[0].args

@@ -20,7 +20,7 @@ import enum
 import operator
 import types as pytypes
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from numba.core import ir, types
@@ -33,11 +33,13 @@ from ..tileir import TOKEN, Block, Builder, Module, OptHints, TileType, Value
 from ..tileir import attrs as A
 from ..typing import promotion
 from ..typing.templates._base import NOT_STATIC, static_value
-from ..typing.types import (DTypeType, EnumMemberType, PartitionType, TensorPartitionViewType,
-                            TensorType, TileType as NbTile, dtype_of)
+from ..typing.types import DTypeType, EnumMemberType, TileType as NbTile, dtype_of
 from . import regions as R
 from .abi import ArrayParam, ScalarParam, build_entry
-from .emit import TV, Emitter, elem, mem_elem
+from .emit import TV, Emitter, elem
+
+if TYPE_CHECKING:
+    from ..typing.pipeline import CallInfo
 
 
 @dataclass
@@ -88,10 +90,7 @@ class Lowering:
         self.version = tuple(bytecode_version)[:2]
         self.filename = self.tk.pyfunc.__code__.co_filename
         kparams = [p for p in self.tk.params if p.kind != "constant"]
-        opt = None
-        if hints:
-            key = "default" if self.version >= (13, 3) else arch
-            opt = OptHints.make({key: dict(hints)})
+        opt = self.opt_hints(dict(hints)) if hints else None
         self.fn, self.b, self.params = build_entry(
             name or self.tk.name, [p.name for p in kparams], [p.key for p in kparams],
             hints=opt, loc=SourceLocation(self.filename, self.tk.pyfunc.__code__.co_firstlineno))
@@ -110,7 +109,6 @@ class Lowering:
                 q = self.params[p.name]
                 self.env[p.name] = q.value if isinstance(q, ScalarParam) else q
         self._defs = self._definitions(structured.blocks)
-        self.globals = self.tk.pyfunc.__globals__
         self.loc: Optional[SourceLocation] = None
         # memory tokens of written arrays: name -> [last store, last access]
         self.tokens: Dict[str, List[Value]] = {}
@@ -119,7 +117,6 @@ class Lowering:
                 t = self.b.make_token()
                 self.tokens[nm] = [t, t]
         self.loop_stack: List[list] = []       # carried names of enclosing loops
-        self._block_ids = None
 
     # ================================================================================== driver
     def run(self) -> Module:
@@ -217,8 +214,7 @@ class Lowering:
             self.b.continue_(self.loop_values(t.values))
         elif isinstance(t, R.Break):
             self.b.break_(self.exit_values(t.values))
-        elif t is None and region.nodes and isinstance(region.nodes[-1], R.If) \
-                and region.nodes[-1].terminates and self.loop_stack:
+        elif t is None and self.loop_stack and R.ends_without_fallthrough(region):
             # Both arms left the loop or continued: Tile IR still wants a terminator here.
             self.b.continue_(self.current_loop_values())
 
@@ -238,13 +234,21 @@ class Lowering:
             self.tokens[nm] = [next(it), next(it)]
 
     # --- carried values ----------------------------------------------------------------------
+    def value_as(self, operand, nbtype) -> Value:
+        """``operand`` materialized as a Tile IR value of the (Numba) type ``nbtype``."""
+        return self.tv(self.value(operand), dtype_of(nbtype), nbtype).value
+
+    def result_types(self, results) -> list:
+        """Tile IR result types of an ``if``/``loop`` defining ``results``, plus the tokens."""
+        return [self.tir_type(r.type) for r in results] + [TOKEN] * (2 * len(self.tokens))
+
     def loop_values(self, values) -> List[Value]:
         """Operands of a ``continue``: the innermost loop's carried variables + tokens."""
         frame = self.loop_stack[-1]
         out = [frame["next_iv"]()] if frame["kind"] == "for_as_loop" else []
         for c, v in zip(frame["carried"], values):
             if not frame["static"].get(c.name):
-                out.append(self.tv(self.value(v), dtype_of(c.type), c.type).value)
+                out.append(self.value_as(v, c.type))
         return out + self.token_values()
 
     def current_loop_values(self) -> List[Value]:
@@ -254,8 +258,7 @@ class Lowering:
     def exit_values(self, values) -> List[Value]:
         """Operands of a ``break``: the innermost loop's results + tokens."""
         frame = self.loop_stack[-1]
-        out = [self.tv(self.value(v), dtype_of(r.type), r.type).value
-               for r, v in zip(frame["results"], values)]
+        out = [self.value_as(v, r.type) for r, v in zip(frame["results"], values)]
         return out + self.token_values()
 
     # --- if ----------------------------------------------------------------------------------
@@ -263,25 +266,18 @@ class Lowering:
         self.loc = self._loc(node.loc) or self.loc
         cond = self.tv(self.value(node.cond), D.bool_)
         results = node.results
-        rtypes = [self.tir_type(r.type) for r in results] + [TOKEN] * (2 * len(self.tokens))
-        op = self.b.if_(cond.value, rtypes)
+        op = self.b.if_(cond.value, self.result_types(results))
         saved = dict(self.tokens)
         for arm, region in ((0, node.then), (1, node.orelse)):
             self.tokens = {k: list(v) for k, v in saved.items()}
             with self.b.at(op.regions[arm]):
                 self.region(region)
                 if isinstance(region.term, R.Yield):
-                    vals = [self.tv(self.value(v), dtype_of(r.type), r.type).value
-                            for r, v in zip(results, region.term.values)]
+                    vals = [self.value_as(v, r.type) for r, v in zip(results, region.term.values)]
                     self.b.yield_(vals + self.token_values())
-                elif region.term is None and not (region.nodes and isinstance(
-                        region.nodes[-1], R.If) and region.nodes[-1].terminates):
+                elif region.term is None and not R.ends_without_fallthrough(region):
                     self.b.yield_([self.zero_of(r.type).value for r in results] + self.token_values())
-        self.tokens = saved
-        for r, v in zip(results, op.results):
-            self.env[r.name] = TV(v, dtype_of(r.type))
-        if self.tokens:
-            self.set_tokens(op.results[len(results):])
+        self._bind_results(results, op, saved)
 
     # --- loops -------------------------------------------------------------------------------
     def _carried_setup(self, carried):
@@ -301,8 +297,7 @@ class Lowering:
         start = self.as_dtype_tv(node.start, iv_dt)
         stop = self.as_dtype_tv(node.stop, iv_dt)
         step = self.as_dtype_tv(node.step, iv_dt)
-        inits = [self.tv(self.value(c.init), dtype_of(c.type), c.type).value for c in dyn]
-        inits += self.token_values()
+        inits = [self.value_as(c.init, c.type) for c in dyn] + self.token_values()
         if node.step_sign == 1:
             op = self.b.for_(start.value, stop.value, step.value, inits)
             args = op.regions[0].args
@@ -317,18 +312,14 @@ class Lowering:
             with self.b.at(op.regions[0]):
                 iv = self.em.binary("+", start, self.em.binary("*", j, step, iv_dt), iv_dt)
         self.env[node.iv] = iv
-        for c, a in zip(dyn, args[1:]):
-            self.env[c.name] = TV(a, dtype_of(c.type))
-        saved_tokens = dict(self.tokens)
-        if self.tokens:
-            self.set_tokens(args[1 + len(dyn):])
+        saved_tokens = self._enter_body(dyn, args[1:])
         self.loop_stack.append({"kind": "for", "carried": node.carried, "static": static,
                                 "results": node.results})
         with self.b.at(op.regions[0]):
             self.region(node.body)
         self.loop_stack.pop()
         # results: exit values evaluated on the final carried values
-        self._bind_loop_results(dyn, op, saved_tokens)
+        self._bind_results(dyn, op, saved_tokens)
         for r, ev in zip(node.results, node.exit_values):
             self.env[r.name] = self.value(ev)
 
@@ -368,17 +359,11 @@ class Lowering:
         start = self.as_dtype_tv(node.start, iv_dt)
         stop = self.as_dtype_tv(node.stop, iv_dt)
         step = self.as_dtype_tv(node.step, iv_dt)
-        inits = [start.value] + [self.tv(self.value(c.init), dtype_of(c.type), c.type).value
-                                 for c in dyn] + self.token_values()
-        rtypes = [self.tir_type(r.type) for r in node.results] + [TOKEN] * (2 * len(self.tokens))
-        op = self.b.loop(inits, rtypes)
+        inits = [start.value] + [self.value_as(c.init, c.type) for c in dyn] + self.token_values()
+        op = self.b.loop(inits, self.result_types(node.results))
         args = op.regions[0].args
         iv = TV(args[0], iv_dt)
-        for c, a in zip(dyn, args[1:]):
-            self.env[c.name] = TV(a, dtype_of(c.type))
-        saved_tokens = dict(self.tokens)
-        if self.tokens:
-            self.set_tokens(args[1 + len(dyn):])
+        saved_tokens = self._enter_body(dyn, args[1:])
         with self.b.at(op.regions[0]):
             # exhausted range -> break with the exit values
             if node.step_sign == 1:
@@ -391,7 +376,7 @@ class Lowering:
                                 D.bool_)
             ex = self.b.if_(done.value)
             with self.b.at(ex.regions[0]):
-                self.b.break_([self.tv(self.value(v), dtype_of(r.type), r.type).value
+                self.b.break_([self.value_as(v, r.type)
                                for r, v in zip(node.results, node.exit_values)]
                               + self.token_values())
             with self.b.at(ex.regions[1]):
@@ -403,11 +388,22 @@ class Lowering:
             self.loop_stack.append(frame)
             self.region(node.body)
             self.loop_stack.pop()
-        self._bind_loop_results(node.results, op, saved_tokens)
+        self._bind_results(node.results, op, saved_tokens)
 
-    def _bind_loop_results(self, names, op, saved_tokens) -> None:
-        """After a loop op: restore the outer tokens, bind ``names`` to its leading results and
-        take the memory tokens it carried out as the new ones."""
+    def _enter_body(self, dyn, args) -> Dict[str, List[Value]]:
+        """At the top of a loop body: bind the dynamic carried variables ``dyn`` to the leading
+        block arguments ``args`` and take the memory tokens from the ones after them. Returns the
+        outer tokens (for :meth:`_bind_results`)."""
+        for c, a in zip(dyn, args):
+            self.env[c.name] = TV(a, dtype_of(c.type))
+        saved_tokens = dict(self.tokens)
+        if self.tokens:
+            self.set_tokens(args[len(dyn):])
+        return saved_tokens
+
+    def _bind_results(self, names, op, saved_tokens) -> None:
+        """After an ``if`` or loop op: restore the outer tokens, bind ``names`` to its leading
+        results and take the memory tokens it carried out as the new ones."""
         self.tokens = saved_tokens
         for r, v in zip(names, op.results):
             self.env[r.name] = TV(v, dtype_of(r.type))
@@ -417,22 +413,16 @@ class Lowering:
     def loop(self, node: R.Loop) -> None:
         self.loc = self._loc(node.loc) or self.loc
         dyn, static = self._carried_setup(node.carried)
-        inits = [self.tv(self.value(c.init), dtype_of(c.type), c.type).value for c in dyn]
-        inits += self.token_values()
-        rtypes = [self.tir_type(r.type) for r in node.results] + [TOKEN] * (2 * len(self.tokens))
-        op = self.b.loop(inits, rtypes)
+        inits = [self.value_as(c.init, c.type) for c in dyn] + self.token_values()
+        op = self.b.loop(inits, self.result_types(node.results))
         args = op.regions[0].args
-        for c, a in zip(dyn, args):
-            self.env[c.name] = TV(a, dtype_of(c.type))
-        saved_tokens = dict(self.tokens)
-        if self.tokens:
-            self.set_tokens(args[len(dyn):])
+        saved_tokens = self._enter_body(dyn, args)
         self.loop_stack.append({"kind": "loop", "carried": node.carried, "static": static,
                                 "results": node.results})
         with self.b.at(op.regions[0]):
             self.region(node.body)
         self.loop_stack.pop()
-        self._bind_loop_results(node.results, op, saved_tokens)
+        self._bind_results(node.results, op, saved_tokens)
 
     # ================================================================================== statements
     def _loc(self, loc) -> Optional[SourceLocation]:
@@ -508,7 +498,7 @@ class Lowering:
         lhs, rhs = self.value(e.lhs), self.value(e.rhs)
         if fn in _COMPARES:
             if not isinstance(lhs, TV) and not isinstance(rhs, TV):
-                return _COMPARE_PY[fn](lhs, rhs)
+                return fn(lhs, rhs)
             d = promotion.result_dtype((lt, rt), _COMPARES[fn])
             return self.em.compare(_COMPARES[fn], self.tv(lhs, d, lt), self.tv(rhs, d, rt), d)
         if fn in (operator.matmul, operator.imatmul):
@@ -524,8 +514,6 @@ class Lowering:
             cd = promotion.result_dtype((lt, rt), "/")
             cd = d if not cd.is_float else cd
             return self.em.binary("/", self.tv(lhs, cd, lt), self.tv(rhs, cd, rt), d)
-        if sym in ("<<", ">>"):
-            return self.em.binary(sym, self.tv(lhs, d, lt), self.tv(rhs, d, rt), d)
         return self.em.binary(sym, self.tv(lhs, d, lt), self.tv(rhs, d, rt), d)
 
     def unary(self, e, target):
@@ -626,10 +614,7 @@ class Lowering:
                 if v.dtype.is_float and v.dtype.bits < 32 or v.dtype.is_fp8 or v.dtype is D.tfloat32:
                     v = self.em.cast(v, D.float32)
                 args.append(v.value)
-        if self.version >= (13, 2):
-            self.b.print_(fmt, args)
-        else:
-            self.b.create("print_tko", [args, None], [TOKEN], {"str": fmt})
+        self.b.print_(fmt, args)
 
     # ================================================================================== calls
     def bid(self, axis: int) -> TV:
@@ -723,26 +708,48 @@ class Lowering:
 
     # --- memory ------------------------------------------------------------------------------
     def load_view(self, arr: ArrayParam, view: Value, index: Sequence[TV], hints=None) -> TV:
-        tok = self.tokens.get(arr.name)
-        tile, rtok = self.b.load_view_tko(view, [i.value for i in index],
-                                          token=tok[0] if tok else None, hints=hints)
-        if tok:
-            tok[1] = self.b.join_tokens([tok[1], rtok])
-        t = TV(tile, arr.dtype if not arr.dtype.is_bool else D.uint8)
-        return self.em.cast(t, D.bool_) if arr.dtype.is_bool else t
+        return self.ordered_read(arr, lambda t: self.b.load_view_tko(
+            view, [i.value for i in index], token=t, hints=hints))
 
     def store_view(self, arr: ArrayParam, view: Value, index: Sequence[TV], t: TV, hints=None) -> None:
         t = self._to_mem(t, arr)
+        self.ordered_write(arr, lambda tok: (None, self.b.store_view_tko(
+            t.value, view, [i.value for i in index], token=tok, hints=hints)))
+
+    def ordered_read(self, arr: ArrayParam, emit) -> TV:
+        """A read of ``arr``: ``emit(token)`` emits it after the last store and returns ``(memory
+        value, result token)``; the read becomes part of the last access. Returns the value in
+        its tile dtype."""
         tok = self.tokens.get(arr.name)
-        rtok = self.b.store_view_tko(t.value, view, [i.value for i in index],
-                                     token=tok[1] if tok else None, hints=hints)
+        v, rtok = emit(tok[0] if tok else None)
+        if tok:
+            tok[1] = self.b.join_tokens([tok[1], rtok])
+        return self._from_mem(v, arr)
+
+    def ordered_write(self, arr: ArrayParam, emit):
+        """A write to ``arr``: ``emit(token)`` emits it after every earlier access and returns
+        ``(result, result token)``; the write becomes the last store. Returns the result."""
+        tok = self.tokens.get(arr.name)
+        result, rtok = emit(tok[1] if tok else None)
         if tok is not None:
             tok[0] = tok[1] = rtok
+        return result
 
     def _to_mem(self, t: TV, arr: ArrayParam) -> TV:
         if arr.dtype.is_bool:
             return self.em.cast(self.em.cast(t, D.bool_), D.uint8)
         return self.em.cast(t, arr.dtype)
+
+    def _from_mem(self, v: Value, arr: ArrayParam) -> TV:
+        """A value loaded from ``arr`` as a tile of its dtype (bools are bytes in memory)."""
+        if arr.dtype.is_bool:
+            return self.em.cast(TV(v, D.uint8), D.bool_)
+        return TV(v, arr.dtype)
+
+    def opt_hints(self, d: dict) -> OptHints:
+        """Optimization hints ``d`` for the target (per architecture before bytecode 13.3)."""
+        key = "default" if self.version >= (13, 3) else self.arch
+        return OptHints.make({key: d})
 
     def hints(self, latency=None, allow_tma=True) -> Optional[OptHints]:
         d = {}
@@ -750,10 +757,7 @@ class Lowering:
             d["latency"] = int(latency)
         if allow_tma is False:
             d["allow_tma"] = False
-        if not d:
-            return None
-        key = "default" if self.version >= (13, 3) else self.arch
-        return OptHints.make({key: d})
+        return self.opt_hints(d) if d else None
 
     def element_pointers(self, arr: ArrayParam, indices, shape) -> Tuple[Value, TV]:
         """Pointers to ``arr[indices]`` (index tiles broadcast to ``shape``) and the in-bounds
@@ -779,10 +783,6 @@ class Lowering:
         return ptrs, mask
 
 
-_COMPARE_PY = {operator.lt: operator.lt, operator.le: operator.le, operator.gt: operator.gt,
-               operator.ge: operator.ge, operator.eq: operator.eq, operator.ne: operator.ne}
-
-
 # ====================================================================================== handlers
 _CALLS = {}
 
@@ -797,6 +797,26 @@ def handles(*ops):
 
 def _dt_of(rty) -> DType:
     return dtype_of(rty)
+
+
+def _padding_arg(lw, info, args) -> Optional[str]:
+    """The Tile IR padding value of a ``padding=`` argument (None: no padding)."""
+    pad = lw.static_arg(info, args, "padding", L.PaddingMode.ZERO)
+    return _PADDING.get(getattr(pad, "name", "ZERO"), "zero") if pad is not None else None
+
+
+def _load_hints(lw, info, args) -> Optional[OptHints]:
+    """The optimization hints of a load's ``latency=`` and ``allow_tma=`` arguments."""
+    return lw.hints(lw.static_arg(info, args, "latency", None),
+                    lw.static_arg(info, args, "allow_tma", True))
+
+
+def _and_user_mask(lw, args, mask: TV, shape) -> TV:
+    """``mask`` and the call's ``mask=`` argument (broadcast to ``shape``), if any."""
+    user_mask = lw.arg(args, "mask")
+    if user_mask is None:
+        return mask
+    return lw.em.binary("&", mask, lw.em.broadcast(lw.tv(user_mask, D.bool_), shape), D.bool_)
 
 
 @handles("tile.bid")
@@ -838,30 +858,24 @@ def _tensor_load(lw, info, args, rty):
     if isinstance(x, ViewRef):
         x = x.array
     shape = tuple(lw.static_arg(info, args, "shape"))
-    pad = lw.static_arg(info, args, "padding", L.PaddingMode.ZERO)
-    padding = _PADDING.get(getattr(pad, "name", "ZERO"), "zero") if pad is not None else None
+    padding = _padding_arg(lw, info, args)
     index = lw.arg(args, "index")
     view = x.partition_view(lw.hoist, shape, padding)
-    hints = lw.hints(lw.static_arg(info, args, "latency", None),
-                     lw.static_arg(info, args, "allow_tma", True))
-    return lw.load_view(x, view, lw.index_tvs(index, D.int32), hints)
+    return lw.load_view(x, view, lw.index_tvs(index, D.int32), _load_hints(lw, info, args))
 
 
 @handles("Tensor.partition")
 def _tensor_partition(lw, info, args, rty):
     x = lw.value(info.receiver)
     shape = tuple(lw.static_arg(info, args, "shape"))
-    pad = lw.static_arg(info, args, "padding", L.PaddingMode.ZERO)
-    padding = _PADDING.get(getattr(pad, "name", "ZERO"), "zero") if pad is not None else None
-    return ViewRef(x, shape, padding)
+    return ViewRef(x, shape, _padding_arg(lw, info, args))
 
 
 @handles("TileView.load")
 def _view_load(lw, info, args, rty):
     v: ViewRef = lw.value(info.receiver)
     view = v.array.partition_view(lw.hoist, v.tile_shape, v.padding)
-    hints = lw.hints(lw.static_arg(info, args, "latency", None),
-                     lw.static_arg(info, args, "allow_tma", True))
+    hints = _load_hints(lw, info, args)
     return lw.load_view(v.array, view, lw.index_tvs(lw.arg(args, "index"), D.int32), hints)
 
 
@@ -930,21 +944,15 @@ def _gather(lw, info, args, rty):
     x = _gather_scatter_target(lw, lw.arg(args, "x"))
     shape = rty.shape if isinstance(rty, NbTile) else ()
     ptrs, mask = lw.element_pointers(x, lw.arg(args, "indices"), shape)
-    user_mask = lw.arg(args, "mask")
-    if user_mask is not None:
-        mask = lw.em.binary("&", mask, lw.em.broadcast(lw.tv(user_mask, D.bool_), shape), D.bool_)
+    mask = _and_user_mask(lw, args, mask, shape)
     mdt = D.uint8 if x.dtype.is_bool else x.dtype
-    other = lw.em.const(lw.static_arg(info, args, "other", 0) if not isinstance(
-        lw.arg(args, "other"), TV) else 0, mdt, shape)
-    if isinstance(lw.arg(args, "other"), TV):
-        other = lw.em.broadcast(lw.tv(lw.arg(args, "other"), mdt), shape)
-    tok = lw.tokens.get(x.name)
-    v, rtok = lw.b.load_ptr_tko(ptrs, mask=mask.value, padding=other.value,
-                                token=tok[0] if tok else None)
-    if tok:
-        tok[1] = lw.b.join_tokens([tok[1], rtok])
-    r = TV(v, mdt)
-    return lw.em.cast(r, D.bool_) if x.dtype.is_bool else r
+    other = lw.arg(args, "other")
+    if isinstance(other, TV):
+        other = lw.em.broadcast(lw.tv(other, mdt), shape)
+    else:
+        other = lw.em.const(lw.static_arg(info, args, "other", 0), mdt, shape)
+    return lw.ordered_read(x, lambda t: lw.b.load_ptr_tko(ptrs, mask=mask.value,
+                                                           padding=other.value, token=t))
 
 
 def _element_access(lw, info, args, value_names):
@@ -956,9 +964,7 @@ def _element_access(lw, info, args, value_names):
     shape = np.broadcast_shapes(*[v.shape for v in vals], *[
         i.shape for i in (idx if isinstance(idx, tuple) else (idx,)) if isinstance(i, TV)])
     ptrs, mask = lw.element_pointers(x, idx, shape)
-    user_mask = lw.arg(args, "mask")
-    if user_mask is not None:
-        mask = lw.em.binary("&", mask, lw.em.broadcast(lw.tv(user_mask, D.bool_), shape), D.bool_)
+    mask = _and_user_mask(lw, args, mask, shape)
     return x, ptrs, mask, [lw.em.broadcast(v, shape) for v in vals]
 
 
@@ -970,20 +976,11 @@ def _memory_semantics(lw, info, args):
     return order, scope
 
 
-def _write_token(lw, x, new_token_fn):
-    """Order a write to ``x`` after every earlier access and make it the last store."""
-    tok = lw.tokens.get(x.name)
-    result, rtok = new_token_fn(tok[1] if tok else None)
-    if tok is not None:
-        tok[0] = tok[1] = rtok
-    return result
-
-
 @handles("tile.scatter")
 def _scatter(lw, info, args, rty):
     x, ptrs, mask, (vals,) = _element_access(lw, info, args, ("values",))
     vals = lw._to_mem(vals, x)
-    _write_token(lw, x, lambda t: (None, lw.b.store_ptr_tko(ptrs, vals.value, mask=mask.value,
+    lw.ordered_write(x, lambda t: (None, lw.b.store_ptr_tko(ptrs, vals.value, mask=mask.value,
                                                             token=t)))
     return None
 
@@ -995,7 +992,7 @@ def _atomic(mode_int, mode_float):
         if mode in ("max", "min") and x.dtype.is_unsigned:
             mode = "u" + mode
         order, scope = _memory_semantics(lw, info, args)
-        old = _write_token(lw, x, lambda t: lw.b.atomic_rmw_tko(
+        old = lw.ordered_write(x, lambda t: lw.b.atomic_rmw_tko(
             ptrs, mode, vals.value, mask=mask.value, token=t, ordering=order, scope=scope))
         return TV(old, x.dtype)
     return handler
@@ -1011,7 +1008,7 @@ _CALLS["tile.atomic_xchg"] = _atomic("xchg", "xchg")
 def _atomic_cas(lw, info, args, rty):
     x, ptrs, mask, (exp, des) = _element_access(lw, info, args, ("expected", "desired"))
     order, scope = _memory_semantics(lw, info, args)
-    old = _write_token(lw, x, lambda t: lw.b.atomic_cas_tko(
+    old = lw.ordered_write(x, lambda t: lw.b.atomic_cas_tko(
         ptrs, exp.value, des.value, mask=mask.value, token=t, ordering=order, scope=scope))
     return TV(old, x.dtype)
 
@@ -1192,25 +1189,17 @@ def _reduction(kind):
         t = lw.tv(lw.arg(args, "t"))
         axis = lw.static_arg(info, args, "axis", None)
         keep = lw.static_arg(info, args, "keepdims", False)
-        out_dt = _dt_of(rty)
-        if kind in ("argmax", "argmin"):
-            if axis is None:
-                flat = lw.em.reshape(t, (int(np.prod(t.shape)),))
-                r = lw.em.arg_reduce(kind, flat, 0)
-                if keep:
-                    r = lw.em.reshape(r, (1,) * len(t.shape))
-            else:
-                r = lw.em.arg_reduce(kind, t, axis % len(t.shape), keep)
-            return lw.em.cast(r, out_dt)
         if axis is None:
             r = lw.em.reduce_all(kind, t, keep)
+        elif kind in ("argmax", "argmin"):
+            r = lw.em.arg_reduce(kind, t, axis % len(t.shape), keep)
         else:
             axes = axis if isinstance(axis, tuple) else (axis,)
             axes = sorted(a % len(t.shape) for a in axes)
             r = t
-            for k, a in enumerate(reversed(axes)):
+            for a in reversed(axes):
                 r = lw.em.reduce(kind, r, a, keep)
-        return lw.em.cast(r, out_dt)
+        return lw.em.cast(r, _dt_of(rty))
     return handler
 
 
@@ -1258,9 +1247,7 @@ def _user_combiner(lw, info, args, rty, is_scan):
         lw.b.yield_([lw.em.cast(r, d).value])
     res = TV(op.results[0], d)
     if not is_scan and lw.static_arg(info, args, "keepdims", False):
-        shape = list(t.shape)
-        shape[axis] = 1
-        res = lw.em.reshape(res, shape)
+        res = lw.em.keep_dim(res, t.shape, axis)
     return lw.em.cast(res, _dt_of(rty))
 
 
@@ -1275,21 +1262,15 @@ def _inline_combiner(lw, sub, arg_tvs) -> TV:
     for nm, v in zip(names, arg_tvs):
         lw.env[nm] = v
     try:
-        result = None
         for node in sk.body.nodes:
             if not isinstance(node, R.Block):
                 raise lw.error("combiner functions of tile.reduce/tile.scan must be straight-line "
                                "code (no if/for/while)", UnsupportedError)
-            for stmt in node.stmts:
-                if isinstance(stmt, ir.Return):
-                    result = lw.value(stmt.value)
-                    continue
+            for stmt in node.stmts:         # Block statements never include the return
                 lw.stmt(stmt)
-        if result is None:
-            ret = [s for blk in sub.func_ir.blocks.values() for s in blk.body
-                   if isinstance(s, ir.Return)]
-            result = lw.value(ret[0].value)
-        return lw.tv(result, arg_tvs[0].dtype)
+        ret = [s for blk in sub.func_ir.blocks.values() for s in blk.body
+               if isinstance(s, ir.Return)]
+        return lw.tv(lw.value(ret[0].value), arg_tvs[0].dtype)
     finally:
         lw.env, lw.typemap, lw.calltypes, lw.tk = saved
 

@@ -198,10 +198,12 @@ class If:
     def terminates(self) -> bool:
         """True when neither arm yields (both leave through Break/Continue)."""
         return not isinstance(self.then.term, Yield) and not isinstance(self.orelse.term, Yield) \
-            and _ends_without_fallthrough(self.then) and _ends_without_fallthrough(self.orelse)
+            and ends_without_fallthrough(self.then) and ends_without_fallthrough(self.orelse)
 
 
-def _ends_without_fallthrough(r: Region) -> bool:
+def ends_without_fallthrough(r: Region) -> bool:
+    """True when control never falls off the end of ``r``: its terminator is not a ``Yield``,
+    or it has none and ends with an ``If`` that terminates."""
     if r.term is not None:
         return not isinstance(r.term, Yield)
     return bool(r.nodes) and isinstance(r.nodes[-1], If) and r.nodes[-1].terminates
@@ -365,4 +367,4 @@ def walk_nodes(region: Region):
 
 __all__ = ["Const", "Undef", "Operand", "Result", "Carried", "Yield", "Continue", "Break",
            "Return", "Block", "Region", "If", "For", "Loop", "StructuredKernel", "dump_region",
-           "skeleton", "walk_nodes", "operand_text"]
+           "skeleton", "walk_nodes", "operand_text", "ends_without_fallthrough"]

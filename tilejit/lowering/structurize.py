@@ -676,17 +676,14 @@ class _Structurizer:
                 expr = ir.Expr.binop(operator.eq, sel, self._const_var(k), hloc)
                 self.calltypes[expr] = signature(types.boolean, types.int32, types.literal(k))
                 body_stmts.append(ir.Assign(expr, c, hloc))
-                if k == len(targets) - 1:
-                    body_stmts.append(ir.Branch(c, x, targets[-1], hloc))
-                    dispatch_of[x] = cur
-                    dispatch_of[targets[-1]] = cur
-                    self.blocks[cur].body = body_stmts
-                else:
-                    nxt = self.new_block(hloc)
-                    body_stmts.append(ir.Branch(c, x, nxt, hloc))
-                    self.blocks[cur].body = body_stmts
-                    dispatch_of[x] = cur
-                    cur, body_stmts = nxt, []
+                last = k == len(targets) - 1
+                nxt = targets[-1] if last else self.new_block(hloc)
+                body_stmts.append(ir.Branch(c, x, nxt, hloc))
+                self.blocks[cur].body = body_stmts
+                dispatch_of[x] = cur
+                if last:
+                    dispatch_of[nxt] = cur
+                cur, body_stmts = nxt, []
         # targets now receive their phi values from the dispatch block
         for x in targets:
             srcs = {u for _, u, xx in sources if xx == x}
@@ -825,7 +822,12 @@ class _Structurizer:
         cfg, doms, loops, preds, dominated = self.an
         self.loops = loops
         self.preds_map = preds
-        self.for_info = {h: self._match_for(lp) for h, lp in loops.items()}
+        defs = {}
+        for b in self.blocks.values():
+            for s in b.body:
+                if isinstance(s, ir.Assign):
+                    defs[s.target.name] = s
+        self.for_info = {h: self._match_for(lp, defs) for h, lp in loops.items()}
         for info in self.for_info.values():
             if info is not None:
                 self.skip.update(id(s) for s in info["consumed"])
@@ -891,8 +893,9 @@ class _Structurizer:
             pred, cur = None, join
 
     # --- loops ------------------------------------------------------------------------------------
-    def _match_for(self, lp):
-        """Recognize ``for v in range(...)``: returns a dict or None."""
+    def _match_for(self, lp, defs):
+        """Recognize ``for v in range(...)``: returns a dict or None. ``defs``: variable name ->
+        its defining assignment."""
         h = lp.header
         stmts = [s for s in self.blocks[h].body if not _is_phi(s)]
         term = self.blocks[h].terminator
@@ -909,11 +912,6 @@ class _Structurizer:
                     second = s
         if not (nxt and first and second) or term.cond.name != second.target.name:
             return None
-        defs = {}
-        for b in self.blocks.values():
-            for s in b.body:
-                if isinstance(s, ir.Assign):
-                    defs[s.target.name] = s
         chain = [nxt]
         it = nxt.value.value
         while it.name in defs and isinstance(defs[it.name].value, ir.Var):
