@@ -4,6 +4,7 @@ import pytest
 
 import tilejit as tile
 from tilejit.simulator.memory import SimulatedMemory, ALIGNMENT
+from tilejit.simulator.sem_pointer import atomic_cas, atomic_rmw
 
 
 @pytest.fixture
@@ -117,6 +118,7 @@ def test_use_after_free_and_double_free(mem):
     assert not mem.is_live(a)
 
 
+# the simulator's atomics (sem_pointer) run on SimulatedMemory's load/store
 def test_atomic_rmw_matches_sequential_semantics(mem):
     rng = np.random.default_rng(4)
     a = mem.alloc(4 * 4)
@@ -124,7 +126,7 @@ def test_atomic_rmw_matches_sequential_semantics(mem):
     mem.view(a, np.int32, 4)[:] = init
     idx = rng.integers(0, 4, size=20)
     vals = rng.integers(1, 10, size=20).astype(np.int32)
-    old = mem.atomic_rmw("add", a + 4 * idx, vals, np.int32)
+    old = atomic_rmw(mem, "add", a + 4 * idx, vals, None, np.dtype(np.int32))
     ref = init.copy()
     ref_old = []
     for i, v in zip(idx, vals):
@@ -132,18 +134,19 @@ def test_atomic_rmw_matches_sequential_semantics(mem):
         ref[i] += v
     assert np.array_equal(old, ref_old)
     assert np.array_equal(mem.view(a, np.int32, 4), ref)
-    # unique addresses take the vectorized path
-    old = mem.atomic_rmw("max", a + 4 * np.arange(4), np.full(4, 1000, np.int32), np.int32)
+    # unique addresses
+    old = atomic_rmw(mem, "max", a + 4 * np.arange(4), np.full(4, 1000, np.int32), None,
+                     np.dtype(np.int32))
     assert np.array_equal(old, ref) and (mem.view(a, np.int32, 4) == 1000).all()
     with pytest.raises(ValueError, match="unknown atomic op"):
-        mem.atomic_rmw("mul", np.array([a]), 1, np.int32)
+        atomic_rmw(mem, "mul", np.array([a]), 1, None, np.dtype(np.int32))
 
 
 def test_atomic_cas(mem):
     a = mem.alloc(8)
     mem.view(a, np.float32, 2)[:] = [1.5, 2.5]
-    old = mem.atomic_cas(np.array([a, a + 4, a]), np.float32([1.5, 9.0, 7.0]),
-                         np.float32([7.0, 8.0, 6.0]), np.float32)
+    old = atomic_cas(mem, np.array([a, a + 4, a]), np.float32([1.5, 9.0, 7.0]),
+                     np.float32([7.0, 8.0, 6.0]), None, np.dtype(np.float32))
     # lane 0 swaps 1.5 -> 7.0; lane 1 fails; lane 2 sees 7.0 and swaps to 6.0
     assert old.tolist() == [1.5, 2.5, 7.0]
     assert mem.view(a, np.float32, 2).tolist() == [6.0, 2.5]

@@ -24,8 +24,6 @@ STORAGE = {k: np.dtype(v) for k, v in _STORAGE.items()}
 PTR = np.dtype(np.int64)
 _UNSIGNED = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32),
              8: np.dtype(np.uint64)}
-_SIGNED = {1: np.dtype(np.int8), 2: np.dtype(np.int16), 4: np.dtype(np.int32),
-           8: np.dtype(np.int64)}
 F32 = np.dtype(np.float32)
 F64 = np.dtype(np.float64)
 
@@ -55,10 +53,6 @@ def is_float(elem) -> bool:
 def uint_of(dt: np.dtype) -> np.dtype:
     """The unsigned integer dtype with the itemsize of ``dt``."""
     return _UNSIGNED[np.dtype(dt).itemsize]
-
-
-def int_of(dt: np.dtype) -> np.dtype:
-    return _SIGNED[np.dtype(dt).itemsize]
 
 
 def unsigned(x, elem: str) -> np.ndarray:

@@ -30,11 +30,10 @@ from .registry import BLOCK_ID, GRID, IMPLS, LAUNCH, RESERVED
 class Launch:
     """Per-launch state shared by the blocks: the memory and the print line state."""
 
-    __slots__ = ("memory", "kernel", "at_line_start")
+    __slots__ = ("memory", "at_line_start")
 
-    def __init__(self, memory, kernel: str):
+    def __init__(self, memory):
         self.memory = memory
-        self.kernel = kernel
         self.at_line_start = True
 
 
@@ -155,7 +154,7 @@ class SimKernel:
                 raise LaunchError(f"kernel '{self.name}': parameter {i} ({self._arg_types[i]}) "
                                   f"cannot take {v!r}: {err}") from None
         env0[GRID] = (np.int32(gx), np.int32(gy), np.int32(gz))
-        env0[LAUNCH] = Launch(memory, self.name)
+        env0[LAUNCH] = Launch(memory)
         body = self._body
         with np.errstate(all="ignore"):
             for z in range(gz):

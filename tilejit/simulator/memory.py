@@ -17,7 +17,6 @@ Typical interpreter use::
     addrs = base + (rows[:, None] * stride0 + cols[None, :] * stride1) * itemsize  # int64 array
     tile = memory.load(addrs, np.float32, mask=in_bounds, other=0.0)
     memory.store(addrs, tile * 2, np.float32, mask=in_bounds)
-    old = memory.atomic_rmw("add", addrs, ones, np.int32)
 
 All errors are :class:`tilejit.DeviceError` with the faulting address in hex, e.g.
 ``out-of-bounds access at 0x100000110 (16 bytes past allocation 0x100000000 of 256 bytes)``.
@@ -122,9 +121,7 @@ class SimulatedMemory:
     # --- byte access -----------------------------------------------------------------------------
     def read(self, addr: int, nbytes: int) -> np.ndarray:
         """A *copy* of ``nbytes`` bytes starting at ``addr`` (uint8 array)."""
-        base, buf = self._locate(int(addr), int(nbytes))
-        start = int(addr) - base
-        return buf[start:start + int(nbytes)].copy()
+        return self.host_view(addr, nbytes).copy()
 
     def write(self, addr: int, data) -> None:
         """Copy ``data`` (bytes, bytearray, memoryview or any NumPy array: its raw bytes) to ``addr``."""
@@ -132,9 +129,7 @@ class SimulatedMemory:
             raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
         else:
             raw = np.frombuffer(memoryview(data).cast("B"), dtype=np.uint8)
-        base, buf = self._locate(int(addr), raw.size)
-        start = int(addr) - base
-        buf[start:start + raw.size] = raw
+        self.host_view(addr, raw.size)[:] = raw
 
     def view(self, addr: int, dtype, count: int) -> np.ndarray:
         """A writable NumPy view of ``count`` elements of ``dtype`` starting at ``addr``.
@@ -143,20 +138,18 @@ class SimulatedMemory:
         aligned to the element size, like on the GPU.
         """
         dt = np.dtype(dtype)
-        count = int(count)
         addr = int(addr)
         if dt.itemsize > 1 and addr % dt.itemsize:
             raise DeviceError(f"misaligned access at 0x{addr:x}: {dt} needs {dt.itemsize}-byte "
                               f"alignment")
-        base, buf = self._locate(addr, count * dt.itemsize)
-        start = addr - base
-        return buf[start:start + count * dt.itemsize].view(dt)
+        return self.host_view(addr, int(count) * dt.itemsize).view(dt)
 
     def host_view(self, addr: int, nbytes: int) -> np.ndarray:
         """A writable uint8 view of ``nbytes`` bytes at ``addr`` (for host-side interop such as DLPack)."""
-        base, buf = self._locate(int(addr), int(nbytes))
-        start = int(addr) - base
-        return buf[start:start + int(nbytes)]
+        addr, nbytes = int(addr), int(nbytes)
+        base, buf = self._locate(addr, nbytes)
+        start = addr - base
+        return buf[start:start + nbytes]
 
     # --- vectorized element access (the interpreter's hot path) -----------------------------------
     def load(self, addrs, np_dtype, mask=None, other=0) -> np.ndarray:
@@ -196,60 +189,6 @@ class SimulatedMemory:
             return
         lanes = np.flatnonzero(np.broadcast_to(np.asarray(mask, dtype=bool), addrs.shape))
         self._scatter(flat[lanes], vals[lanes], dt)
-
-    def atomic_rmw(self, op: str, addrs, values, np_dtype, mask=None) -> np.ndarray:
-        """Atomic read-modify-write; returns the old values (masked-off lanes read 0).
-
-        ``op`` is one of ``add``, ``max``, ``min``, ``xchg``, ``and``, ``or``, ``xor``. Lanes are
-        applied in C order, so lanes that hit the same address see each other's updates exactly as
-        a sequence of device atomics would (each lane gets a distinct old value).
-        """
-        fn = _RMW_OPS.get(op)
-        if fn is None:
-            raise ValueError(f"unknown atomic op {op!r}; expected one of {sorted(_RMW_OPS)}")
-        dt = np.dtype(np_dtype)
-        addrs = np.asarray(addrs, dtype=np.int64)
-        flat = addrs.reshape(-1)
-        vals = np.broadcast_to(np.asarray(values).astype(dt, copy=False), addrs.shape).reshape(-1)
-        lanes = (np.arange(flat.size) if mask is None else
-                 np.flatnonzero(np.broadcast_to(np.asarray(mask, dtype=bool), addrs.shape)))
-        old = np.zeros(flat.size, dtype=dt)
-        a, v = flat[lanes], vals[lanes]
-        if a.size == 0:
-            return old.reshape(addrs.shape)
-        cur = self._gather(a, dt)
-        if np.unique(a).size == a.size:
-            # No two lanes share an address: one vectorized update is exact.
-            old[lanes] = cur
-            self._scatter(a, np.asarray(fn(cur, v)).astype(dt, copy=False), dt)
-            return old.reshape(addrs.shape)
-        got = np.empty(a.size, dtype=dt)
-        for i in range(a.size):                       # sequential: exact for duplicate addresses
-            cur_i = self._gather(a[i:i + 1], dt)
-            got[i] = cur_i[0]
-            self._scatter(a[i:i + 1], np.asarray(fn(cur_i, v[i:i + 1])).astype(dt, copy=False),
-                          dt)
-        old[lanes] = got
-        return old.reshape(addrs.shape)
-
-    def atomic_cas(self, addrs, expected, desired, np_dtype, mask=None) -> np.ndarray:
-        """Atomic compare-and-swap per lane, in C order (bitwise comparison); returns old values."""
-        dt = np.dtype(np_dtype)
-        addrs = np.asarray(addrs, dtype=np.int64)
-        flat = addrs.reshape(-1)
-        exp = np.broadcast_to(np.asarray(expected).astype(dt, copy=False), addrs.shape).reshape(-1)
-        des = np.broadcast_to(np.asarray(desired).astype(dt, copy=False), addrs.shape).reshape(-1)
-        lanes = (np.arange(flat.size) if mask is None else
-                 np.flatnonzero(np.broadcast_to(np.asarray(mask, dtype=bool), addrs.shape)))
-        old = np.zeros(flat.size, dtype=dt)
-        self._resolve(flat[lanes], dt.itemsize)       # fail before any write
-        for i in lanes:
-            a = flat[i:i + 1]
-            cur = self._gather(a, dt)
-            old[i] = cur[0]
-            if cur.tobytes() == exp[i:i + 1].tobytes():
-                self._scatter(a, des[i:i + 1], dt)
-        return old.reshape(addrs.shape)
 
     # --- internals ---------------------------------------------------------------------------------
     def _tables(self):
@@ -346,24 +285,6 @@ class SimulatedMemory:
                     f"0x{int(bases[0]):x}, the lowest live one)")
         return f"out-of-bounds {where}: there is no live allocation"
 
-
-def _rmw_max(a, b):
-    return np.maximum(a, b)
-
-
-def _rmw_min(a, b):
-    return np.minimum(a, b)
-
-
-_RMW_OPS = {
-    "add": lambda a, b: a + b,
-    "max": _rmw_max,
-    "min": _rmw_min,
-    "xchg": lambda a, b: b,
-    "and": lambda a, b: a & b,
-    "or": lambda a, b: a | b,
-    "xor": lambda a, b: a ^ b,
-}
 
 #: The process-wide simulated address space used by the simulator backend.
 memory = SimulatedMemory()

@@ -64,10 +64,6 @@ def next_down(r: np.ndarray) -> np.ndarray:
     return -next_up(-np.asarray(r))
 
 
-def _sign(x):
-    return np.sign(x)
-
-
 def round_exact(s, e: Optional[np.ndarray], dt: np.dtype, mode: str) -> np.ndarray:
     """Round the exact value ``s + e`` (float64 arrays, ``s`` nearest to it; ``e`` None means 0)
     to the float dtype ``dt`` in ``mode`` (``nearest_even``, ``zero``, ``negative_inf``,
@@ -78,14 +74,14 @@ def round_exact(s, e: Optional[np.ndarray], dt: np.dtype, mode: str) -> np.ndarr
         if e is None or mode == "nearest_even":
             return s.copy()
         r = s
-        c = -_sign(e)                                    # sign of (r - exact)
+        c = -np.sign(e)                                 # sign of (r - exact)
     else:
         with np.errstate(over="ignore", invalid="ignore"):
             r = s.astype(dt)
             rf = r.astype(F64)
-            c = _sign(rf - s)
+            c = np.sign(rf - s)
         if e is not None:
-            c = np.where(c == 0, -_sign(e), c)
+            c = np.where(c == 0, -np.sign(e), c)
     c = np.where(np.isfinite(s), c, 0)
     down = np.where(c > 0, next_down(r), r)
     up = np.where(c < 0, next_up(r), r)
@@ -94,7 +90,7 @@ def round_exact(s, e: Optional[np.ndarray], dt: np.dtype, mode: str) -> np.ndarr
     elif mode == "positive_inf":
         out = up
     elif mode == "zero":
-        xs = _sign(s) if e is None else np.where(s == 0, _sign(e), _sign(s))
+        xs = np.sign(s) if e is None else np.where(s == 0, np.sign(e), np.sign(s))
         out = np.where(xs > 0, down, np.where(xs < 0, up, r))
     elif mode == "nearest_even":
         df, uf = down.astype(F64), up.astype(F64)
@@ -103,9 +99,9 @@ def round_exact(s, e: Optional[np.ndarray], dt: np.dtype, mode: str) -> np.ndarr
             # the first value past the largest finite one is inf; its "midpoint" is half an ulp out
             mid = np.where(np.isposinf(uf), df + (df - next_down(down).astype(F64)) * 0.5, mid)
             mid = np.where(np.isneginf(df), uf - (next_up(up).astype(F64) - uf) * 0.5, mid)
-            d = _sign(s - mid)
+            d = np.sign(s - mid)
         if e is not None:
-            d = np.where(d == 0, _sign(e), d)
+            d = np.where(d == 0, np.sign(e), d)
         even = (contiguous(down).view(uint_of(dt)) & 1) == 0
         out = np.where(d > 0, up, np.where(d < 0, down, np.where(even, down, up)))
         out = np.where(c == 0, r, out)
@@ -146,18 +142,24 @@ def round_tf32(x, mode: str = "nearest_even") -> np.ndarray:
 _FP8_MAX = {"f8E4M3FN": 448.0, "f8E5M2": 57344.0}
 
 
+def saturate_fp8(x, elem: str):
+    """``x`` clamped to the finite range of ``elem`` if it is an fp8 format (NaN stays NaN), like
+    PTX's ``.satfinite``; unchanged for every other format."""
+    m = _FP8_MAX.get(elem)
+    if m is None:
+        return x
+    return np.where(np.isnan(x), x, np.clip(x, -m, m))
+
+
 def from_f64(x, elem: str, mode: str = "nearest_even", e=None) -> np.ndarray:
     """float64 values (exact value ``x + e``) converted to float element type ``elem``.
 
     fp8 conversions saturate to the largest finite value (NaN stays NaN), like PTX's mandatory
     ``.satfinite`` for fp8 destinations.
     """
-    x = np.asarray(x, dtype=F64)
-    if elem in _FP8_MAX:
-        m = _FP8_MAX[elem]
-        x = np.where(np.isnan(x), x, np.clip(x, -m, m))
-        if e is not None:
-            e = np.where(np.abs(x) >= m, 0.0, e)
+    x = saturate_fp8(np.asarray(x, dtype=F64), elem)
+    if e is not None and elem in _FP8_MAX:
+        e = np.where(np.abs(x) >= _FP8_MAX[elem], 0.0, e)
     if elem == "tf32":
         if mode != "nearest_even":
             return round_tf32(round_exact(x, e, F32, mode), mode)   # directed modes compose

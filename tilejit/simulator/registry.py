@@ -10,7 +10,9 @@ result once (constants) store it with :meth:`Compiler.fold` and return None.
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict
+
+import numpy as np
 
 IMPLS: Dict[str, Callable] = {}
 
@@ -61,9 +63,10 @@ def map3(op, c, fn) -> Callable:
     return run
 
 
-def mapn(op, c, fn) -> Callable:
-    """Pick :func:`map1`/:func:`map2`/:func:`map3` by the number of operands."""
-    return (map1, map2, map3)[len(op.operands) - 1](op, c, fn)
+def bind(env, slots, values) -> None:
+    """Store ``values`` into the frame slots ``slots`` (region arguments, op results)."""
+    for s, v in zip(slots, values):
+        env[s] = v
 
 
 def attr(op, name: str, default=None):
@@ -79,9 +82,19 @@ def attr(op, name: str, default=None):
     return default if d is None else d
 
 
+def ieee_mode(op) -> str:
+    """The op's ``rounding_mode`` as one of the IEEE modes of :func:`.numerics.round_exact`:
+    ``zero``, ``negative_inf``, ``positive_inf``, else ``nearest_even``."""
+    mode = attr(op, "rounding_mode", "nearest_even")
+    return mode if mode in ("zero", "negative_inf", "positive_inf") else "nearest_even"
+
+
 def elem_of(v):
     """The element type of a tile Value."""
     return v.type.element
 
 
-Runner = Optional[Callable]
+# ``comparison_predicate`` of cmpi/cmpf -> NumPy comparison
+CMP = {"equal": np.equal, "not_equal": np.not_equal, "less_than": np.less,
+       "less_than_or_equal": np.less_equal, "greater_than": np.greater,
+       "greater_than_or_equal": np.greater_equal}

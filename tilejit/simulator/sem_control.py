@@ -10,7 +10,7 @@ import numpy as np
 
 from .elements import signed, storage, unsigned, wrap
 from .errors import KernelFault
-from .registry import BREAK, CONTINUE, RETURN, YIELD, elem_of, impl
+from .registry import BREAK, CONTINUE, RETURN, YIELD, bind, elem_of, impl
 
 
 def _terminator(kind):
@@ -44,16 +44,10 @@ def _if(op, c):
         if sig is None:
             return None
         if sig[0] is YIELD:
-            for s, v in zip(res, sig[1]):
-                env[s] = v
+            bind(env, res, sig[1])
             return None
         return sig
     return run
-
-
-def _bind(env, slots, values):
-    for s, v in zip(slots, values):
-        env[s] = v
 
 
 @impl("for")
@@ -81,7 +75,7 @@ def _for(op, c):
         for i in range(lo, hi, step):
             env[iv] = dt.type(i) if fits else wrap(np.array(i & 0xFFFFFFFFFFFFFFFF,
                                                             dtype=np.uint64), elem)[()]
-            _bind(env, carried, vals)
+            bind(env, carried, vals)
             sig = body(env)
             if sig is None or sig[0] is not CONTINUE:
                 if sig is not None and sig[0] is RETURN:
@@ -89,7 +83,7 @@ def _for(op, c):
                 raise KernelFault(f"the body of 'for' ended with "
                                   f"'{sig[0] if sig else 'nothing'}' instead of 'continue'")
             vals = sig[1]
-        _bind(env, res, vals)
+        bind(env, res, vals)
     return run
 
 
@@ -104,13 +98,13 @@ def _loop(op, c):
     def run(env):
         vals = [env[s] for s in inits]
         while True:
-            _bind(env, carried, vals)
+            bind(env, carried, vals)
             sig = body(env)
             kind = sig[0] if sig is not None else None
             if kind is CONTINUE:
                 vals = sig[1]
             elif kind is BREAK:
-                _bind(env, res, sig[1])
+                bind(env, res, sig[1])
                 return None
             elif kind is RETURN:
                 return sig

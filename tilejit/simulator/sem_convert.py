@@ -11,7 +11,7 @@ import numpy as np
 
 from .elements import F32, F64, bits, signed, storage, unsigned, wrap
 from .numerics import from_f64, round_tf32, two_sum
-from .registry import attr, elem_of, impl, map1
+from .registry import elem_of, ieee_mode, impl, map1
 from .sem_float import to_elem
 
 
@@ -33,9 +33,7 @@ def _trunci(op, c):
 @impl("ftof")
 def _ftof(op, c):
     src, dst = elem_of(op.operands[0]), elem_of(op.result)
-    mode = attr(op, "rounding_mode", "nearest_even")
-    if mode not in ("zero", "negative_inf", "positive_inf"):
-        mode = "nearest_even"
+    mode = ieee_mode(op)
     if dst == "tf32" and src in ("f32", "tf32"):
         return map1(op, c, lambda x: round_tf32(x, mode))
     if mode == "nearest_even" and src != "f64":
@@ -72,9 +70,7 @@ def _ftoi(op, c):
 def _itof(op, c):
     src, dst = elem_of(op.operands[0]), elem_of(op.result)
     is_signed = op.attrs["signedness"] == "signed"
-    mode = attr(op, "rounding_mode", "nearest_even")
-    if mode not in ("zero", "negative_inf", "positive_inf"):
-        mode = "nearest_even"
+    mode = ieee_mode(op)
     view = (lambda x: signed(x, src)) if is_signed else (lambda x: unsigned(x, src))
     if bits(src) <= 32:
         return map1(op, c, lambda x: from_f64(view(x).astype(F64), dst, mode))

@@ -18,11 +18,11 @@ from __future__ import annotations
 import numpy as np
 
 from .elements import F32, F64, STORAGE
-from .numerics import compute_dtype, flush, from_f64, round_exact, round_tf32, two_prod, two_sum
-from .registry import attr, elem_of, impl, map1, map2, map3
+from .numerics import (compute_dtype, flush, from_f64, round_tf32, saturate_fp8, two_prod,
+                       two_sum)
+from .registry import CMP, attr, elem_of, ieee_mode, impl, map1, map2, map3
 
 _NATIVE = ("f32", "f64")
-_FP8_MAX = {"f8E4M3FN": 448.0, "f8E5M2": 57344.0}
 
 
 def to_elem(y, elem: str) -> np.ndarray:
@@ -32,10 +32,7 @@ def to_elem(y, elem: str) -> np.ndarray:
         return from_f64(y, elem)
     if elem == "tf32":
         return round_tf32(y)
-    if elem in _FP8_MAX:
-        m = _FP8_MAX[elem]
-        y = np.where(np.isnan(y), y, np.clip(y, -m, m))
-    return y.astype(STORAGE[elem], copy=False)
+    return saturate_fp8(y, elem).astype(STORAGE[elem], copy=False)
 
 
 def _lift(x, dt):
@@ -109,7 +106,7 @@ def _sqrt(op, c):
         if ftz:
             x = flush(x.astype(F32)).astype(F64)
         s, e = _f64_sqrt_exact(x) if elem == "f64" else (np.sqrt(x), None)
-        r = from_f64(s, elem, mode, e) if elem != "f64" else round_exact(s, e, F64, mode)
+        r = from_f64(s, elem, mode, e)
         return flush(r) if ftz else r
     return map1(op, c, directed)
 
@@ -152,7 +149,7 @@ def _arith(op, c):
             a, b = (flush(x.astype(F32)).astype(F64) for x in (a, b))
         with np.errstate(all="ignore"):
             s, e = _exact(name, a, b, elem == "f64")
-        r = round_exact(s, e, F64, mode) if elem == "f64" else from_f64(s, elem, mode, e)
+        r = from_f64(s, elem, mode, e)
         return flush(r) if ftz else r
     return map2(op, c, directed)
 
@@ -160,9 +157,7 @@ def _arith(op, c):
 @impl("fma")
 def _fma(op, c):
     elem = elem_of(op.result)
-    mode = attr(op, "rounding_mode", "nearest_even")
-    if mode not in ("zero", "negative_inf", "positive_inf"):
-        mode = "nearest_even"
+    mode = ieee_mode(op)
     ftz = _ftz(op, elem)
     wide = elem == "f64"
 
@@ -175,10 +170,9 @@ def _fma(op, c):
                 p, pe = two_prod(a, b)
                 s, e1 = two_sum(p, acc)
                 s, e = two_sum(s, e1 + pe)
-                r = round_exact(s, e, F64, mode)
             else:
                 s, e = two_sum(a * b, acc)       # the product is exact in float64
-                r = from_f64(s, elem, mode, e)
+            r = from_f64(s, elem, mode, e)
         return flush(r) if ftz else r
     return map3(op, c, fma)
 
@@ -221,14 +215,9 @@ def _maxminf(op, c):
     return map2(op, c, _wrap_math(fn, elem, _ftz(op, elem)))
 
 
-_CMP = {"equal": np.equal, "not_equal": np.not_equal, "less_than": np.less,
-        "less_than_or_equal": np.less_equal, "greater_than": np.greater,
-        "greater_than_or_equal": np.greater_equal}
-
-
 @impl("cmpf")
 def _cmpf(op, c):
-    pred = _CMP[op.attrs["comparison_predicate"]]
+    pred = CMP[op.attrs["comparison_predicate"]]
     ordered = op.attrs["comparison_ordering"] == "ordered"
     cd = compute_dtype(elem_of(op.operands[0]))
     narrow = elem_of(op.operands[0]) not in _NATIVE

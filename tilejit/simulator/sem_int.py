@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .elements import bits, signed, unsigned, wrap
-from .registry import attr, elem_of, impl, map1, map2
+from .registry import CMP, attr, elem_of, impl, map1, map2
 
 
 def _per_elem(op):
@@ -144,14 +144,9 @@ def _mulhii(op, c):
         >> np.uint64(w), elem))
 
 
-_CMP = {"equal": np.equal, "not_equal": np.not_equal, "less_than": np.less,
-        "less_than_or_equal": np.less_equal, "greater_than": np.greater,
-        "greater_than_or_equal": np.greater_equal}
-
-
 @impl("cmpi")
 def _cmpi(op, c):
     elem = elem_of(op.operands[0])
-    pred = _CMP[op.attrs["comparison_predicate"]]
+    pred = CMP[op.attrs["comparison_predicate"]]
     v = _view(elem, op.attrs["signedness"] == "signed")
     return map2(op, c, lambda a, b: pred(v(a), v(b)))

@@ -8,22 +8,19 @@ from __future__ import annotations
 from .registry import BLOCK_ID, GRID, impl
 
 
-@impl("get_tile_block_id")
-def _block_id(op, c):
-    x, y, z = (c.slot(r) for r in op.results)
+def _grid_query(slot):
+    """Builder of an op whose three results are the (x, y, z) triple in frame slot ``slot``."""
+    def build(op, c):
+        x, y, z = (c.slot(r) for r in op.results)
 
-    def run(env):
-        env[x], env[y], env[z] = env[BLOCK_ID]
-    return run
+        def run(env):
+            env[x], env[y], env[z] = env[slot]
+        return run
+    return build
 
 
-@impl("get_num_tile_blocks")
-def _num_blocks(op, c):
-    x, y, z = (c.slot(r) for r in op.results)
-
-    def run(env):
-        env[x], env[y], env[z] = env[GRID]
-    return run
+impl("get_tile_block_id")(_grid_query(BLOCK_ID))
+impl("get_num_tile_blocks")(_grid_query(GRID))
 
 
 @impl("make_token", "join_tokens")

@@ -20,7 +20,8 @@ from .numerics import round_tf32
 from .registry import LAUNCH, impl
 
 
-def _to_tile(v, elem):
+def to_tile(v, elem):
+    """Elements loaded from memory as a tile of ``elem`` (``i1``: bytes != 0; ``tf32``: rounded)."""
     if elem == "i1":
         return v != 0
     if elem == "tf32":
@@ -42,10 +43,10 @@ def _load_ptr(op, c):
     def run(env):
         mem = env[LAUNCH].memory
         if ms is None:
-            env[o] = _to_tile(mem.load(env[src], mdt), elem)
+            env[o] = to_tile(mem.load(env[src], mdt), elem)
             return
         m = env[ms]
-        v = _to_tile(mem.load(env[src], mdt, mask=m, other=0), elem)
+        v = to_tile(mem.load(env[src], mdt, mask=m, other=0), elem)
         if ps is not None:
             v = np.where(m, v, env[ps])
         env[o] = v
@@ -62,8 +63,7 @@ def _store_ptr(op, c):
     ms = None if mask is None else c.slot(mask)
 
     def run(env):
-        env[LAUNCH].memory.store(env[dst], np.asarray(env[val]).astype(mdt, copy=False), mdt,
-                                 mask=None if ms is None else env[ms])
+        env[LAUNCH].memory.store(env[dst], env[val], mdt, mask=None if ms is None else env[ms])
     return run
 
 
@@ -106,7 +106,9 @@ def _rmw_fn(mode, dt):
         return lambda a, b: pick(a.view(u), b.view(u)).view(dt)
     if mode in ("and", "or", "xor"):
         return {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[mode]
-    return None                                            # xchg
+    if mode == "xchg":
+        return None
+    raise ValueError(f"unknown atomic op {mode!r}")
 
 
 def _lanes(ptrs, vals, mask, dt):
@@ -123,13 +125,13 @@ def _lanes(ptrs, vals, mask, dt):
 def atomic_rmw(mem, mode, ptrs, arg, mask, dt):
     """Apply one tile of ``mode`` atomics; returns the old values (row-major lane order)."""
     addrs, (vals,), lanes = _lanes(ptrs, [arg], mask, dt)
+    fn = _rmw_fn(mode, dt)
     old = np.zeros(addrs.size, dtype=dt)
     if lanes.size:
         order, a, gid, first = _group(addrs[lanes])
         v = vals[lanes][order]
         uniq = a[first]
         cur = mem.load(uniq, dt)                     # faults before anything is written
-        fn = _rmw_fn(mode, dt)
         last = np.append(np.flatnonzero(first)[1:] - 1, a.size - 1)
         prev = np.empty_like(v)                      # the lane before, within the same address
         prev[1:] = v[:-1]

@@ -18,7 +18,7 @@ import numpy as np
 
 from .elements import storage
 from .errors import KernelFault
-from .registry import YIELD, impl
+from .registry import YIELD, bind, impl
 
 
 def _combiner(op, c):
@@ -28,10 +28,8 @@ def _combiner(op, c):
     elem_slots, acc_slots = args[0::2], args[1::2]
 
     def combine(env, elems, accs):
-        for s, v in zip(elem_slots, elems):
-            env[s] = v
-        for s, v in zip(acc_slots, accs):
-            env[s] = v
+        bind(env, elem_slots, elems)
+        bind(env, acc_slots, accs)
         sig = body(env)
         if sig is None or sig[0] is not YIELD:
             raise KernelFault(f"the {op.name} combiner region must end with 'yield'")

@@ -17,8 +17,8 @@ import numpy as np
 
 from .elements import memory_dtype, padding_value, unsigned, wrap
 from .errors import KernelFault
-from .numerics import round_tf32
 from .registry import LAUNCH, elem_of, impl
+from .sem_pointer import to_tile
 
 
 class TensorView:
@@ -149,12 +149,7 @@ def _load_view(op, c):
 
     def run(env):
         addrs, mask = acc.addresses(env)
-        v = env[LAUNCH].memory.load(addrs, mdt, mask=mask, other=mpad)
-        if elem == "i1":
-            v = v != 0
-        elif elem == "tf32":
-            v = round_tf32(v)
-        env[o] = v
+        env[o] = to_tile(env[LAUNCH].memory.load(addrs, mdt, mask=mask, other=mpad), elem)
     return run
 
 
@@ -166,6 +161,6 @@ def _store_view(op, c):
 
     def run(env):
         addrs, mask = acc.addresses(env)
-        env[LAUNCH].memory.store(addrs, np.asarray(env[t]).astype(mdt, copy=False), mdt, mask=mask)
+        env[LAUNCH].memory.store(addrs, env[t], mdt, mask=mask)
     return run
 
