@@ -4,8 +4,9 @@
 
 * vector add, 2^26 float32: GB/s (bytes read + written) for tile sizes 1024 and 4096;
 * matmul fp16 / bf16, 4096^3 and 8192^3: TFLOP/s for a 128x128x64 tile kernel with a K loop;
-* row softmax, 4096 x 4096 float32: GB/s;
-* host time per launch of a cached kernel through the whole ``@tile.entry`` path.
+* row softmax, 4096 x 4096 float32: GB/s.
+
+Host time per launch is measured by ``launch_overhead.py``.
 
 Each GPU figure is the median of repeated runs timed with CUDA events after a warm-up; the PyTorch
 baseline runs in the same process on the same inputs. Results are checked before timing.
@@ -20,8 +21,6 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-
-import numpy as np  # noqa: E402
 
 import tilejit as tile  # noqa: E402
 
@@ -182,29 +181,6 @@ def main(argv=None) -> int:
         print(f"softmax {r}x{r} f32, {rows} row(s)/block: tilejit {gb / ms * 1e3:6.0f} GB/s, "
               f"torch {gb / tms * 1e3:6.0f} GB/s")
 
-    # --- host time per launch through @tile.entry -------------------------------------------
-    small = tile.from_dlpack(torch.ones(128, device="cuda"))
-    out = tile.from_dlpack(torch.empty(128, device="cuda"))
-    vadd(out.partition((128,)), small, small).sync_on(stream)
-    L, B = 200, 30
-    per = []
-    for _ in range(B):
-        t0 = time.perf_counter()
-        for _ in range(L):
-            vadd(out.partition((128,)), small, small).submit_on(stream)
-        per.append((time.perf_counter() - t0) / L * 1e6)
-        stream.synchronize()
-    print(f"@tile.entry launch (partition + classify + cache hit + launch): "
-          f"{statistics.median(per):.2f} us/launch (median of {B} x {L})")
-    op = vadd(out.partition((128,)), small, small)
-    per = []
-    for _ in range(B):
-        t0 = time.perf_counter()
-        for _ in range(L):
-            op.submit_on(stream)
-        per.append((time.perf_counter() - t0) / L * 1e6)
-        stream.synchronize()
-    print(f"@tile.entry launch, op object reused: {statistics.median(per):.2f} us/launch")
     print(f"stats: {vadd.stats}")
     return 0
 

@@ -134,7 +134,7 @@ def main(argv=None) -> int:
            measure(lambda: touch(out.partition((128,)), buf).submit_on(stream), sync, L, B), bare_us)
     op = touch(out.partition((128,)), buf)
     report("(e) @tile.entry, launch op reused: op.submit_on(s)",
-           measure(lambda: op.submit_on(stream), sync, L, B), bare_us)
+           measure(lambda op=op: op.submit_on(stream), sync, L, B), bare_us)
     del op
     prepared = touch(out.partition((128,)), buf).prepare(stream)
     report("(e) @tile.entry, prepared: p = op.prepare(s); p.launch()",

@@ -1,6 +1,8 @@
 """Profile the host side of a cached @tile.entry launch (cProfile, top functions by own time).
 
     python benchmarks/profile_launch.py
+
+Without a GPU it says so and exits 0.
 """
 import cProfile
 import os
@@ -14,14 +16,14 @@ import numpy as np  # noqa: E402
 
 import tilejit as tile  # noqa: E402
 from tilejit import api  # noqa: E402
+from kernels import vadd  # noqa: E402
 
 
-@tile.entry
-def vadd(z, x, y):
-    z.store(tile.load_tile_like(x, z) + tile.load_tile_like(y, z))
-
-
-def main():
+def main() -> int:
+    from tilejit.runtime import backend
+    if backend.current() != backend.CUDA:
+        print(f"profile_launch: no GPU ({backend.reason()}); nothing to measure")
+        return 0
     dev = tile.Device(0)
     s = dev.new_stream()
     x = api.from_numpy(np.ones(128, np.float32)).sync_on(s)
@@ -46,7 +48,8 @@ def main():
         pr.disable()
         s.synchronize()
         pstats.Stats(pr).sort_stats("tottime").print_stats(16)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

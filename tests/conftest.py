@@ -1,6 +1,26 @@
 """Shared test setup: make the helper modules in tests/ (corpus, tileir_cases, ...) importable
-from every test directory."""
+from every test directory, and the fixtures several modules share."""
 import os
 import sys
 
+import pytest
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture
+def simulator_backend():
+    """Run the test on the CPU simulator, whatever the machine has. Modules opt in with
+    ``pytestmark = pytest.mark.usefixtures("simulator_backend")``."""
+    from tilejit.runtime import backend
+    with backend.force("simulator"):
+        yield
+
+
+@pytest.fixture
+def dev():
+    """Buffers in the simulated memory (``simulator_helpers.Device``), freed after the test."""
+    from simulator_helpers import Device
+    d = Device()
+    yield d
+    d.free()

@@ -6,7 +6,7 @@ import numpy as np
 import tilejit as tile
 from tilejit import api
 
-from corpus import Atomic, In, Out, Scalar, grid_of
+from corpus import Atomic, In, Out
 
 _KERNELS = {}
 

@@ -14,3 +14,9 @@ def rand(shape, dtype=np.float32, seed=0):
         info = np.iinfo(dt)
         return rng.integers(max(info.min, -1000), min(info.max, 1000), size=shape).astype(dt)
     return (rng.standard_normal(shape) * 3).astype(np.float32).astype(dt)
+
+
+def rand_tensor(shape, dtype=np.float32, seed=0):
+    """``rand(shape, dtype, seed)`` as a tilejit tensor on the current backend (synchronized)."""
+    from tilejit.runtime import transfer
+    return transfer.from_numpy(rand(shape, dtype, seed)).sync()

@@ -1,4 +1,4 @@
-"""tile.api constructors (tilejit kernels) and copies, on the current backend."""
+"""tile.api constructors (tilejit kernels) and copies (on the simulator; on CUDA via tests/gpu)."""
 import math
 
 import numpy as np
@@ -6,6 +6,10 @@ import pytest
 
 import tilejit as tile
 from tilejit import api
+
+# CPU suite: always the simulator. tests/gpu/test_api_gpu.py reruns these tests on CUDA (it
+# star-imports this module and sets its own pytestmark, so it does not inherit this one).
+pytestmark = pytest.mark.usefixtures("simulator_backend")
 
 
 @pytest.mark.parametrize("dtype", [tile.float32, tile.float16, tile.bfloat16, tile.int32,

@@ -7,14 +7,10 @@ import pytest
 import tilejit as tile
 from tilejit.ops import DeviceOp, ExecutionContext
 from tilejit.ops import scheduling
-from tilejit.runtime import backend
 from tilejit.runtime import transfer as T
 
 
-@pytest.fixture(autouse=True)
-def _simulator():
-    with backend.force("simulator"):
-        yield
+pytestmark = pytest.mark.usefixtures("simulator_backend")
 
 
 class Probe(DeviceOp):

@@ -6,14 +6,10 @@ import pytest
 
 import tilejit as tile
 from tilejit.ops import DeviceOp
-from tilejit.runtime import backend
 from tilejit.runtime import transfer as T
 
 
-@pytest.fixture(autouse=True)
-def _simulator():
-    with backend.force("simulator"):
-        yield
+pytestmark = pytest.mark.usefixtures("simulator_backend")
 
 
 def test_await_returns_the_output():

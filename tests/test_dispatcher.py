@@ -8,6 +8,12 @@ import tilejit as tile
 from tilejit import api
 from tilejit.toolchain import tileiras
 
+from sample_arrays import rand
+
+# CPU suite: always the simulator. tests/gpu/test_dispatcher_gpu.py reruns these tests on CUDA
+# (it star-imports this module and sets its own pytestmark, so it does not inherit this one).
+pytestmark = pytest.mark.usefixtures("simulator_backend")
+
 
 @tile.entry
 def add(z, x, y):
@@ -27,12 +33,8 @@ def blocked_sum(z, x, BK: tile.Constant[int]):
     z.store(acc)
 
 
-def _rand(shape, dtype=np.float32, seed=0):
-    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
-
-
 def test_launch_returns_the_arguments_and_is_lazy():
-    xn, yn = _rand(1000), _rand(1000, seed=1)
+    xn, yn = rand(1000), rand(1000, seed=1)
     x, y = api.from_numpy(xn).sync(), api.from_numpy(yn).sync()
     z = api.zeros((1000,)).sync()
     op = add(z.partition((128,)), x, y)
@@ -50,11 +52,11 @@ def test_launch_returns_the_arguments_and_is_lazy():
 def test_one_compile_per_key_and_shapes_are_not_in_the_key():
     k = tile.entry(add.py_func)
     for n in (512, 1024, 4096):                  # same facts (multiples of 16, contiguous)
-        x = api.from_numpy(_rand(n)).sync()
+        x = api.from_numpy(rand(n)).sync()
         z = api.zeros((n,)).sync()
         k(z.partition((256,)), x, x).sync()
     assert k.stats.compiles == 1 and k.stats.cache_hits == 2
-    x16 = api.from_numpy(_rand(512, np.float16)).sync()
+    x16 = api.from_numpy(rand(512, np.float16)).sync()
     z16 = api.zeros((512,), tile.float16).sync()
     k(z16.partition((256,)), x16, x16).sync()
     assert k.stats.compiles == 2 and len(k.signatures) == 2
@@ -62,7 +64,7 @@ def test_one_compile_per_key_and_shapes_are_not_in_the_key():
 
 def test_concurrent_launches_compile_once():
     k = tile.entry(add.py_func)
-    x = api.from_numpy(_rand(256)).sync()
+    x = api.from_numpy(rand(256)).sync()
     outs = [api.zeros((256,)).sync() for _ in range(8)]
     errors = []
 
@@ -83,7 +85,7 @@ def test_concurrent_launches_compile_once():
 
 
 def test_scalars_weak_and_strong():
-    xn = _rand(300, np.float16)
+    xn = rand(300, np.float16)
     x = api.from_numpy(xn).sync()
     z = api.zeros((300,), tile.float16).sync()
     scale(z.partition((128,)), x, 2.0).sync()       # a Python float adopts float16
@@ -95,7 +97,7 @@ def test_scalars_weak_and_strong():
 
 def test_constants_specialize_and_generics_bind_them():
     k = tile.entry(blocked_sum.py_func)
-    x = api.from_numpy(_rand(64)).sync()
+    x = api.from_numpy(rand(64)).sync()
     z = api.zeros((64,)).sync()
     k(z.partition((64,)), x, 3).sync()
     np.testing.assert_allclose(z.to_numpy(), 3 * x.to_numpy(), rtol=1e-6)
@@ -110,14 +112,14 @@ def test_constants_specialize_and_generics_bind_them():
 
 
 def test_numpy_inputs_are_copied_in():
-    xn = _rand(200)
+    xn = rand(200)
     z = api.zeros((200,)).sync()
     add(z.partition((64,)), xn, xn).sync()
     np.testing.assert_array_equal(z.to_numpy(), 2 * xn)
 
 
 def test_argument_errors():
-    x = api.from_numpy(_rand(64)).sync()
+    x = api.from_numpy(rand(64)).sync()
     z = api.zeros((64,)).sync()
     with pytest.raises(tile.LaunchError, match="3 arguments"):
         add(z.partition((64,)), x).sync()
@@ -133,14 +135,14 @@ def no_partition(x, n):
 
 
 def test_grid_is_required_without_partitions():
-    x = api.from_numpy(_rand(8)).sync()
+    x = api.from_numpy(rand(8)).sync()
     with pytest.raises(tile.LaunchError, match="grid"):
         no_partition(x, 3).sync()
     no_partition(x, 3).grid((2, 1, 1)).sync()
 
 
 def test_inspect_and_aot_compile_need_no_gpu(monkeypatch):
-    x = api.from_numpy(_rand(256)).sync()
+    x = api.from_numpy(rand(256)).sync()
     z = api.zeros((256,)).sync()
     text = add.inspect_tileir(z.partition((128,)), x, x)
     assert text.startswith("entry @add(") and "load_view_tko" in text and "addf" in text
@@ -160,7 +162,7 @@ def test_inspect_and_aot_compile_need_no_gpu(monkeypatch):
 def test_dump_env(monkeypatch, capsys):
     monkeypatch.setenv("TILEJIT_DUMP", "tileir")
     k = tile.entry(add.py_func)
-    x = api.from_numpy(_rand(64)).sync()
+    x = api.from_numpy(rand(64)).sync()
     z = api.zeros((64,)).sync()
     k(z.partition((64,)), x, x).sync()
     assert "entry @add(" in capsys.readouterr().err
@@ -172,7 +174,7 @@ def test_compile_options_are_validated_and_keyed():
     with pytest.raises(ValueError, match="power of two"):
         tile.CompileOptions(num_cta_in_cga=3)
     k = tile.entry(add.py_func)
-    x = api.from_numpy(_rand(64)).sync()
+    x = api.from_numpy(rand(64)).sync()
     z = api.zeros((64,)).sync()
     k(z.partition((64,)), x, x).compile_options(tile.CompileOptions(occupancy=2)).sync()
     k(z.partition((64,)), x, x).sync()
@@ -182,7 +184,7 @@ def test_compile_options_are_validated_and_keyed():
 
 
 def test_prepared_launch_repeats_cheaply_and_holds_the_partition():
-    x = api.from_numpy(_rand(512)).sync()
+    x = api.from_numpy(rand(512)).sync()
     acc = api.zeros((512,)).sync()
 
     @tile.entry
@@ -201,7 +203,7 @@ def test_prepared_launch_repeats_cheaply_and_holds_the_partition():
     with pytest.raises(tile.LaunchError, match="DeviceOps"):
         accumulate(api.zeros((4,)), x).prepare(s)
     with pytest.raises(tile.LaunchError, match="NumPy"):
-        accumulate(acc.partition((128,)), _rand(512)).prepare(s)
+        accumulate(acc.partition((128,)), rand(512)).prepare(s)
 
 
 @tile.entry
@@ -212,7 +214,7 @@ def store_then_reload(z, x):
 
 
 def test_a_load_after_a_store_sees_it():
-    xn = _rand(1000)
+    xn = rand(1000)
     z = api.zeros((1000,)).sync()
     store_then_reload(z.partition((256,)), api.from_numpy(xn).sync()).sync()
     np.testing.assert_allclose(z.to_numpy(), xn * 2 + 1, rtol=1e-6)

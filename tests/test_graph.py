@@ -5,6 +5,10 @@ import pytest
 import tilejit as tile
 from tilejit import api
 
+# CPU suite: always the simulator. tests/gpu/test_graph_gpu.py reruns these tests on CUDA (it
+# star-imports this module and sets its own pytestmark, so it does not inherit this one).
+pytestmark = pytest.mark.usefixtures("simulator_backend")
+
 
 @tile.entry
 def axpy(z, x, a):

@@ -4,18 +4,16 @@ import pytest
 import ml_dtypes
 
 import tilejit as tile
-from tilejit.runtime import argspec, backend
+from tilejit.runtime import argspec
 from tilejit.runtime import transfer as T
 from tilejit.runtime.argspec import classify
 from tilejit.runtime.device import Device
 from tilejit.runtime.memory import Storage
 from tilejit.runtime.tensor import Tensor
+from sample_arrays import rand_tensor
 
 
-@pytest.fixture(autouse=True)
-def _simulator():
-    with backend.force("simulator"):
-        yield
+pytestmark = pytest.mark.usefixtures("simulator_backend")
 
 
 def fake(shape, strides=None, ptr=0x10000, dtype=tile.float32, offset_bytes=0):
@@ -24,10 +22,6 @@ def fake(shape, strides=None, ptr=0x10000, dtype=tile.float32, offset_bytes=0):
     st = Storage(ptr, 1 << 40, Device(0))
     strides = contiguous_strides(shape) if strides is None else strides
     return Tensor._new(st, shape, strides, offset_bytes, dtype)
-
-
-def dev(shape, seed=0, dtype=np.float32):
-    return T.from_numpy(np.random.default_rng(seed).standard_normal(shape).astype(dtype)).sync()
 
 
 def test_tensor_key_and_params():
@@ -39,7 +33,7 @@ def test_tensor_key_and_params():
     assert info.slots == ("u64", "i32", "i32", "i32", "i32")
     assert info.tensor == t and info.storage is t.storage
     # the cached info refers to its tensor weakly: no cycle keeps the tensor alive
-    import gc, weakref
+    import weakref
     r = weakref.ref(t)
     del t, info
     assert r() is None
@@ -78,7 +72,7 @@ def test_dtype_and_rank_enter_the_key():
 
 
 def test_tensor_info_is_cached_per_view():
-    t = dev((8, 8))
+    t = rand_tensor((8, 8))
     assert classify(t) is classify(t)
     v = t[2:6]
     assert classify(v) is not classify(t)
@@ -86,7 +80,7 @@ def test_tensor_info_is_cached_per_view():
 
 
 def test_partition_key_grid_and_slots():
-    t = dev((30, 40))
+    t = rand_tensor((30, 40))
     p = t.partition((16, 8))
     info = classify(p)
     assert info.kind == "partition" and info.writable
@@ -165,7 +159,7 @@ def test_atomic_numpy_arrays_are_copied_back():
 
 
 def test_atomic_tensor_key_is_writable_and_cached_separately():
-    t = dev((4,))
+    t = rand_tensor((4,))
     w = classify(tile.atomic(t))
     assert w.writable and w.key[4] is True and w.tensor == t
     assert classify(tile.atomic(t)) is w and classify(t) is not w
@@ -175,7 +169,7 @@ def test_atomic_tensor_key_is_writable_and_cached_separately():
 
 
 def test_foreign_arrays_are_wrapped_zero_copy():
-    t = dev((6,))
+    t = rand_tensor((6,))
 
     class CAI:
         __cuda_array_interface__ = t.__cuda_array_interface__
@@ -193,8 +187,8 @@ def test_unsupported_arguments():
 
 
 def test_helpers_flatten_keys_and_slots():
-    t = dev((4, 4))
-    infos = [classify(t.partition((2, 2))), classify(dev((4, 4), 1)), classify(3.0)]
+    t = rand_tensor((4, 4))
+    infos = [classify(t.partition((2, 2))), classify(rand_tensor((4, 4), seed=1)), classify(3.0)]
     assert argspec.key_of(infos) == tuple(i.key for i in infos)
     assert argspec.flatten_params(infos) == infos[0].params + infos[1].params + (3.0,)
     assert argspec.abi_slots(infos) == ("u64",) + ("i32",) * 4 + ("u64",) + ("i32",) * 4 + ("f32",)
@@ -202,8 +196,8 @@ def test_helpers_flatten_keys_and_slots():
 
 # --- grid ---------------------------------------------------------------------------------------
 def test_grid_from_partitions():
-    z = dev((33, 64))
-    w = dev((17, 32), 1)
+    z = rand_tensor((33, 64))
+    w = rand_tensor((17, 32), seed=1)
     infos = [classify(z.partition((16, 32))), classify(w.partition((8, 16))), classify(1)]
     assert argspec.grid_from_partitions(infos) == (3, 2, 1)
     assert argspec.grid_from_partitions(infos, grid=(5,)) == (5, 1, 1)
@@ -211,8 +205,8 @@ def test_grid_from_partitions():
 
 
 def test_grid_errors():
-    z = dev((32, 32))
-    w = dev((32, 32), 1)
+    z = rand_tensor((32, 32))
+    w = rand_tensor((32, 32), seed=1)
     with pytest.raises(tile.LaunchError, match="no argument is a partition.*\\.grid"):
         argspec.grid_from_partitions([classify(z), classify(2)])
     bad = [classify(z.partition((16, 16))), classify(w.partition((8, 8)))]
@@ -237,7 +231,7 @@ def test_empty_tensor_grid_is_zero():
 
 # --- aliasing -----------------------------------------------------------------------------------
 def test_output_aliasing_an_input_is_refused():
-    t = dev((16, 16))
+    t = rand_tensor((16, 16))
     p = t.partition((4, 4))
     with pytest.raises(tile.TensorError, match="argument 'z' \\(partition\\) and argument 'x' "
                                                "share memory.*api.dup"):
@@ -245,20 +239,20 @@ def test_output_aliasing_an_input_is_refused():
 
 
 def test_aliasing_through_another_view_and_atomics():
-    t = dev((64,))
+    t = rand_tensor((64,))
     p = t[0:32].partition((8,))
     b = t[32:64]                                   # created after the partition: allowed
     infos = [classify(p), classify(b)]             # same storage, disjoint ranges: refused
     with pytest.raises(tile.TensorError, match="share memory"):
         argspec.check_launch_aliasing(infos)
     del infos, p
-    w = dev((8,), 2)
+    w = rand_tensor((8,), seed=2)
     with pytest.raises(tile.TensorError, match="writable \\(tile.atomic\\) tensor"):
         argspec.check_launch_aliasing([classify(tile.atomic(w)), classify(w[2:4])])
 
 
 def test_aliasing_detected_across_foreign_wrappers():
-    t = dev((16,))
+    t = rand_tensor((16,))
 
     class CAI:
         __cuda_array_interface__ = t.__cuda_array_interface__
@@ -269,7 +263,7 @@ def test_aliasing_detected_across_foreign_wrappers():
 
 
 def test_no_aliasing_is_fine():
-    z, x, y = dev((8, 8)), dev((8, 8), 1), dev((8, 8), 2)
+    z, x, y = rand_tensor((8, 8)), rand_tensor((8, 8), seed=1), rand_tensor((8, 8), seed=2)
     infos = [classify(z.partition((4, 4))), classify(x), classify(y), classify(1.0), classify(x)]
     argspec.check_launch_aliasing(infos)           # x twice as read-only input is fine
     a = np.zeros(4, np.float32)

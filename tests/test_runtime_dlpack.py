@@ -5,18 +5,12 @@ import numpy as np
 import pytest
 
 import tilejit as tile
-from tilejit.runtime import backend, dlpack
+from tilejit.runtime import dlpack
 from tilejit.runtime import transfer as T
+from sample_arrays import rand
 
 
-@pytest.fixture(autouse=True)
-def _simulator():
-    with backend.force("simulator"):
-        yield
-
-
-def rand(shape, seed=0, dtype=np.float32):
-    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+pytestmark = pytest.mark.usefixtures("simulator_backend")
 
 
 def test_numpy_from_dlpack_is_zero_copy():
@@ -43,7 +37,7 @@ def test_numpy_from_dlpack_of_a_strided_view():
 @pytest.mark.parametrize("dt", [np.int8, np.uint16, np.int32, np.int64, np.float16, np.float64,
                                 np.bool_])
 def test_dlpack_dtypes(dt):
-    a = (rand((9,), seed=2) * 10).astype(dt)
+    a = rand((9,), dt, seed=2)
     assert np.array_equal(np.from_dlpack(T.from_numpy(a).sync()), a)
 
 

@@ -6,15 +6,13 @@ import pytest
 
 import tilejit as tile
 from tilejit.ops import DeviceOp, execute_input
-from tilejit.runtime import argspec, backend, launch
+from tilejit.runtime import argspec, launch
 from tilejit.runtime import transfer as T
 from tilejit.simulator.memory import memory as sim
+from sample_arrays import rand
 
 
-@pytest.fixture(autouse=True)
-def _simulator():
-    with backend.force("simulator"):
-        yield
+pytestmark = pytest.mark.usefixtures("simulator_backend")
 
 
 def test_param_packer_layout_is_naturally_aligned():
@@ -118,13 +116,9 @@ class KernelLaunch(DeviceOp):
         return tuple(values)
 
 
-def rand(shape, seed):
-    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
-
-
 def test_simulated_launch_end_to_end():
     calls, keys = [], []
-    a, b = rand((33, 20), 1), rand((33, 20), 2)
+    a, b = rand((33, 20), seed=1), rand((33, 20), seed=2)
     x, y = T.from_numpy(a).sync(), T.from_numpy(b).sync()
     z = T.empty((33, 20), tile.float32).sync()
 
@@ -145,7 +139,7 @@ def test_simulated_launch_end_to_end():
 
 def test_lazy_inputs_and_numpy_arguments():
     calls = []
-    a, b = rand((8, 8), 3), rand((8, 8), 4)
+    a, b = rand((8, 8), seed=3), rand((8, 8), seed=4)
     op = KernelLaunch(lambda key: make_add_kernel((4, 4), calls),
                       T.empty((8, 8), tile.float32).partition((4, 4)), a,
                       T.from_numpy(b))
@@ -155,7 +149,7 @@ def test_lazy_inputs_and_numpy_arguments():
 
 
 def test_launch_errors_surface_at_execution():
-    x = T.from_numpy(rand((8, 8), 5)).sync()
+    x = T.from_numpy(rand((8, 8), seed=5)).sync()
     with pytest.raises(tile.LaunchError, match="no argument is a partition"):
         KernelLaunch(lambda key: None, x, x, x).sync()
     p = x.partition((4, 4))
@@ -172,7 +166,7 @@ def test_empty_grid_launches_nothing():
 
 
 def test_out_of_bounds_in_a_simulated_kernel_is_a_device_error():
-    x = T.from_numpy(rand((8,), 6)).sync()
+    x = T.from_numpy(rand((8,), seed=6)).sync()
 
     def bad(grid, params):
         sim.load(np.array([params[0] + 4 * 100]), np.float32)

@@ -5,29 +5,23 @@ import numpy as np
 import pytest
 
 import tilejit as tile
-from tilejit.runtime import argspec, backend
+from tilejit.runtime import argspec
 from tilejit.runtime import transfer as T
+from sample_arrays import rand_tensor
 
 
-@pytest.fixture(autouse=True)
-def _simulator():
-    with backend.force("simulator"):
-        yield
-
-
-def dev(shape, seed=0, dtype=np.float32):
-    return T.from_numpy(np.random.default_rng(seed).standard_normal(shape).astype(dtype)).sync()
+pytestmark = pytest.mark.usefixtures("simulator_backend")
 
 
 def test_partition_grid_and_metadata():
-    t = dev((30, 17))
+    t = rand_tensor((30, 17))
     p = t.partition((8, 4))
     assert p.tile_shape == (8, 4) and p.shape == (8, 4)
     assert p.grid == (4, 5, 1)
     assert p.tensor is t and p.tensor_shape == (30, 17) and p.dtype is tile.float32
     assert not p.is_owned and not t.is_moved
-    assert dev((7,)).partition(2).grid == (4, 1, 1)
-    assert dev((5, 6, 7)).partition((2, 4, 8)).grid == (3, 2, 1)
+    assert rand_tensor((7,)).partition(2).grid == (4, 1, 1)
+    assert rand_tensor((5, 6, 7)).partition((2, 4, 8)).grid == (3, 2, 1)
     assert "grid=(4, 5, 1)" in repr(p)
 
 
@@ -40,17 +34,17 @@ def test_partition_grid_and_metadata():
 ])
 def test_bad_tile_shapes(tile_shape, match):
     with pytest.raises(tile.TensorError, match=match):
-        dev((8, 8)).partition(tile_shape)
+        rand_tensor((8, 8)).partition(tile_shape)
 
 
 def test_rank4_tensor_cannot_be_partitioned():
     with pytest.raises(tile.TensorError, match="rank 1 to 3"):
-        dev((2, 2, 2, 2)).partition((1, 1, 1, 1))
+        rand_tensor((2, 2, 2, 2)).partition((1, 1, 1, 1))
 
 
 def test_power_of_two_suggestion():
     with pytest.raises(tile.TensorError, match=r"e\.g\. \(4, 8\)"):
-        dev((8, 8)).partition((3, 5))
+        rand_tensor((8, 8)).partition((3, 5))
 
 
 def test_into_partition_moves_until_unpartition():
@@ -74,7 +68,7 @@ def test_into_partition_moves_until_unpartition():
 
 
 def test_partition_refuses_live_views_and_counts_only_live_ones():
-    t = dev((16,))
+    t = rand_tensor((16,))
     v = t[0:8]
     with pytest.raises(tile.TensorError, match="1 other live view") as ei:
         t.partition((8,))
@@ -90,14 +84,14 @@ def test_partition_refuses_live_views_and_counts_only_live_ones():
 
 
 def test_partitioning_the_only_view_is_allowed():
-    t = dev((16,))
+    t = rand_tensor((16,))
     v = t[8:16]
     p = v.partition((4,))
     assert p.tensor is v and p.grid == (2, 1, 1)
 
 
 def test_second_live_partition_is_refused_until_released():
-    t = dev((16,))
+    t = rand_tensor((16,))
     p = t.partition((4,))
     with pytest.raises(tile.TensorError, match="already partitioned.*tile shape \\(4,\\)"):
         t.partition((8,))
@@ -112,21 +106,21 @@ def test_second_live_partition_is_refused_until_released():
 
 
 def test_dropped_partition_releases_its_lease():
-    t = dev((16,))
+    t = rand_tensor((16,))
     t.partition((4,))                             # discarded immediately
     gc.collect()
     assert t.partition((16,)).grid == (1, 1, 1)
 
 
 def test_unpartition_releases_the_lease():
-    t = dev((16,))
+    t = rand_tensor((16,))
     p = t.partition((4,))
     assert p.unpartition() is t
     assert t.partition((2,)).grid == (8, 1, 1)
 
 
 def test_shared_tensors_are_read_only_until_one_handle_remains():
-    t = dev((16,))
+    t = rand_tensor((16,))
     s1 = tile.shared(t)
     with pytest.raises(tile.TensorError, match="shared tensor.*try_partition"):
         t.partition((4,))
@@ -144,7 +138,7 @@ def test_shared_tensors_are_read_only_until_one_handle_remains():
 
 def test_broadcast_tensors_cannot_be_partitioned():
     from tilejit.runtime.tensor import Tensor
-    t = dev((4,))
+    t = rand_tensor((4,))
     b = Tensor._new(t.storage, (3, 4), (0, 1), 0, t.dtype, view_of=t)
     with pytest.raises(tile.TensorError, match="broadcast"):
         b.partition((1, 4))

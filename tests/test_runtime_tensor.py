@@ -4,15 +4,11 @@ import pytest
 
 import tilejit as tile
 from tilejit import dtypes
-from tilejit.runtime import backend
 from tilejit.runtime import transfer as T
 from sample_arrays import rand
 
 
-@pytest.fixture(autouse=True)
-def _simulator():
-    with backend.force("simulator"):
-        yield
+pytestmark = pytest.mark.usefixtures("simulator_backend")
 
 
 def dev(a, dtype=None):

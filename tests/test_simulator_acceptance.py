@@ -5,15 +5,11 @@ import pytest
 
 import tilejit as tile
 from tilejit import api
-from tilejit.runtime import backend
 
 from corpus import matmul as corpus_matmul
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _simulator():
-    with backend.force("simulator"):
-        yield
+pytestmark = pytest.mark.usefixtures("simulator_backend")
 
 
 def test_matmul_256_fp16():

@@ -4,9 +4,7 @@ import pytest
 
 from tilejit.simulator import SimulatorError
 from tilejit.tileir import F32, I1, I32, I64, Module, ptr
-from test_simulator_helpers import dev, fn, random_tile, run, scalar_kernel  # noqa: F401
-
-from tileir_cases import CASES
+from simulator_helpers import fn, random_tile, run, scalar_kernel
 
 
 def test_if_with_results_and_without_else(dev):
@@ -24,7 +22,7 @@ def test_if_with_results_and_without_else(dev):
     assert scalar_kernel(dev, body, [False, 3.0], [I1, F32], "f32") == 11.0
 
 
-def _sum_range(b, lo, hi, step, elem="i32", unsigned=False):
+def _sum_range(b, lo, hi, step, unsigned=False):
     zero = b.constant(0, lo.type)
     fo = b.for_(lo, hi, step, [zero, zero], unsigned=unsigned)
     iv, acc, cnt = fo.regions[0].args
@@ -153,9 +151,3 @@ def test_early_return_from_if_ends_the_block(dev):
     out = dev.put(np.zeros(6, np.int32))
     run(Module("ret", [f]), (6, 1, 1), [out])
     np.testing.assert_array_equal(dev.get(out, (6,), np.int32), [1, 0, 3, 0, 5, 0])
-
-
-def test_control_flow_case_runs(dev):
-    m = CASES["control_flow"][0]()
-    run(m, (2, 1, 1), [5, np.float32(1.5), True])
-    run(m, (1, 1, 1), [0, 2.0, False])

@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 
 from tilejit.tileir import I32, I64, TileType, ptr
-from test_simulator_helpers import (NP, UNSIGNED, dev, elementwise, random_tile,  # noqa: F401
-                                    scalar_kernel)
+from simulator_helpers import NP, UNSIGNED, elementwise, random_tile, scalar_kernel
 
 N = 130
 

@@ -9,7 +9,7 @@ from tilejit.simulator import (DeviceAssertionError, SimulatorError, SimulatorUn
 from tilejit.simulator.registry import IMPLS
 from tilejit.tileir import F32, I1, I32, Module, OPS, ptr, tile
 from tilejit.tileir.ir import Operation
-from test_simulator_helpers import dev, fn, random_tile, run  # noqa: F401
+from simulator_helpers import fn, random_tile, run
 
 from tileir_cases import CASES
 

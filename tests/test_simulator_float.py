@@ -5,7 +5,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from test_simulator_helpers import NP, dev, elementwise, random_tile  # noqa: F401
+from simulator_helpers import NP, elementwise, random_tile
 
 FLOATS = ["f16", "bf16", "f32", "f64"]
 N = 200                                   # not a multiple of the 64-element tile

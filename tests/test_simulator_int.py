@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from test_simulator_helpers import NP, UNSIGNED, dev, elementwise, random_tile  # noqa: F401
+from simulator_helpers import NP, UNSIGNED, elementwise, random_tile
 
 INTS = ["i8", "i16", "i32", "i64"]
 N = 150

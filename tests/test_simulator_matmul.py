@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tilejit.tileir import I32, Module, attrs as A, ptr, tile
-from test_simulator_helpers import NP, dev, fn, random_tile, run  # noqa: F401
+from simulator_helpers import NP, fn, random_tile, run
 
 from tileir_cases import matmul_module
 

@@ -6,7 +6,7 @@ import pytest
 
 from tilejit.simulator import SimulatorError, SimulatorMemoryError
 from tilejit.tileir import I32, I64, Module, ptr, tile
-from test_simulator_helpers import NP, UNSIGNED, dev, fn, random_tile, run  # noqa: F401
+from simulator_helpers import NP, UNSIGNED, fn, random_tile, run
 
 
 def copy_kernel(elem, tile_shape, rank, dim_map=None, padding=None, index_elem="i32"):
@@ -20,7 +20,7 @@ def copy_kernel(elem, tile_shape, rank, dim_map=None, padding=None, index_elem="
         return b.make_partition_view(tv, tile_shape, dim_map=dim_map, padding=padding)
     vs = view(src, f.args[1:1 + 2 * rank])
     vd = view(dst, f.args[2 + 2 * rank:])
-    bid = list(b.get_tile_block_id())[:rank] if rank <= 3 else None
+    bid = list(b.get_tile_block_id())[:rank]
     ids = [b.exti(i, "i64", True) if index_elem == "i64" else i for i in bid]
     t, tok = b.load_view_tko(vs, ids)
     b.store_view_tko(t, vd, ids, token=tok)

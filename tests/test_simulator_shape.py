@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from tilejit.tileir import F32, I32, attrs as A, ptr, scalar, tile
-from test_simulator_helpers import dev, random_tile, scalar_kernel  # noqa: F401
+from simulator_helpers import random_tile, scalar_kernel
 
 
 def load2d(b, p, shape, elem):

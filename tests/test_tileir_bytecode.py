@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from tilejit.tileir import (F16, F32, I32, Builder, BytecodeError, Function, Module, TileType,
-                            as_version, tile, write_bytecode)
+                            as_version, write_bytecode)
 from tilejit.tileir.bytecode import Buf, dense_payload, float_bits
 from tilejit.tileir import attrs as A
 

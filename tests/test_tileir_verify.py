@@ -2,7 +2,7 @@
 import pytest
 
 from tilejit.tileir import (F16, F32, I1, I32, Builder, Function, Module, PartitionViewType,
-                            TensorViewType, VerifyError, ptr, tile, verify_module)
+                            VerifyError, ptr, tile, verify_module)
 
 from tileir_cases import CASES
 
@@ -39,7 +39,7 @@ def test_type_mismatch_names_op_and_types():
 def test_use_before_def():
     def build(b, x):
         y = b.addf(x, x)
-        z = b.addf(y, y)
+        b.addf(y, y)                          # z = y + y
         ops = b.block.ops
         ops[0], ops[1] = ops[1], ops[0]       # z's op now comes before y's definition
     _expect(_module([F32], build), "op 'addf'", "not defined before")

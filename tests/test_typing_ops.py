@@ -64,11 +64,6 @@ def f_iadd(a, b):
     return a
 
 
-def f_times_two(a): return a * 2
-def f_times_half(a): return a * 0.5
-def f_plus_one(a): return a + 1
-
-
 BINOPS = [f_add, f_sub, f_mul, f_floordiv, f_mod]
 
 

@@ -7,26 +7,26 @@ from __future__ import annotations
 import numpy as np
 
 from tilejit.tileir import (BF16, F16, F32, F64, I1, I8, I16, I32, I64, TOKEN, Builder, Function,
-                            Module, OptHints, TileType, attrs as A, ptr, scalar, tile)
+                            Module, OptHints, attrs as A, ptr, scalar, tile)
 
 CASES = {}
 
 
 def case(min_version=(13, 1)):
-    def deco(fn):
-        CASES[fn.__name__] = (fn, min_version)
-        return fn
+    def deco(build):
+        CASES[build.__name__] = (build, min_version)
+        return build
     return deco
 
 
-def _fn(name, types, hints=None):
+def fn(name, types, hints=None):
     f = Function(name, types, hints=hints)
     return f, Builder(f.body)
 
 
 @case()
 def float_unary():
-    f, b = _fn("float_unary", [F32])
+    f, b = fn("float_unary", [F32])
     x = b.broadcast(b.reshape(f.args[0], (1, 1)), (4, 8))
     for name in ("absf", "ceil", "cos", "cosh", "floor", "log", "log2", "negf", "sin", "sinh", "tan"):
         x = b.unary(name, x)
@@ -42,7 +42,7 @@ def float_unary():
 
 @case((13, 3))
 def float_unary_rounding():
-    f, b = _fn("float_unary_rounding", [F32, F32])
+    f, b = fn("float_unary_rounding", [F32, F32])
     x = b.unary("exp", f.args[0], rounding_mode="full")
     x = b.unary("exp", x, rounding_mode="approx")
     y = b.unary("tanh", f.args[1], rounding_mode="full")
@@ -53,7 +53,7 @@ def float_unary_rounding():
 
 @case()
 def float_binary():
-    f, b = _fn("float_binary", [F32, F32, BF16])
+    f, b = fn("float_binary", [F32, F32, BF16])
     x, y, z = f.args
     r = b.addf(x, y)
     r = b.addf(r, y, rounding_mode="zero")
@@ -80,7 +80,7 @@ def float_binary():
 
 @case((13, 2))
 def float_atan2():
-    f, b = _fn("float_atan2", [F32, F32])
+    f, b = fn("float_atan2", [F32, F32])
     b.binary("atan2", f.args[0], f.args[1])
     b.return_()
     return Module("m", [f])
@@ -88,7 +88,7 @@ def float_atan2():
 
 @case()
 def int_ops():
-    f, b = _fn("int_ops", [I32, I32, I64, I8])
+    f, b = fn("int_ops", [I32, I32, I64, I8])
     x, y, w, c = f.args
     r = b.unary("absi", x)
     r = b.binary("addi", r, y)
@@ -115,7 +115,7 @@ def int_ops():
 
 @case((13, 2))
 def int_negi():
-    f, b = _fn("int_negi", [I32])
+    f, b = fn("int_negi", [I32])
     r = b.unary("negi", f.args[0])
     b.unary("negi", r, overflow="no_signed_wrap")
     b.return_()
@@ -124,7 +124,7 @@ def int_negi():
 
 @case()
 def conversions():
-    f, b = _fn("conversions", [I32, F32, I8, F16, I64, ptr("f32")])
+    f, b = fn("conversions", [I32, F32, I8, F16, I64, ptr("f32")])
     i32, f32, i8, f16, i64, p = f.args
     b.exti(i8, "i32", signed=True)
     b.exti(i8, "i64", signed=False)
@@ -151,7 +151,7 @@ def conversions():
 
 @case()
 def constants():
-    f, b = _fn("constants", [])
+    f, b = fn("constants", [])
     b.constant(0, I32)
     b.constant(1, I32)
     b.constant(-7, I64)
@@ -183,7 +183,7 @@ def constants():
 
 @case()
 def shapes():
-    f, b = _fn("shapes", [F32, I32])
+    f, b = fn("shapes", [F32, I32])
     x = b.reshape(f.args[0], (1,))
     x = b.broadcast(x, (64,))
     m = b.reshape(x, (8, 8))
@@ -203,7 +203,7 @@ def shapes():
 
 @case()
 def assume_ops():
-    f, b = _fn("assume_ops", [ptr("f16"), I32, I64, I16])
+    f, b = fn("assume_ops", [ptr("f16"), I32, I64, I16])
     p, n, s, h = f.args
     b.assume(p, A.DivBy(16))
     b.assume(n, A.DivBy(8))
@@ -223,7 +223,7 @@ def assume_ops():
 
 @case()
 def mma_ops():
-    f, b = _fn("mma_ops", [F16, BF16, F32, I8])
+    f, b = fn("mma_ops", [F16, BF16, F32, I8])
     a16 = b.broadcast(b.reshape(f.args[0], (1, 1)), (64, 32))
     b16 = b.broadcast(b.reshape(f.args[0], (1, 1)), (32, 128))
     acc = b.constant(0.0, tile("f32", (64, 128)))
@@ -248,7 +248,7 @@ def mma_ops():
 
 @case((13, 3))
 def mma_fast_acc():
-    f, b = _fn("mma_fast_acc", [F32])
+    f, b = fn("mma_fast_acc", [F32])
     a8 = b.ftof(b.broadcast(b.reshape(f.args[0], (1, 1)), (64, 32)), "f8E4M3FN")
     b8 = b.ftof(b.broadcast(b.reshape(f.args[0], (1, 1)), (32, 64)), "f8E4M3FN")
     acc = b.constant(0.0, tile("f32", (64, 64)))
@@ -259,7 +259,7 @@ def mma_fast_acc():
 
 @case()
 def reductions():
-    f, b = _fn("reductions", [F32, I32, F64])
+    f, b = fn("reductions", [F32, I32, F64])
     x = b.broadcast(b.reshape(f.args[0], (1, 1)), (16, 32))
     i = b.broadcast(b.reshape(f.args[1], (1, 1)), (16, 32))
     r = b.reduce([x], 1, [A.TypedValue(0.0, "f32")])
@@ -294,13 +294,13 @@ def reductions():
 @case()
 def views():
     hints = OptHints.make({"sm_90": {"latency": 3, "allow_tma": False}})
-    f, b = _fn("views", [ptr("f32"), I32, I32, I32, I32, ptr("bf16"), I64, I64])
+    f, b = fn("views", [ptr("f32"), I32, I32, I32, I32, ptr("bf16"), I64, I64])
     p, m, n, sm, sn, q, qm, qs = f.args
     bx, by, _ = b.get_tile_block_id()
     gx, _, _ = b.get_num_tile_blocks()
     tv = b.make_tensor_view(p, [m, n], [sm, 1])
     tv_static = b.make_tensor_view(p, [128, 64], [64, 1])
-    tv_scalar = b.make_tensor_view(p, [], [])
+    b.make_tensor_view(p, [], [])          # rank 0
     tvq = b.make_tensor_view(q, [qm], [qs])
     b.get_tensor_shape(tv)
     pv = b.make_partition_view(tv, (32, 64))
@@ -328,7 +328,7 @@ def views():
 
 @case((13, 4))
 def views_inbounds():
-    f, b = _fn("views_inbounds", [ptr("f32"), I32])
+    f, b = fn("views_inbounds", [ptr("f32"), I32])
     bx, _, _ = b.get_tile_block_id()
     tv = b.make_tensor_view(f.args[0], [f.args[1]], [1])
     pv = b.make_partition_view(tv, (128,))
@@ -342,7 +342,7 @@ def views_inbounds():
 
 @case()
 def pointers_and_atomics():
-    f, b = _fn("pointers_and_atomics", [ptr("f32"), ptr("i32"), I32])
+    f, b = fn("pointers_and_atomics", [ptr("f32"), ptr("i32"), I32])
     p, pi, n = f.args
     offs = b.iota(tile("i32", (64,)))
     base = b.broadcast(b.reshape(p, (1,)), (64,))
@@ -370,7 +370,7 @@ def pointers_and_atomics():
 
 @case()
 def control_flow():
-    f, b = _fn("control_flow", [I32, F32, I1])
+    f, b = fn("control_flow", [I32, F32, I1])
     n, x, c = f.args
     zero, one = b.constant(0, I32), b.constant(1, I32)
     ten = b.constant(10, I32)
@@ -422,7 +422,7 @@ def control_flow():
 
 @case((13, 2))
 def for_unsigned():
-    f, b = _fn("for_unsigned", [I32])
+    f, b = fn("for_unsigned", [I32])
     zero, one = b.constant(0, I32), b.constant(1, I32)
     fo = b.for_(zero, f.args[0], one, [zero], unsigned=True)
     with b.at(fo.regions[0]):
@@ -433,7 +433,7 @@ def for_unsigned():
 
 @case((13, 2))
 def debug_ops():
-    f, b = _fn("debug_ops", [F32, I1])
+    f, b = fn("debug_ops", [F32, I1])
     x = b.broadcast(b.reshape(f.args[0], (1,)), (4,))
     t = b.print_("x = %f\n", [x])
     t2 = b.print_("hello\n", [], token=t)
@@ -445,17 +445,17 @@ def debug_ops():
 
 @case()
 def entry_hints():
-    f, b = _fn("entry_hints", [I32], hints=OptHints.make({"sm_90": {"num_cta_in_cga": 2,
+    f, b = fn("entry_hints", [I32], hints=OptHints.make({"sm_90": {"num_cta_in_cga": 2,
                                                                   "occupancy": 4}}))
     b.return_()
-    g, gb = _fn("second", [F32])
+    g, gb = fn("second", [F32])
     gb.return_()
     return Module("m", [f, g])
 
 
 @case((13, 3))
 def entry_hints_default():
-    f, b = _fn("entry_hints_default", [], hints=OptHints.make({"default": {"occupancy": 2}}))
+    f, b = fn("entry_hints_default", [], hints=OptHints.make({"default": {"occupancy": 2}}))
     b.return_()
     return Module("m", [f])
 
@@ -466,7 +466,7 @@ def entry_hints_default():
 
 def vector_add_module(tile_n: int = 1024) -> Module:
     """z[i] = x[i] + y[i] over 1-D f32 tensors (ptr, shape, stride per tensor)."""
-    f, b = _fn("vector_add", [ptr("f32"), I32, I32] * 3)
+    f, b = fn("vector_add", [ptr("f32"), I32, I32] * 3)
     bx, _, _ = b.get_tile_block_id()
     views = []
     for i in range(3):
@@ -484,18 +484,18 @@ def vector_add_module(tile_n: int = 1024) -> Module:
 def matmul_module(bm: int = 64, bn: int = 64, bk: int = 32, elem: str = "f16") -> Module:
     """C[M,N] (f32) = A[M,K] @ B[K,N] with a K loop of ``for`` carrying the accumulator."""
     arr = [ptr(elem), I32, I32, I32, I32]
-    f, b = _fn("matmul", [ptr("f32"), I32, I32, I32, I32] + arr + arr)
+    f, b = fn("matmul", [ptr("f32"), I32, I32, I32, I32] + arr + arr)
     bx, by, _ = b.get_tile_block_id()
 
-    def view(i, tile_shape, dtype_elem):
+    def view(i, tile_shape):
         base, m, n, sm, sn = f.args[5 * i:5 * i + 5]
         base = b.assume(base, A.DivBy(16))
         tv = b.make_tensor_view(base, [m, n], [sm, 1])
         return b.make_partition_view(tv, tile_shape, padding="zero")
 
-    c = view(0, (bm, bn), "f32")
-    a = view(1, (bm, bk), elem)
-    bb = view(2, (bk, bn), elem)
+    c = view(0, (bm, bn))
+    a = view(1, (bm, bk))
+    bb = view(2, (bk, bn))
     zero, one = b.constant(0, I32), b.constant(1, I32)
     nk = b.get_index_space_shape(a)[1]
     acc0 = b.constant(0.0, tile("f32", (bm, bn)))

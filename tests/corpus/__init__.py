@@ -62,7 +62,6 @@ class Case:
     rtol: float = 1e-5
     atol: float = 1e-6
     grid: Optional[Callable[[Dict[str, object]], Tuple[int, ...]]] = None
-    family: str = ""
     #: control-flow shape name for the structurize tests (None: straight-line or a plain K loop)
     shape: Optional[str] = None
 
@@ -105,19 +104,8 @@ class Case:
         return self.reference(**values)
 
 
-def grid_of(args) -> Tuple[int, ...]:
-    """The grid a launch infers from the Out arguments (ceil(shape / tile) per axis)."""
-    for a in args.values():
-        if isinstance(a, Out):
-            g = tuple(-(-s // t) for s, t in zip(a.initial.shape, a.tile))
-            return g + (1,) * (3 - len(g))
-    raise ValueError("no partitioned output: the case must define grid()")
-
-
 def rand(rng, shape, dtype=np.float32, lo=-1.0, hi=1.0):
     """Uniform random data of ``dtype`` (ints: in [lo, hi])."""
-    dtype = np.dtype(dtype) if not isinstance(dtype, type) or dtype.__module__ != "ml_dtypes" \
-        else dtype
     if np.issubdtype(np.dtype(dtype), np.integer):
         return rng.integers(int(lo), int(hi) + 1, size=shape).astype(dtype)
     return rng.uniform(lo, hi, size=shape).astype(np.float32).astype(dtype)
@@ -128,9 +116,7 @@ def _collect():
                    helpers)
     cases = []
     for mod in (elementwise, norms, reductions, matmul, control_flow, memory, helpers):
-        for c in mod.CASES:
-            c.family = c.family or mod.__name__.rsplit(".", 1)[-1]
-            cases.append(c)
+        cases.extend(mod.CASES)
     names = [c.name for c in cases]
     assert len(names) == len(set(names)), "duplicate corpus names"
     return cases
@@ -139,4 +125,4 @@ def _collect():
 CASES = _collect()
 BY_NAME = {c.name: c for c in CASES}
 
-__all__ = ["Case", "Out", "In", "Atomic", "Scalar", "CASES", "BY_NAME", "grid_of", "rand", "tile"]
+__all__ = ["Case", "Out", "In", "Atomic", "Scalar", "CASES", "BY_NAME", "rand", "tile"]

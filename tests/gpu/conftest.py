@@ -150,3 +150,20 @@ def clock_hz():
     """SM clock in Hz (for spin kernels)."""
     import tilejit as tile
     return tile.Device(0).attribute("CLOCK_RATE") * 1000
+
+
+@pytest.fixture
+def spin_fill(ptx, clock_hz):
+    """``spin_fill(target, n, value, seconds)``: an AsyncKernelLaunch of the ``spin_fill`` kernel
+    that spins ``seconds`` and then sets the ``n`` floats at ``target`` to ``value`` (one block per
+    256 elements). ``target`` goes to ``push_device_ptr`` as given: a tensor (the launch keeps it
+    alive) or a raw ``device_pointer`` (it does not)."""
+    import numpy as np
+    import tilejit as tile
+
+    def make(target, n, value, seconds):
+        return (tile.AsyncKernelLaunch(ptx.function("spin_fill"))
+                .push_device_ptr(target).push_arg(np.uint32(n)).push_arg(np.float32(value))
+                .push_arg(np.uint64(int(seconds * clock_hz)))
+                .set_launch_config(tile.LaunchConfig(grid=(n + 255) // 256, block=256)))
+    return make

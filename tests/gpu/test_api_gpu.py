@@ -3,4 +3,4 @@ import pytest
 
 from test_api import *  # noqa: F401,F403
 
-pytestmark = pytest.mark.gpu
+pytestmark = pytest.mark.gpu   # replaces the imported pytestmark (it forces the simulator)

@@ -110,31 +110,24 @@ def test_allocation_is_stream_ordered_and_freed_on_the_last_stream():
     assert free0 - free1 < 64 << 20             # nothing leaked beyond the pool's cache
 
 
-def test_cross_stream_use_waits_for_pending_work(ptx, clock_hz):
+def test_cross_stream_use_waits_for_pending_work(spin_fill):
     dev = tile.Device(0)
     a, b = dev.new_stream(), dev.new_stream()
     n = 4096
     t = T.from_numpy(np.zeros(n, np.float32)).sync_on(a)
-    launch = (tile.AsyncKernelLaunch(ptx.function("spin_fill"))
-              .push_device_ptr(t).push_arg(np.uint32(n)).push_arg(np.float32(7.0))
-              .push_arg(np.uint64(int(0.05 * clock_hz)))
-              .set_launch_config(tile.LaunchConfig(grid=(n + 255) // 256, block=256)))
-    fut = launch.submit_on(a)                  # 50 ms of spinning, not waited for
+    fut = spin_fill(t, n, 7.0, 0.05).submit_on(a)   # 50 ms of spinning, not waited for
     assert t.storage.is_pending()
     host = t.to_host().sync_on(b)              # other stream: must wait for stream a's kernel
     assert (host == 7.0).all()
     fut.result()
 
 
-def test_free_of_a_busy_tensor_is_deferred(ptx, clock_hz):
+def test_free_of_a_busy_tensor_is_deferred(spin_fill):
     dev = tile.Device(0)
     a = dev.new_stream()
     n = 1 << 20
     t = T.empty((n,), tile.float32).sync_on(a)
-    (tile.AsyncKernelLaunch(ptx.function("spin_fill"))
-     .push_device_ptr(t.device_pointer).push_arg(np.uint32(n)).push_arg(np.float32(1.0))
-     .push_arg(np.uint64(int(0.02 * clock_hz)))
-     .set_launch_config(tile.LaunchConfig(grid=n // 256, block=256))).submit_on(a)
+    spin_fill(t.device_pointer, n, 1.0, 0.02).submit_on(a)   # a raw pointer: t is not kept alive
     t.storage.use(a)
     del t                                      # freed on stream a, after the kernel
     gc.collect()
@@ -142,13 +135,10 @@ def test_free_of_a_busy_tensor_is_deferred(ptx, clock_hz):
     assert (u.to_host().sync_on(a) == 5.0).all()
 
 
-def test_schedule_and_futures(ptx, clock_hz):
+def test_schedule_and_futures(spin_fill):
     n = 1024
     t = T.empty((n,), tile.float32).sync()
-    op = (tile.AsyncKernelLaunch(ptx.function("spin_fill")).push_device_ptr(t)
-          .push_arg(np.uint32(n)).push_arg(np.float32(2.0))
-          .push_arg(np.uint64(int(0.05 * clock_hz)))
-          .set_launch_config(tile.LaunchConfig(grid=4, block=256)))
+    op = spin_fill(t, n, 2.0, 0.05)
     t0 = time.perf_counter()
     fut = op.schedule()
     submit = time.perf_counter() - t0
@@ -157,14 +147,11 @@ def test_schedule_and_futures(ptx, clock_hz):
     assert (t.to_numpy() == 2.0).all()
 
 
-def test_await_does_not_block_the_event_loop(ptx, clock_hz):
+def test_await_does_not_block_the_event_loop(spin_fill):
     import asyncio
     n = 256
     t = T.empty((n,), tile.float32).sync()
-    op = (tile.AsyncKernelLaunch(ptx.function("spin_fill")).push_device_ptr(t)
-          .push_arg(np.uint32(n)).push_arg(np.float32(4.0))
-          .push_arg(np.uint64(int(0.2 * clock_hz)))
-          .set_launch_config(tile.LaunchConfig(grid=1, block=256)))
+    op = spin_fill(t, n, 4.0, 0.2)
 
     async def ticker(ticks):
         for _ in range(10):
@@ -182,7 +169,13 @@ def test_await_does_not_block_the_event_loop(ptx, clock_hz):
     assert (t.to_numpy() == 4.0).all()
 
 
-def test_memory_trim():
-    x = T.empty((1 << 22,), tile.float32).sync()
+def test_memory_trim_returns_cached_pool_memory():
+    # freed memory stays cached in the pool (release threshold: a quarter of the device) ...
+    x = T.empty((1 << 26,), tile.float32).sync()          # 256 MiB
+    free_with_x = driver.check(driver.drv.cuMemGetInfo())[0]
     del x
-    memory.trim(0)
+    gc.collect()
+    tile.Device(0).synchronize()
+    memory.trim(0)                                        # ... until trim returns it
+    free_after = driver.check(driver.drv.cuMemGetInfo())[0]
+    assert free_after - free_with_x >= 1 << 27, (free_with_x, free_after)

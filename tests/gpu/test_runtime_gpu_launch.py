@@ -5,12 +5,9 @@ import pytest
 import tilejit as tile
 from tilejit.runtime import argspec, launch
 from tilejit.runtime import transfer as T
+from sample_arrays import rand
 
 pytestmark = pytest.mark.gpu
-
-
-def rand(shape, seed=0):
-    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
 
 
 def test_module_and_function(ptx):
@@ -30,7 +27,7 @@ def test_bad_ptx_reports_the_jit_log():
 
 def test_async_kernel_launch(ptx):
     n = 1000
-    a = rand(n, 1)
+    a = rand(n, seed=1)
     x = T.from_numpy(a).sync()
     out = T.empty((n,), tile.float32).sync()
     op = tile.AsyncKernelLaunch(ptx.function("add_scalar"))
@@ -43,7 +40,7 @@ def test_async_kernel_launch(ptx):
 
 def test_async_kernel_launch_in_a_then_chain(ptx):
     n = 300
-    a = rand(n, 2)
+    a = rand(n, seed=2)
 
     def kernel(x):
         out = T.empty((n,), tile.float32)
@@ -67,7 +64,7 @@ def test_with_context_raw_driver_call():
 
 @pytest.mark.parametrize("n,step", [(1023, 1), (17, 3), (4, 1), (1, 1)])
 def test_fast_path_with_classified_arguments(ptx, n, step):
-    a = rand(n * step, 3)
+    a = rand(n * step, seed=3)
     x = T.from_numpy(a).sync()[::step]
     z = T.empty((n,), tile.float32).sync()
     infos = [argspec.classify(z.partition((4,))), argspec.classify(x),
@@ -82,7 +79,7 @@ def test_fast_path_with_classified_arguments(ptx, n, step):
     stream.synchronize()
     np.testing.assert_array_equal(z.to_numpy(), a[::step] * 3.0)
     # a cache hit: same kernel, new values only
-    y = T.from_numpy(rand(n, 4)).sync()
+    y = T.from_numpy(rand(n, seed=4)).sync()
     w = T.empty((n,), tile.float32).sync()
     infos2 = [argspec.classify(w.partition((4,))), argspec.classify(y), argspec.classify(0.5)]
     assert argspec.key_of(infos2)[1:] != () and grid == argspec.grid_from_partitions(infos2)
@@ -93,7 +90,7 @@ def test_fast_path_with_classified_arguments(ptx, n, step):
 
 def test_fast_path_numpy_arguments_are_copied(ptx):
     n = 64
-    a = rand(n, 5)
+    a = rand(n, seed=5)
     z = T.empty((n,), tile.float32).sync()
     infos = [argspec.classify(z.partition((4,))), argspec.classify(a), argspec.classify(2.0)]
     kernel = launch.CudaKernel(ptx.function("tile_scale"), argspec.abi_slots(infos))

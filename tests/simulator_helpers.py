@@ -1,13 +1,15 @@
-"""Shared helpers for the simulator tests (no tests here): device buffers and kernel builders."""
+"""Shared helpers for the simulator tests (no tests here): device buffers and kernel builders.
+
+The ``dev`` fixture (a :class:`Device`) is in conftest.py."""
 from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
-import pytest
 
 from tilejit.simulator import compile_function
 from tilejit.simulator.memory import memory
-from tilejit.tileir import I32, Builder, Function, Module, ptr, tile
+from tilejit.tileir import I32, Module, ptr, tile
+from tileir_cases import fn
 
 NP = {"i1": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
       "f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32, "tf32": np.float32,
@@ -45,13 +47,6 @@ class Device:
         self.ptrs.clear()
 
 
-@pytest.fixture
-def dev():
-    d = Device()
-    yield d
-    d.free()
-
-
 def rng(seed=0):
     return np.random.default_rng(seed)
 
@@ -69,16 +64,11 @@ def random_tile(elem, shape, seed=0, low=-100, high=100):
     return vals.astype(np.float32).astype(dt) if elem != "f64" else vals
 
 
-def fn(name, args):
-    f = Function(name, args)
-    return f, Builder(f.body)
-
-
 def run(module, grid, params, name=None):
     compile_function(module, name or module.functions[0].name)(grid, params)
 
 
-def elementwise(dev, apply, inputs, in_elems, out_elem, tile_n=64, out_dtype=None):
+def elementwise(dev, apply, inputs, in_elems, out_elem, tile_n=64):
     """Run ``out = apply(b, *tiles)`` over 1-D arrays through partition views of ``tile_n``
     (sizes that are not multiples of the tile exercise padding and masked stores)."""
     n = len(inputs[0])
@@ -91,7 +81,7 @@ def elementwise(dev, apply, inputs, in_elems, out_elem, tile_n=64, out_dtype=Non
     xs = [b.load_view_tko(view(p), [bx])[0] for p in f.args[2:]]
     b.store_view_tko(apply(b, *xs), view(f.args[0]), [bx])
     b.return_()
-    odt = out_dtype or (np.uint8 if out_elem == "i1" else NP[out_elem])
+    odt = np.uint8 if out_elem == "i1" else NP[out_elem]
     out = dev.empty((n,), odt)
     ins = [dev.put(np.asarray(a).astype(np.uint8) if e == "i1" else a)
            for a, e in zip(inputs, in_elems)]
