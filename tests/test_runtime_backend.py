@@ -180,3 +180,17 @@ def test_out_of_memory_retries_once_then_explains(monkeypatch):
     msg = str(ei.value)
     assert f"{1 << 40} bytes on Fake GPU" in msg and "CUDA_ERROR_OUT_OF_MEMORY" in msg
     assert "del t" in msg and ei.value.code == int(oom)
+
+
+def test_every_driver_call_exists_in_cuda_bindings():
+    # GPU-only code paths cannot run here; at least every driver entry point they name must exist
+    # in the installed cuda-bindings (a wrong name fails only on a GPU machine otherwise).
+    import pathlib
+    import re
+    from cuda.bindings import driver as cu
+    root = pathlib.Path(tile.__file__).parent
+    pattern = re.compile(r"\b(?:drv|d|_d\.drv|driver\.drv)\.(cu[A-Z]\w*)")
+    names = {m for f in root.rglob("*.py") for m in pattern.findall(f.read_text())}
+    assert "cuLaunchKernel" in names and "cuGraphInstantiate" in names
+    missing = sorted(n for n in names if not hasattr(cu, n))
+    assert not missing, f"not in cuda.bindings.driver: {missing}"

@@ -66,3 +66,13 @@ def test_diagnostics_map_back_to_python_source():
     loc = tileiras.parse_diagnostics('loc("/tmp/k.py":12:5): error: bad things\nmore')
     assert loc == SourceLocation("/tmp/k.py", 12, 4)
     assert tileiras.parse_diagnostics("error: no location") is None
+
+
+@needs_tileiras
+def test_pip_installed_tileiras_comes_with_the_disassembler():
+    # The golden printer tests skip without tileirdisasm; an install from the nvidia-cuda-tileiras
+    # wheel (CI's) ships it, so there they must run.
+    path = tileiras.find_toolchain().tileiras
+    if "site-packages" not in path:
+        pytest.skip(f"tileiras at {path} is not from the pip wheel")
+    assert tileiras.disassembler_available(), f"no tileirdisasm next to {path}"

@@ -216,8 +216,7 @@ class GraphScope:
                 err, graph = d.cuStreamEndCapture(s._cu)
                 if exc_type is None:
                     _check((err,), "cuStreamEndCapture")
-                    exec_ = _check(d.cuGraphInstantiateWithFlags(graph, 0),
-                                   "cuGraphInstantiateWithFlags")
+                    exec_ = _check(d.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
                     _check(d.cuGraphUpload(exec_, s._cu), "cuGraphUpload")
                     # A capture records without running; run it once so that, as on the
                     # simulator (which executes while recording), the work has happened.
