@@ -164,3 +164,64 @@ def test_bookkeeping(mem):
     with pytest.raises(tile.DeviceError):
         mem.load(np.array([z]), np.uint8)
     mem.free(b)
+
+
+def test_release_from_a_finalizer_inside_a_locked_section_neither_deadlocks_nor_races(mem):
+    # A garbage collection can run a Storage finalizer in the middle of any allocation, including
+    # while this thread holds the memory lock or iterates its tables (CI once saw "dictionary
+    # changed size during iteration" in a fault message). release() must only queue the free.
+    a, b = mem.alloc(64), mem.alloc(64)
+    with mem._lock:
+        mem.release(a)                 # would deadlock if it took the lock
+        assert a in mem._buffers       # deferred: nothing mutated under the holder's feet
+    assert not mem.is_live(a) and mem.is_live(b)
+    with pytest.raises(tile.DeviceError, match="use after free"):
+        mem.load(np.array([a]), np.int32)
+    assert mem.bytes_in_use == 64 and mem.num_allocations == 1
+    mem.release(a)                     # a late duplicate from a finalizer is ignored, not raised
+    mem.free(b)
+    assert mem.bytes_in_use == 0
+
+
+def test_fault_messages_survive_finalizers_freeing_during_the_scan():
+    # The real finalizer path (runtime.memory._free_simulated) on the process-wide memory, with a
+    # collection on nearly every allocation. Runs in a thread so that a deadlock fails, not hangs.
+    import gc
+    import threading
+    from tilejit.runtime.memory import _free_simulated
+    from tilejit.simulator.memory import memory as sim
+    gone = [sim.alloc(8) for _ in range(50)]
+    for addr in gone:
+        sim.free(addr)
+    doomed = [sim.alloc(8) for _ in range(200)]
+    errors, messages = [], []
+
+    def collect(phase, info):
+        if phase == "start" and doomed:
+            _free_simulated(doomed.pop())
+
+    def scan():
+        try:
+            for _ in range(50):
+                try:
+                    sim.load(np.array([gone[-1] + 4]), np.float32)
+                except tile.DeviceError as e:
+                    messages.append(str(e))
+        except BaseException as e:      # e.g. "dictionary changed size during iteration"
+            errors.append(e)
+
+    old = gc.get_threshold()
+    gc.callbacks.append(collect)
+    gc.set_threshold(1)
+    try:
+        t = threading.Thread(target=scan, daemon=True)
+        t.start()
+        t.join(30)
+    finally:
+        gc.set_threshold(*old)
+        gc.callbacks.remove(collect)
+    assert not t.is_alive(), "deadlock: a finalizer blocked on the simulated-memory lock"
+    assert errors == []
+    assert len(messages) == 50 and all("use after free" in m for m in messages)
+    for addr in doomed:
+        sim.free(addr)

@@ -76,7 +76,8 @@ class Device:
         self.backend = be
         self.is_simulated = be == _backend.SIMULATOR
         self._borrowed = ctx is not None
-        self._streams_lock = threading.Lock()
+        # Re-entrant: a free finalizer, run by a collection inside new_stream, may need the stream.
+        self._streams_lock = threading.RLock()
         self._internal_stream = None
         self._attr_cache: Dict[str, int] = {}
         self._pool_ready = False
@@ -209,7 +210,9 @@ class Device:
         if self._internal_stream is None:
             with self._streams_lock:
                 if self._internal_stream is None:
-                    self._internal_stream = self.new_stream()
+                    s = self.new_stream()
+                    if self._internal_stream is None:      # a nested call may have made one
+                        self._internal_stream = s
         return self._internal_stream
 
     def synchronize(self) -> None:

@@ -282,7 +282,7 @@ def _free_cuda(h: _FreeState) -> None:
 def _free_simulated(ptr: int) -> None:
     try:
         from ..simulator.memory import memory as sim
-        sim.free(ptr)
+        sim.release(ptr)
     except Exception:
         pass
 

@@ -23,6 +23,7 @@ All errors are :class:`tilejit.DeviceError` with the faulting address in hex, e.
 """
 from __future__ import annotations
 
+import collections
 import threading
 from typing import Dict, Tuple
 
@@ -32,8 +33,8 @@ from ..errors import DeviceError
 
 ALIGNMENT = 256            # like cudaMalloc: every base address is a multiple of 256
 _GUARD = 1 << 16           # unmapped bytes between allocations (catches overruns into neighbours)
-_FIRST_BASE = 1 << 32
-_FREED_HISTORY = 1 << 16   # freed allocations remembered for "use after free" messages      # above 4 GiB, so an address truncated to 32 bits is detected as invalid
+_FIRST_BASE = 1 << 32     # above 4 GiB, so an address truncated to 32 bits is detected as invalid
+_FREED_HISTORY = 1 << 16   # freed allocations remembered for "use after free" messages
 
 
 def _round_up(n: int, a: int) -> int:
@@ -45,6 +46,8 @@ class SimulatedMemory:
 
     Thread-safe for allocation and freeing; loads and stores from several threads work like racy
     device accesses (no tearing within NumPy's own copy, no ordering guarantees between threads).
+    Finalizers free through :meth:`release`, which only queues the address: a finalizer may run
+    from a garbage collection triggered while this thread holds the lock or iterates the tables.
     """
 
     def __init__(self) -> None:
@@ -52,6 +55,7 @@ class SimulatedMemory:
         self._next = _FIRST_BASE
         self._buffers: Dict[int, np.ndarray] = {}       # base -> uint8 buffer (live allocations)
         self._freed: Dict[int, int] = {}                # base -> size (freed allocations, for messages)
+        self._pending: collections.deque = collections.deque()   # released, not yet freed
         self._bytes_in_use = 0
         # Sorted lookup tables over live allocations, rebuilt lazily after alloc/free.
         self._dirty = True
@@ -71,6 +75,7 @@ class SimulatedMemory:
             raise ValueError(f"cannot allocate a negative number of bytes ({nbytes})")
         buf = np.full(nbytes, 0xCD, dtype=np.uint8)
         with self._lock:
+            self._drain_locked()
             base = self._next
             self._next = _round_up(base + max(nbytes, 1) + _GUARD, ALIGNMENT)
             self._buffers[base] = buf
@@ -82,21 +87,45 @@ class SimulatedMemory:
         """Free the allocation whose base address is ``addr``. Freeing twice is a DeviceError."""
         addr = int(addr)
         with self._lock:
-            buf = self._buffers.pop(addr, None)
-            if buf is None:
-                if addr in self._freed:
-                    raise DeviceError(f"double free of simulated allocation 0x{addr:x}")
-                raise DeviceError(f"free of 0x{addr:x}, which is not the base of a live simulated "
-                                  f"allocation")
-            self._freed[addr] = buf.size
-            if len(self._freed) > _FREED_HISTORY:            # keep messages cheap and memory bounded
-                self._freed.pop(next(iter(self._freed)))
-            self._bytes_in_use -= buf.size
-            self._dirty = True
+            self._drain_locked()
+            self._free_locked(addr)
+
+    def release(self, addr: int) -> None:
+        """Free ``addr`` later, from a finalizer: never blocks, never raises.
+
+        ``deque.append`` runs no Python code, so this is safe from a garbage collection that
+        interrupts this object mid-update; the next operation performs the free.
+        """
+        self._pending.append(int(addr))
+
+    def _drain(self) -> None:
+        if self._pending:
+            with self._lock:
+                self._drain_locked()
+
+    def _drain_locked(self) -> None:
+        while self._pending:
+            addr = self._pending.popleft()
+            if addr in self._buffers:          # a finalizer must not turn a bug into an error here
+                self._free_locked(addr)
+
+    def _free_locked(self, addr: int) -> None:
+        buf = self._buffers.pop(addr, None)
+        if buf is None:
+            if addr in self._freed:
+                raise DeviceError(f"double free of simulated allocation 0x{addr:x}")
+            raise DeviceError(f"free of 0x{addr:x}, which is not the base of a live simulated "
+                              f"allocation")
+        self._freed[addr] = buf.size
+        if len(self._freed) > _FREED_HISTORY:            # keep messages cheap and memory bounded
+            self._freed.pop(next(iter(self._freed)))
+        self._bytes_in_use -= buf.size
+        self._dirty = True
 
     def is_live(self, addr: int) -> bool:
         """True if ``addr`` is the base of, or lies inside, a live allocation."""
         addr = int(addr)
+        self._drain()
         if addr in self._buffers:
             return True
         try:
@@ -112,10 +141,12 @@ class SimulatedMemory:
 
     @property
     def bytes_in_use(self) -> int:
+        self._drain()
         return self._bytes_in_use
 
     @property
     def num_allocations(self) -> int:
+        self._drain()
         return len(self._buffers)
 
     # --- byte access -----------------------------------------------------------------------------
@@ -192,8 +223,9 @@ class SimulatedMemory:
 
     # --- internals ---------------------------------------------------------------------------------
     def _tables(self):
-        if self._dirty:
+        if self._dirty or self._pending:
             with self._lock:
+                self._drain_locked()
                 if self._dirty:
                     bases = sorted(self._buffers)
                     self._order = [self._buffers[b] for b in bases]
@@ -266,7 +298,9 @@ class SimulatedMemory:
         where = f"access at 0x{addr:x}"
         if addr == 0:
             return f"null pointer {where}"
-        for base, size in reversed(list(self._freed.items())):
+        with self._lock:                   # another thread may be freeing right now
+            freed = list(self._freed.items())
+        for base, size in reversed(freed):
             if base <= addr < base + max(size, 1):
                 return (f"use after free: {where} ({addr - base} bytes into freed allocation "
                         f"0x{base:x} of {size} bytes)")
