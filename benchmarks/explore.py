@@ -1,6 +1,8 @@
 """Exploration: tile sizes and hints for vector add and row softmax (prints a table).
 
     python benchmarks/explore.py
+
+Needs a GPU and PyTorch (the baseline); without them it says so and exits 0.
 """
 import os
 import sys
@@ -26,8 +28,16 @@ def softmax_kernel():
     return softmax
 
 
-def main():
-    import torch
+def main() -> int:
+    from tilejit.runtime import backend
+    if backend.current() != backend.CUDA:
+        print(f"explore: no GPU ({backend.reason()}); nothing to measure")
+        return 0
+    try:
+        import torch
+    except ImportError:
+        print("explore: PyTorch is not installed (it is the baseline); nothing to measure")
+        return 0
     dev = tile.Device(0)
     stream = dev.new_stream()
     ts = torch.cuda.ExternalStream(stream.handle)
@@ -63,7 +73,8 @@ def main():
             assert torch.allclose(zt, torch.softmax(xt, dim=1), atol=1e-5)
             ms = time_gpu(lambda: k(z.partition((rows, r)), x).submit_on(stream), stream, 20)
             print(f"softmax exp2 occ={occ} rows={rows}: {gb / ms * 1e3:.0f} GB/s")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -239,3 +239,27 @@ def test_entry_hints_and_rounding_reach_tile_ir():
     np.testing.assert_array_equal(z.to_numpy().astype(np.float32), np.array([1.0, -1.0] * 64))
     if tileiras.available():
         assert hinted.compile(z.partition((128,)), x, arch="sm_90")[:4] == b"\x7fELF"
+
+
+@tile.entry
+def block_counts(z):
+    z.store(tile.full(z.shape, tile.num_blocks(0) * 100 + tile.num_blocks(1), tile.int32))
+
+
+def test_const_grid_is_baked_into_the_kernel_and_keyed():
+    from tilejit.tileir import print_module
+    k = tile.entry(block_counts.py_func)
+    z = api.zeros((8,), tile.int32).sync()
+    k(z.partition((4,))).sync()                                  # runtime grid (2, 1, 1)
+    assert (z.to_numpy() == 201).all()
+    k(z.partition((4,))).const_grid((2, 1)).sync()               # same grid, baked
+    assert (z.to_numpy() == 201).all()
+    k(z.partition((4,))).const_grid((1, 3)).sync()               # block 0 writes tile 0 only
+    assert z.to_numpy().tolist() == [103] * 4 + [201] * 4
+    assert k.stats.compiles == 3                                 # each const grid is a kernel
+    texts = [print_module(c.module) for c in k._cache.values()]
+    assert sum("get_num_tile_blocks" in t for t in texts) == 1   # only the runtime-grid kernel
+    p = k(z.partition((4,))).const_grid((2, 1)).prepare()        # prepared launches share it
+    p.launch()
+    p.close()
+    assert k.stats.compiles == 3

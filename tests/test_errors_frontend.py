@@ -560,3 +560,38 @@ def test_operator_symbol_spells_operators_as_written():
     assert operator_symbol(operator.iadd) == "+"        # in-place reports as its binary form
     assert operator_symbol(operator.irshift) == ">>"
     assert operator_symbol(operator.imatmul) == "@="
+
+
+def bad_plain_reducer(z, x):
+    z.store(tile.reduce(tile.load_tile_like(x, z), 0, plain_helper, 0.0))    # <-
+
+
+def test_passing_a_plain_python_function_as_a_combiner():
+    err = check(bad_plain_reducer, [P1, T1], "'plain_helper' is a plain Python function",
+                "@tile.function", exc=tile.UnsupportedError)
+    assert "\x1b[" not in str(err)         # Numba's colour codes never reach the user
+
+
+SOME_OBJECT = object()
+
+
+def bad_global_object(z, x):
+    z.store(tile.load_tile_like(x, z) + SOME_OBJECT)    # <-
+
+
+def test_untypable_global_names_the_global_in_plain_text():
+    err = check(bad_global_object, [P1, T1], "the global 'SOME_OBJECT'",
+                "pass it as an argument or a tile.Constant parameter")
+    assert "\x1b[" not in str(err)
+
+
+def bad_float_string(z):
+    z.store(tile.full(z.shape, float("one"), tile.float32))    # <-
+
+
+def test_float_of_a_string_that_is_not_a_number():
+    from tilejit.lowering.lower import lower_kernel
+    with pytest.raises(tile.TypingError) as info:
+        lower_kernel(structurize(type_kernel(bad_float_string, [P1], None)))
+    assert "float('one'): the string is not a number" in str(info.value)
+    assert info.value.loc.line == marked_line(bad_float_string)

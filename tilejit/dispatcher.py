@@ -204,11 +204,12 @@ class Kernel:
         return tuple(out)
 
     def specialize(self, keys: Sequence[tuple], consts: Dict[str, Any], target: str,
-                   options: Optional[CompileOptions] = None, extra=None) -> Compiled:
+                   options: Optional[CompileOptions] = None, const_grid=None) -> Compiled:
         """The compiled specialization for argument keys, constants and target (``"sim"`` or an
-        architecture such as ``"sm_90"``); compiles once per key, also under concurrency."""
+        architecture such as ``"sm_90"``); compiles once per key, also under concurrency.
+        ``const_grid`` (a 3-tuple) is baked in: ``tile.num_blocks`` folds to its entries."""
         options = options or self.options
-        key = (tuple(keys), self._const_key(consts), options, target, extra)
+        key = (tuple(keys), self._const_key(consts), options, target, const_grid)
         c = self._cache.get(key)
         if c is not None:
             self.stats.cache_hits += 1
@@ -224,7 +225,7 @@ class Kernel:
             self._cache[key] = c
             return c
 
-    def _front(self, keys, consts, target, options):
+    def _front(self, keys, consts, target, options, const_grid=None):
         from .lowering.lower import lower_kernel
         from .lowering.structurize import structurize
         from .tileir import verify_module
@@ -235,7 +236,8 @@ class Kernel:
         version = self._bytecode_version(target)
         arch = target if target.startswith("sm_") else os.environ.get("TILEJIT_ARCH", "sm_90")
         module = lower_kernel(structurize(typed), name=_symbol(self.__name__), arch=arch,
-                              bytecode_version=version, hints=options.hints())
+                              bytecode_version=version, hints=options.hints(),
+                              const_grid=const_grid)
         verify_module(module)
         t2 = time.perf_counter()
         self.stats.typing_s += t1 - t0
@@ -257,7 +259,8 @@ class Kernel:
         return tileiras.max_bytecode_version()
 
     def _compile(self, key, keys, consts, target, options, load=True) -> Compiled:
-        typed, module, version = self._front(keys, consts, target, options)
+        typed, module, version = self._front(keys, consts, target, options,
+                                             const_grid=key[4] if key else None)
         name = module.functions[0].name
         c = Compiled(key, module, name, typed=typed, target=target)
         self.stats.compiles += 1
@@ -454,7 +457,7 @@ class KernelLaunch(DeviceOp):
                 k.stats.cache_hits += 1
         else:
             compiled = k.specialize(keys, consts, target, self._options or k.options,
-                                    extra=self._const_grid)
+                                    const_grid=self._const_grid)
         return grid, compiled
 
 

@@ -12,6 +12,7 @@ and a caret so that notebooks and terminals show the problem where it is.
 from __future__ import annotations
 
 import linecache
+import re
 from dataclasses import dataclass
 from typing import Optional
 
@@ -90,10 +91,19 @@ class SourceLocation:
         return f"{self.filename}:{self.line}"
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def strip_ansi(text: str) -> str:
+    """Numba highlights its messages with terminal colour codes; ours are plain text."""
+    return _ANSI.sub("", text)
+
+
 class CompileError(TileJitError):
     """A kernel could not be compiled. ``loc`` points at the user's code when known."""
 
     def __init__(self, message: str, loc: Optional[SourceLocation] = None):
+        message = strip_ansi(message)
         super().__init__(message)
         self.message = message
         self.loc = loc

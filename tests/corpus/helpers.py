@@ -1,10 +1,12 @@
 """Device helpers (``@tile.function``, inlined; helpers calling helpers; defaults; tuple
 returns), ``tile.reduce`` with a helper combiner, ``static_assert``, constant tuples."""
+import math
+
 import numpy as np
 
 import tilejit as tile
 
-from . import Case, In, Out, rand
+from . import Case, In, Out, Scalar, rand
 
 NEG_INF = float("-inf")
 
@@ -39,6 +41,11 @@ def _max2(a, b):
     return tile.maximum(a, b)
 
 
+@tile.function
+def _min2(a, b):
+    return tile.minimum(a, b)
+
+
 def helper_moments(z, x):
     BM, BN = z.shape
     t = x.load((tile.bid(0), 0), (BM, BN))
@@ -55,6 +62,16 @@ def reduce_custom(z, x, BN: tile.Constant[int]):
     (BM,) = z.shape
     t = x.load((tile.bid(0), 0), (BM, BN), padding=tile.PaddingMode.NEG_INF)
     z.store(tile.reduce(t, 1, _max2, NEG_INF))
+
+
+def reduce_inline_identity(z, x, n, BN: tile.Constant[int]):
+    """Identities written inline (-math.inf, float("inf")) fold to constants; float(n) of a
+    runtime int is a scalar conversion."""
+    (BM,) = z.shape
+    t = x.load((tile.bid(0), 0), (BM, BN), padding=tile.PaddingMode.NEG_INF)
+    hi = tile.reduce(t, 1, _max2, -math.inf)
+    lo = tile.reduce(tile.where(t == -math.inf, math.inf, t), 1, _min2, float("inf"))
+    z.store((hi - lo) * float(n))
 
 
 def static_shapes(z, x, SHAPE: tile.Constant[tuple]):
@@ -86,6 +103,11 @@ CASES = [
     Case("reduce_custom", reduce_custom,
          lambda r: dict(z=Out(np.zeros(50, np.float32), (16,)), x=In(rand(r, (50, 100)))),
          lambda z, x, BN: {"z": x.max(axis=1)}, constants={"BN": 128}),
+    Case("reduce_inline_identity", reduce_inline_identity,
+         lambda r: dict(z=Out(np.zeros(50, np.float32), (16,)), x=In(rand(r, (50, 100))),
+                        n=Scalar(3)),
+         lambda z, x, n, BN: {"z": (x.max(axis=1) - x.min(axis=1)) * np.float32(n)},
+         constants={"BN": 128}, rtol=1e-6),
 ]
 
 CASES.append(Case(

@@ -81,8 +81,10 @@ class Lowering:
     """Lowers one structured kernel to a Tile IR module with a single entry function."""
 
     def __init__(self, structured: R.StructuredKernel, *, name: Optional[str] = None,
-                 arch: str = "sm_90", bytecode_version=(13, 4), hints: Optional[dict] = None):
+                 arch: str = "sm_90", bytecode_version=(13, 4), hints: Optional[dict] = None,
+                 const_grid: Optional[tuple] = None):
         self.sk = structured
+        self.const_grid = const_grid
         self.tk = structured.typed
         self.typemap = structured.typemap
         self.calltypes = structured.calltypes
@@ -521,6 +523,9 @@ class Lowering:
         v = self.value(e.value)
         vt = self.type_of(e.value)
         rty = self.typemap[target]
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and \
+                fn in (operator.neg, operator.pos):
+            return fn(v)          # a constant stays one: -math.inf can be a reduce identity
         if fn is operator.not_ or getattr(fn, "__name__", "") == "not_":
             return self.em.logical_not(self.tv(v, None, vt))
         x = self.tv(v, dtype_of(rty) if dtype_of(rty) and not dtype_of(rty).is_bool else None, vt)
@@ -827,6 +832,8 @@ def _bid(lw, info, args, rty):
 @handles("tile.num_blocks")
 def _num_blocks(lw, info, args, rty):
     axis = lw.static_arg(info, args, "axis")
+    if lw.const_grid is not None:      # .const_grid(...): the grid is part of the kernel
+        return lw.em.const(lw.const_grid[axis], D.int32)
     return TV(lw.b.get_num_tile_blocks()[axis], D.int32)
 
 
@@ -1125,6 +1132,18 @@ def _int(lw, info, args, rty):
     v = lw.arg(args, list(args)[0])
     if not isinstance(v, TV):
         return int(v)
+    return lw.em.cast(v, _dt_of(rty))
+
+
+@handles("float")
+def _float(lw, info, args, rty):
+    v = lw.arg(args, list(args)[0])
+    if not isinstance(v, TV):
+        try:
+            return float(v)
+        except ValueError:
+            raise lw.error(f"float({v!r}): the string is not a number (use e.g. 'inf', '-inf', "
+                           f"'nan' or '1.5')") from None
     return lw.em.cast(v, _dt_of(rty))
 
 

@@ -25,7 +25,7 @@ from typing import Dict, List, Optional
 from numba.core import ir, types
 from numba.core.errors import TypingError as NumbaTypingError
 
-from ..errors import SourceLocation
+from ..errors import SourceLocation, strip_ansi
 
 
 # --------------------------------------------------------------------------------------------------
@@ -361,6 +361,7 @@ def first_line(text: str) -> str:
 
 def condense(text: str) -> str:
     """One or two lines out of a multi-page Numba typing error."""
+    text = strip_ansi(text)
     if text.startswith("No implementation of function"):
         m = _SIG_LINE.search(text)
         if m:

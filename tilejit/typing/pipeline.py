@@ -34,13 +34,14 @@ from numba.core.typeinfer import (CallConstraint, ConstraintNetwork, GetAttrCons
                                   TypeInferer)
 
 from .. import language
-from ..errors import CompileError, TypingError, UnsupportedError
+from ..errors import CompileError, TypingError, UnsupportedError, strip_ansi
 from . import diagnostics as diag
 from .context import TileTarget, get_context
 from .diagnostics import Collector, ExprText, TileTypingError, describe_type, user_name
 from .inline import inline_helpers
 from .keys import arg_type, check_constant, constant_type
 from .passes import apply_rewrites, freeze_constants, unify_returns
+from . import reject
 from .reject import check_ir, check_source
 
 
@@ -497,11 +498,16 @@ def _merge_error(constraint, infer, func_ir, pyfunc) -> CompileError:
 def _plain_error(e, pyfunc) -> CompileError:
     """Errors raised outside constraints (undefined globals, unresolved types)."""
     loc = diag.source_location(getattr(e, "loc", None), pyfunc.__name__)
-    text = str(e)
+    text = strip_ansi(str(e))
     m = diag.UNTYPED_GLOBAL.search(text)
     if m:
-        return TypingError(f"the global '{m.group(1)}' ({m.group(2)}) cannot be used inside a tile "
-                           f"kernel; pass it as an argument or a tile.Constant parameter", loc)
+        name = m.group(1)
+        value = pyfunc.__globals__.get(name)
+        if inspect.isfunction(value):
+            return UnsupportedError(reject.MSG["plain_function"].format(name=name), loc)
+        why = " ".join(m.group(2).split())
+        return TypingError(f"the global '{name}' ({why}) cannot be used inside a tile kernel; "
+                           f"pass it as an argument or a tile.Constant parameter", loc)
     if "undefined variable" in text or "cannot be determined" in text:
         return TypingError(f"a variable may be used before it is assigned: {diag.condense(text)}",
                            loc)

@@ -317,6 +317,19 @@ def _int(context, args, kws):
     raise TileTypingError(f"int() needs a scalar, got {describe_type(a)}")
 
 
+@raw_function_template(float, "float")
+def _float(context, args, kws):
+    if len(args) != 1 or kws:
+        return None
+    (a,) = args
+    if isinstance(a, types.StringLiteral):         # float("inf"): checked when it is folded
+        return signature(types.float64, a)
+    if is_scalar(a) or (isinstance(a, TileType) and a.ndim == 0):
+        return signature(types.float64, a)
+    raise TileTypingError(f"float() needs a scalar or a number string such as 'inf', got "
+                          f"{describe_type(a)}")
+
+
 @raw_function_template(range, "range")
 def _range_guard(context, args, kws):
     for i, a in enumerate(args, 1):
