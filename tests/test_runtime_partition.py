@@ -37,6 +37,24 @@ def test_bad_tile_shapes(tile_shape, match):
         rand_tensor((8, 8)).partition(tile_shape)
 
 
+def test_checked_tile_shapes_are_remembered_without_weakening_the_checks():
+    # validate_tile_shape caches (shape, rank) of plain-int tuples; every check must still apply
+    rand_tensor((8, 8)).partition((4, 4))           # now cached for rank 2
+    with pytest.raises(tile.TensorError, match="rank 2 but the tensor has rank 1"):
+        rand_tensor((8,)).partition((4, 4))
+    with pytest.raises(tile.TensorError, match="must contain ints"):
+        rand_tensor((8, 8)).partition((True, 4.0))
+    with pytest.raises(tile.TensorError, match="must contain ints"):
+        rand_tensor((8,)).partition((True,))              # True == 1 hashes like (1,)
+    rand_tensor((8,)).partition((1,))
+    with pytest.raises(tile.TensorError, match="must contain ints"):
+        rand_tensor((8,)).partition((True,))
+    p = rand_tensor((8, 8)).partition((np.int64(4), np.int32(4)))
+    assert p.tile_shape == (4, 4) and all(type(n) is int for n in p.tile_shape)
+    with pytest.raises(tile.TensorError, match="not a power of two"):
+        rand_tensor((8, 8)).partition((4, 3))
+
+
 def test_rank4_tensor_cannot_be_partitioned():
     with pytest.raises(tile.TensorError, match="rank 1 to 3"):
         rand_tensor((2, 2, 2, 2)).partition((1, 1, 1, 1))
@@ -140,6 +158,9 @@ def test_broadcast_tensors_cannot_be_partitioned():
     from tilejit.runtime.tensor import Tensor
     t = rand_tensor((4,))
     b = Tensor._new(t.storage, (3, 4), (0, 1), 0, t.dtype, view_of=t)
+    with pytest.raises(tile.TensorError, match="broadcast"):
+        b.partition((1, 4))
+    rand_tensor((3, 4)).partition((1, 4))          # the tile shape is now cached
     with pytest.raises(tile.TensorError, match="broadcast"):
         b.partition((1, 4))
 

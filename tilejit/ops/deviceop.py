@@ -188,8 +188,14 @@ def into_op(value) -> DeviceOp:
     return Value(value)
 
 
+_Stream = None      # runtime.stream.Stream, imported on first use (runtime imports this module)
+
+
 def _as_stream(stream):
-    from ..runtime.stream import Stream
+    global _Stream
+    if _Stream is None:
+        from ..runtime.stream import Stream as _Stream
+    Stream = _Stream
     if isinstance(stream, Stream):
         return stream
     if stream is None:

@@ -20,8 +20,30 @@ from . import layout as _layout
 MAX_RANK = 3
 
 
+_valid_tiles: dict = {}     # (tile shape as given, rank) -> the checked tuple of ints
+
+
 def validate_tile_shape(shape, tensor) -> Tuple[int, ...]:
     """The tile shape as a tuple; TensorError unless powers of two, rank 1-3, rank of ``tensor``."""
+    nd = tensor.ndim
+    # Hot path: a tuple of plain ints seen before (True == 1 and np.int64(4) == 4 hash alike, so
+    # other element types always take the full check).
+    plain = type(shape) is tuple and all(type(n) is int for n in shape)
+    tile = _valid_tiles.get((shape, nd)) if plain else None
+    if tile is None:
+        tile = _check_tile_shape(shape, tensor)
+        if plain and len(_valid_tiles) < 4096:
+            _valid_tiles[(shape, nd)] = tile
+    if 0 in tensor.strides:
+        for axis, (n, s) in enumerate(zip(tensor.shape, tensor.strides)):
+            if s == 0 and n > 1:
+                raise TensorError(f"cannot partition a broadcast tensor (stride 0 on axis "
+                                  f"{axis}): blocks would write the same memory; copy it with "
+                                  f"api.dup(t)")
+    return tile
+
+
+def _check_tile_shape(shape, tensor) -> Tuple[int, ...]:
     try:
         tile = _layout.normalize_shape(shape, "partition tile shape")
     except TypeError as e:
@@ -38,10 +60,6 @@ def validate_tile_shape(shape, tensor) -> Tuple[int, ...]:
             raise TensorError(f"partition tile shape {tile}: extent {n} on axis {axis} is not a "
                               f"power of two; tile extents must be powers of two (1, 2, 4, ..., "
                               f"e.g. {_suggest(tile)})")
-    for axis, (n, s) in enumerate(zip(tensor.shape, tensor.strides)):
-        if s == 0 and n > 1:
-            raise TensorError(f"cannot partition a broadcast tensor (stride 0 on axis {axis}): "
-                              f"blocks would write the same memory; copy it with api.dup(t)")
     return tile
 
 
@@ -64,7 +82,8 @@ class Partition:
     """An output view of a tensor split into tiles of ``tile_shape``; the launch grid is
     ``ceil(tensor.shape / tile_shape)`` per axis (``grid``, padded to 3 dims with 1s)."""
 
-    __slots__ = ("_tensor", "tile_shape", "owned", "_leased", "_consumed", "_info", "__weakref__")
+    __slots__ = ("_tensor", "tile_shape", "owned", "_leased", "_consumed", "_info", "_grid",
+                 "__weakref__")
 
     def __init__(self, *args, **kwargs):
         raise TypeError("create partitions with t.partition(shape), t.into_partition(shape) or "
@@ -90,6 +109,7 @@ class Partition:
         p._leased = False
         p._consumed = False
         p._info = None
+        p._grid = None
         p._acquire(how)
         if owned:
             tensor._moved = True
@@ -159,8 +179,11 @@ class Partition:
 
     @property
     def grid(self) -> Tuple[int, int, int]:
-        g = tuple(-(-n // t) for n, t in zip(self._tensor.shape, self.tile_shape))
-        return g + (1,) * (3 - len(g))
+        g = self._grid
+        if g is None:          # a tensor's shape never changes
+            g = tuple(-(-n // t) for n, t in zip(self._tensor.shape, self.tile_shape))
+            g = self._grid = g + (1,) * (3 - len(g))
+        return g
 
     @property
     def is_owned(self) -> bool:

@@ -25,6 +25,7 @@ from .. import dtypes as _dt
 from ..errors import TensorError
 from . import layout as _layout
 from .memory import Storage
+from .partition import Partition
 
 
 class Tensor:
@@ -249,12 +250,10 @@ class Tensor:
         ``shape`` is the tile shape (powers of two, rank 1-3, same rank as the tensor). Needs
         exclusive access to the storage (no other live view or partition).
         """
-        from .partition import Partition
         return Partition._create(self, shape, owned=False, how="partition")
 
     def into_partition(self, shape):
         """An owned output partition: the tensor is moved into it until ``p.unpartition()``."""
-        from .partition import Partition
         return Partition._create(self, shape, owned=True, how="into_partition")
 
     def try_partition(self, shape):
@@ -262,7 +261,6 @@ class Tensor:
 
         Raises TensorError naming what still holds the storage otherwise.
         """
-        from .partition import Partition
         return Partition._create(self, shape, owned=True, how="try_partition")
 
     # --- host transfer -----------------------------------------------------------------------------
