@@ -14,8 +14,9 @@ ops take the next ids, and the counter is restored when the region ends.
 """
 from __future__ import annotations
 
+import os
 import struct
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import numpy as np
 
@@ -33,6 +34,7 @@ TAG_POINTER, TAG_TILE, TAG_TENSOR_VIEW, TAG_PARTITION_VIEW, TAG_FUNCTION, TAG_TO
 ATTR_INTEGER, ATTR_FLOAT, ATTR_BOOL, ATTR_ARRAY = 1, 2, 3, 6
 ATTR_DIV_BY, ATTR_SAME_ELEMENTS, ATTR_DICTIONARY, ATTR_OPT_HINTS, ATTR_BOUNDED = 8, 9, 10, 11, 12
 FN_ENTRY, FN_HAS_HINTS = 0x02, 0x04
+DI_COMPILE_UNIT, DI_FILE, DI_LOC, DI_SUBPROGRAM = 1, 2, 4, 5
 DYNAMIC = -(1 << 63)
 _MASK64 = (1 << 64) - 1
 
@@ -172,13 +174,83 @@ class _Interned:
         return bytes(out)
 
 
+class _DebugInfo:
+    """The Debug section: per function, ``[its location, then every op's location in pre-order]``
+    as ids into a table of tagged records (ids from 1; 0 is "unknown"). Locations are DILoc
+    records scoped to the function's DISubprogram.
+
+    tileiras uses it for ``loc("file.py":line:col)`` in its diagnostics and, with ``--lineinfo``,
+    for the source lines that profilers show next to SASS.
+    """
+
+    def __init__(self, strings: _Interned):
+        self.strings = strings
+        self.records = _Interned()
+        self.lists: List[List[int]] = []
+
+    def _record(self, key, payload_fn) -> int:
+        return self.records.add(key, payload_fn) + 1
+
+    def _string(self, s: str) -> int:
+        return self.strings.add(("s", s), lambda: s.encode("utf-8"))
+
+    def _file(self, path: str) -> int:
+        directory, name = os.path.split(path)
+        return self._record(("file", path), lambda: bytes(
+            Buf().varint(DI_FILE).varint(self._string(name)).varint(self._string(directory))))
+
+    def begin_function(self, fn: Function) -> int:
+        """Start ``fn``'s list; returns its 1-based index (the function table's debug index)."""
+        loc = fn.loc
+        self.scope = 0
+        if loc is None:                              # 0: unknown, and no list for its ops
+            return 0
+        f = self._file(loc.filename)
+        cu = self._record(("cu", f), lambda: bytes(Buf().varint(DI_COMPILE_UNIT).varint(f)))
+        self.scope = self._record(("sub", fn.name, f, loc.line), lambda: bytes(
+            Buf().varint(DI_SUBPROGRAM).varint(f).varint(loc.line)
+            .varint(self._string(loc.function or fn.name)).varint(self._string(fn.name))
+            .varint(cu).varint(loc.line)))
+        self.lists.append([])
+        self.op(loc)                                 # the function's own location comes first
+        return len(self.lists)
+
+    def op(self, loc) -> None:
+        """Record the location of the next op (pre-order), or "unknown"."""
+        if not self.scope:
+            return
+        if loc is None:
+            self.lists[-1].append(0)
+            return
+        col = (loc.col or 0) + 1                    # Tile IR columns are 1-based
+        key = ("loc", self.scope, loc.filename, loc.line, col)
+        self.lists[-1].append(self._record(key, lambda: bytes(
+            Buf().varint(DI_LOC).varint(self.scope).varint(self._string(loc.filename))
+            .varint(loc.line).varint(col))))
+
+    def section(self) -> Optional[bytes]:
+        if not self.records.items:
+            return None
+        out = Buf().varint(len(self.lists)).align(4)
+        first = 0
+        for entries in self.lists:
+            out.le(first, 4)
+            first += len(entries)
+        out.varint(first).align(8)
+        for entries in self.lists:
+            for i in entries:
+                out.le(i, 8)
+        return bytes(out) + self.records.table(4, base=len(out))
+
+
 class _Writer:
-    def __init__(self, version: BytecodeVersion):
+    def __init__(self, version: BytecodeVersion, debug: bool = True):
         self.v = version
         self.strings = _Interned()
         self.types = _Interned()
         self.constants = _Interned()
         self.used: set = set()
+        self.debug = _DebugInfo(self.strings) if debug else None
 
     # --- tables --------------------------------------------------------------------------------
     def string(self, s: str) -> int:
@@ -334,6 +406,8 @@ class _Writer:
             raise BytecodeError(f"'{d.name}' needs bytecode {d.since[0]}.{d.since[1]}, "
                                 f"targeting {v}")
         b.varint(d.opcode)
+        if self.debug is not None:                   # pre-order: before the op's regions
+            self.debug.op(op.loc)
         # results (a result introduced after the target version is dropped; it must be unused)
         if d.results and d.results[-1].variadic:
             results = list(op.results)
@@ -430,6 +504,7 @@ class _Writer:
 
     def function(self, fn: Function) -> bytes:
         self.used = {x for op in fn.walk() for x in op.operands}
+        debug_index = self.debug.begin_function(fn) if self.debug is not None else 0
         body = Buf()
         ids: Dict[Value, int] = {}
         counter = [0]
@@ -445,7 +520,7 @@ class _Writer:
         if hints:
             flags |= FN_HAS_HINTS
         out.append(flags)
-        out.varint(0)                                # no debug location
+        out.varint(debug_index)
         if hints:
             self.hints(out, hints, tagged=True)
         out.varint(len(body))
@@ -461,10 +536,14 @@ def _section(out: Buf, sid: int, payload: bytes, align: int) -> None:
     out += payload
 
 
-def write_bytecode(module: Module, version=None) -> bytes:
-    """Serialize ``module`` to Tile IR bytecode of ``version`` (default: the latest, 13.4)."""
+def write_bytecode(module: Module, version=None, debug_info: bool = True) -> bytes:
+    """Serialize ``module`` to Tile IR bytecode of ``version`` (default: the latest, 13.4).
+
+    ``debug_info``: write the ops' source locations (the Debug section); without it the bytecode
+    does not change when only the kernel's position in its file does.
+    """
     v = as_version(version) if version is not None else LATEST
-    w = _Writer(v)
+    w = _Writer(v, debug_info)
     func = Buf().varint(len(module.functions))
     for fn in module.functions:
         func += w.function(fn)
@@ -474,6 +553,9 @@ def write_bytecode(module: Module, version=None) -> bytes:
     _section(out, SEC_FUNC, bytes(func), 8)
     if w.constants.items:
         _section(out, SEC_CONSTANT, w.constants.table(8), 8)
+    debug = w.debug.section() if w.debug is not None else None
+    if debug is not None:
+        _section(out, SEC_DEBUG, debug, 8)
     _section(out, SEC_TYPE, w.types.table(4), 4)
     _section(out, SEC_STRING, w.strings.table(4), 4)
     out.append(SEC_END)
