@@ -195,13 +195,12 @@ def _as_stream(stream):
     global _Stream
     if _Stream is None:
         from ..runtime.stream import Stream as _Stream
-    Stream = _Stream
-    if isinstance(stream, Stream):
+    if isinstance(stream, _Stream):
         return stream
     if stream is None:
         raise SchedulingError("sync_on(None): pass a tile.Stream (device.new_stream()), or use "
                               "sync() for the default policy")
-    return Stream.borrow_raw(stream)
+    return _Stream.borrow_raw(stream)
 
 
 def _sync_quietly(stream) -> None:

@@ -183,16 +183,14 @@ class _DebugInfo:
     for the source lines that profilers show next to SASS.
     """
 
-    def __init__(self, strings: _Interned):
-        self.strings = strings
+    def __init__(self, string):
+        self._string = string                        # the writer's String-table id of a str
         self.records = _Interned()
         self.lists: List[List[int]] = []
+        self.scope = 0                               # the current function's DISubprogram id
 
     def _record(self, key, payload_fn) -> int:
         return self.records.add(key, payload_fn) + 1
-
-    def _string(self, s: str) -> int:
-        return self.strings.add(("s", s), lambda: s.encode("utf-8"))
 
     def _file(self, path: str) -> int:
         directory, name = os.path.split(path)
@@ -250,7 +248,7 @@ class _Writer:
         self.types = _Interned()
         self.constants = _Interned()
         self.used: set = set()
-        self.debug = _DebugInfo(self.strings) if debug else None
+        self.debug = _DebugInfo(self.string) if debug else None
 
     # --- tables --------------------------------------------------------------------------------
     def string(self, s: str) -> int:

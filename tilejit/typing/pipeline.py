@@ -41,8 +41,7 @@ from .diagnostics import Collector, ExprText, TileTypingError, describe_type, us
 from .inline import inline_helpers
 from .keys import arg_type, check_constant, constant_type
 from .passes import apply_rewrites, freeze_constants, unify_returns
-from . import reject
-from .reject import check_ir, check_source
+from .reject import check_ir, check_source, unsupported
 
 
 # --------------------------------------------------------------------------------------------------
@@ -504,7 +503,7 @@ def _plain_error(e, pyfunc) -> CompileError:
         name = m.group(1)
         value = pyfunc.__globals__.get(name)
         if inspect.isfunction(value):
-            return UnsupportedError(reject.MSG["plain_function"].format(name=name), loc)
+            return unsupported("plain_function", loc, name=name)
         why = " ".join(m.group(2).split())
         return TypingError(f"the global '{name}' ({why}) cannot be used inside a tile kernel; "
                            f"pass it as an argument or a tile.Constant parameter", loc)

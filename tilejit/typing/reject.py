@@ -68,7 +68,8 @@ MSG = {
 }
 
 
-def _err(key, loc: Optional[SourceLocation], **fmt) -> UnsupportedError:
+def unsupported(key, loc: Optional[SourceLocation], **fmt) -> UnsupportedError:
+    """The UnsupportedError for message ``key`` of :data:`MSG`."""
     return UnsupportedError(MSG[key].format(**fmt), loc)
 
 
@@ -91,7 +92,7 @@ class _Visitor(ast.NodeVisitor):
         return SourceLocation(self.filename, line, col, end, self.funcname)
 
     def fail(self, key, node, **fmt):
-        raise _err(key, self.loc(node), **fmt)
+        raise unsupported(key, self.loc(node), **fmt)
 
     # -- definitions --------------------------------------------------------------------------------
     def visit_FunctionDef(self, node):
@@ -290,7 +291,7 @@ _WITHS = _ir_classes("EnterWith")
 def check_ir(func_ir, funcname: str) -> None:
     """Reject unsupported constructs visible in (untyped, pre-SSA) Numba IR."""
     if func_ir.is_generator:
-        raise _err("generator", numba_loc(func_ir.loc, funcname))
+        raise unsupported("generator", numba_loc(func_ir.loc, funcname))
     globals_of = {}
     for block in func_ir.blocks.values():
         for stmt in block.body:
@@ -300,17 +301,17 @@ def check_ir(func_ir, funcname: str) -> None:
         for stmt in block.body:
             loc = numba_loc(stmt.loc, funcname)
             if isinstance(stmt, _RAISES):
-                raise _err("raise", loc)
+                raise unsupported("raise", loc)
             if isinstance(stmt, _WITHS):
-                raise _err("with", loc)
+                raise unsupported("with", loc)
             if isinstance(stmt, ir.SetAttr):
-                raise _err("setattr", loc)
+                raise unsupported("setattr", loc)
             if not isinstance(stmt, ir.Assign):
                 continue
             v = stmt.value
             if isinstance(v, ir.Expr):
                 if v.op in _EXPR_KEYS:
-                    raise _err(_EXPR_KEYS[v.op], loc)
+                    raise unsupported(_EXPR_KEYS[v.op], loc)
                 if v.op == "getattr" and v.value.name in globals_of and \
                         isinstance(globals_of[v.value.name], pytypes.ModuleType):
                     mod = globals_of[v.value.name]
@@ -320,15 +321,15 @@ def check_ir(func_ir, funcname: str) -> None:
                     name = getattr(v.code, "co_name", "<lambda>")
                     key = {"<listcomp>": "list", "<dictcomp>": "dict", "<setcomp>": "set",
                            "<genexpr>": "genexpr", "<lambda>": "lambda"}.get(name, "closure")
-                    raise _err(key, loc, name=name)
+                    raise unsupported(key, loc, name=name)
                 if v.op in ("yield",):
-                    raise _err("generator", loc)
+                    raise unsupported("generator", loc)
                 if v.op == "exception_match":
-                    raise _err("try", loc)
+                    raise unsupported("try", loc)
             elif isinstance(v, (ir.Global, ir.FreeVar)):
                 check_global_value(v.name, v.value, loc)
             elif isinstance(v, ir.Yield):
-                raise _err("generator", loc)
+                raise unsupported("generator", loc)
 
 
 def check_global_value(name: str, value, loc) -> None:
@@ -337,6 +338,6 @@ def check_global_value(name: str, value, loc) -> None:
     if isinstance(value, np.ufunc) or (callable(value) and mod.split(".")[0] == "numpy" and
                                        not isinstance(value, type)):
         short = getattr(value, "__name__", name)
-        raise _err("numpy", loc, name=f"np.{short}", short=short)
+        raise unsupported("numpy", loc, name=f"np.{short}", short=short)
     if isinstance(value, pytypes.BuiltinFunctionType) and getattr(value, "__self__", None) is math:
-        raise _err("math", loc, name=f"math.{value.__name__}", short=value.__name__)
+        raise unsupported("math", loc, name=f"math.{value.__name__}", short=value.__name__)

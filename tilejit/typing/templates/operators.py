@@ -322,9 +322,9 @@ def _float(context, args, kws):
     if len(args) != 1 or kws:
         return None
     (a,) = args
-    if isinstance(a, types.StringLiteral):         # float("inf"): checked when it is folded
-        return signature(types.float64, a)
-    if is_scalar(a) or (isinstance(a, TileType) and a.ndim == 0):
+    # a string such as float("inf") is checked when lowering folds it
+    if isinstance(a, types.StringLiteral) or is_scalar(a) or (isinstance(a, TileType) and
+                                                              a.ndim == 0):
         return signature(types.float64, a)
     raise TileTypingError(f"float() needs a scalar or a number string such as 'inf', got "
                           f"{describe_type(a)}")
