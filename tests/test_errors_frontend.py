@@ -18,7 +18,7 @@ T1 = ("tensor", "float32", 1, None, False)
 T2 = ("tensor", "float32", 2, None, False)
 T2H = ("tensor", "float16", 2, None, False)
 W1 = ("tensor", "int32", 1, None, True)
-I64 = ("scalar", "int64")
+I64 = ("scalar", "int64", True)
 
 
 def marked_line(fn):

@@ -4,6 +4,7 @@ import pytest
 import ml_dtypes
 
 import tilejit as tile
+from tilejit import keys
 from tilejit.runtime import argspec
 from tilejit.runtime import transfer as T
 from tilejit.runtime.argspec import classify
@@ -18,7 +19,7 @@ pytestmark = pytest.mark.usefixtures("simulator_backend")
 
 def fake(shape, strides=None, ptr=0x10000, dtype=tile.float32, offset_bytes=0):
     """A tensor over a fake address (never dereferenced): facts without allocating."""
-    from tilejit.runtime.layout import contiguous_strides
+    from tilejit.layout import contiguous_strides
     st = Storage(ptr, 1 << 40, Device(0))
     strides = contiguous_strides(shape) if strides is None else strides
     return Tensor._new(st, shape, strides, offset_bytes, dtype)
@@ -62,7 +63,7 @@ def test_index_bits_switch_to_64_for_large_views():
     assert classify(fake(((1 << 16) - 1, 1 << 15))).key[3][0] == 32
     big_stride = classify(fake((2, 4), (1 << 31, 1)))
     assert big_stride.key[3][0] == 64 and big_stride.slots[1:] == ("i64",) * 4
-    assert argspec.index_bits_for((1 << 31,), (1,)) == 64
+    assert keys.index_bits_for((1 << 31,), (1,)) == 64
 
 
 def test_dtype_and_rank_enter_the_key():

@@ -171,6 +171,6 @@ def test_partition_cannot_be_constructed_directly():
 
 
 def test_pow2_helpers():
-    from tilejit.runtime import layout
+    from tilejit import layout
     assert [layout.pow2_ceil(n) for n in (-3, 0, 1, 2, 3, 5, 64, 65)] == [1, 1, 1, 2, 4, 8, 64, 128]
     assert [layout.largest_pow2_divisor(x) for x in (0, 1, 12, 48, 1 << 20)] == [16, 1, 4, 16, 16]

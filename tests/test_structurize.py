@@ -13,7 +13,7 @@ from corpus import CASES
 
 P1 = ("partition", "float32", 1, None, (64,))
 T1 = ("tensor", "float32", 1, None, False)
-I64 = ("scalar", "int64")
+I64 = ("scalar", "int64", True)
 
 FOR1 = ("for", 1, False, 1, 1, ("block", "continue"))
 SHAPES = {

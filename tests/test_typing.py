@@ -111,11 +111,11 @@ def test_arg_keys():
     assert arg_type(("tensor", "float16", 2, facts, True)).writable
     p = arg_type(("partition", "bfloat16", 2, None, (64, 32)))
     assert isinstance(p, PartitionType) and p.tile_shape == (64, 32) and p.index_type == types.int64
-    assert arg_type(("scalar", "int64")) == types.int64
-    assert arg_type(("scalar", "float32")) == types.float32
-    assert arg_type(("scalar", "bool_")) == types.boolean
-    assert arg_type(("scalar", "float16")) == types.float16
-    assert arg_type(("scalar", "bfloat16")) == TileType(dt.bfloat16, ())
+    assert arg_type(("scalar", "int64", True)) == types.int64
+    assert arg_type(("scalar", "float32", True)) == types.float32
+    assert arg_type(("scalar", "bool_", True)) == types.boolean
+    assert arg_type(("scalar", "float16", True)) == types.float16
+    assert arg_type(("scalar", "bfloat16", True)) == TileType(dt.bfloat16, ())
     # lists in keys (e.g. from JSON) are accepted
     assert arg_type(["partition", "float32", 1, None, [64]]) == arg_type(P1)
     with pytest.raises(tile.TypingError, match="rank 1 to 3"):

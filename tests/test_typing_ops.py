@@ -431,7 +431,7 @@ def k_side_effects(z, x, w, n, BM: tile.Constant[int]):
 def test_side_effect_ops_in_a_kernel():
     tk = type_kernel(k_side_effects, [("partition", "float32", 1, None, (64,)),
                                       ("tensor", "float32", 1, None, False),
-                                      ("tensor", "int32", 1, None, True), ("scalar", "int64")],
+                                      ("tensor", "int32", 1, None, True), ("scalar", "int64", True)],
                      {"BM": 64})
     ops = {tk.call_info(s.value).op for b in tk.func_ir.blocks.values() for s in b.body
            if getattr(s, "value", None) is not None and getattr(s.value, "op", None) == "call"}

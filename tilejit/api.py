@@ -13,7 +13,7 @@ import numpy as np
 from . import dtypes as _dt
 from .errors import TensorError
 from .ops.deviceop import DeviceOp, execute_input
-from .runtime import layout as _layout
+from . import layout as _layout
 from .runtime.transfer import (dup, empty, from_numpy, memcpy, new_tensor, to_host,  # noqa: F401
                                to_numpy)
 

@@ -89,7 +89,7 @@ class Case:
                     d = "float32"
                 else:
                     d = _dt.from_numpy(np.asarray(v).dtype).name
-                keys.append(("scalar", d))
+                keys.append(("scalar", d, True))
         return keys
 
     def expected(self, args) -> Dict[str, np.ndarray]:

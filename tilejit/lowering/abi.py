@@ -11,6 +11,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from .. import dtypes as D
 from ..dtypes import DType
+from ..keys import Facts, as_key, index_dtype
 from ..tileir import Builder, Function, TileType, Value
 from ..tileir import attrs as A
 from ..tileir.types import ptr, scalar
@@ -36,8 +37,7 @@ class ArrayParam:
 
     @property
     def index_dtype(self) -> DType:
-        bits = self.facts[0] if self.facts else 64
-        return D.int32 if bits == 32 else D.int64
+        return index_dtype(self.facts)
 
     @property
     def written(self) -> bool:
@@ -71,21 +71,15 @@ class ScalarParam:
 
 
 def _entry_types(keys) -> List[TileType]:
+    """The entry's parameter types: one per ABI slot of each key (contract C1)."""
     types = []
     for k in keys:
-        kind = k[0]
-        if kind in ("tensor", "partition"):
-            dt = D.from_name(k[1])
-            ndim = k[2]
-            facts = k[3]
-            idx = "i32" if (facts and facts[0] == 32) else "i64"
-            types.append(ptr(mem_elem(dt)))
-            types += [scalar(idx)] * (2 * ndim)
-        elif kind == "scalar":
-            dt = D.from_name(k[1])
+        dt = D.from_name(k.dtype)
+        if k.kind == "scalar":
             types.append(scalar("i32" if dt.is_bool else elem(dt)))
-        else:
-            raise ValueError(f"unknown argument key {k!r}")
+            continue
+        types.append(ptr(mem_elem(dt)))
+        types += [scalar(elem(index_dtype(k.facts)))] * (2 * k.ndim)
     return types
 
 
@@ -93,14 +87,15 @@ def build_entry(name: str, param_names: Sequence[str], keys: Sequence[tuple], *,
                 hints: Optional[A.OptHints] = None, loc=None):
     """Create the entry function and its prologue. Returns ``(fn, builder, params)`` where
     ``params`` maps each runtime parameter name to an ArrayParam or ScalarParam."""
+    keys = [as_key(k) for k in keys]
     fn = Function(name, _entry_types(keys), hints=hints, loc=loc)
     b = Builder(fn.body, loc)
     em = Emitter(b)
     args = iter(fn.args)
     params: Dict[str, object] = {}
     for pname, k in zip(param_names, keys):
-        kind = k[0]
-        dt = D.from_name(k[1])
+        kind = k.kind
+        dt = D.from_name(k.dtype)
         if kind == "scalar":
             raw = next(args)
             raw.hint = pname
@@ -110,17 +105,15 @@ def build_entry(name: str, param_names: Sequence[str], keys: Sequence[tuple], *,
                 v = TV(raw, dt)
             params[pname] = ScalarParam(pname, dt, v)
             continue
-        ndim, facts = k[2], k[3]
+        ndim, facts = k.ndim, k.facts
         p = ArrayParam(pname, kind, dt, ndim, facts,
-                       tile_shape=tuple(k[4]) if kind == "partition" else None,
-                       writable=bool(k[4]) if kind == "tensor" else True)
+                       tile_shape=tuple(k.tile_shape) if kind == "partition" else None,
+                       writable=bool(k.writable) if kind == "tensor" else True)
         base = next(args)
         base.hint = pname
         shape_vals = [next(args) for _ in range(ndim)]
         stride_vals = [next(args) for _ in range(ndim)]
-        _, base_div, shape_div, stride_div, stride_one = facts if facts else (64, 1, (1,) * ndim,
-                                                                             (1,) * ndim,
-                                                                             (False,) * ndim)
+        _, base_div, shape_div, stride_div, stride_one = facts or Facts.unknown(ndim)
         if base_div > 1:
             base = b.assume(base, A.DivBy(base_div))
         p.base = base

@@ -2,18 +2,13 @@
 
 ``classify(value)`` returns an :class:`ArgInfo`:
 
-* ``key``: a plain tuple (C2), one of ::
-
-      ("tensor",    dtype_name, ndim, facts, writable)
-      ("partition", dtype_name, ndim, facts, tile_shape)
-      ("scalar",    dtype_name)
-
-  with ``facts = (index_bits, base_div, shape_div, stride_div, stride_one)``.
+* ``key``: a :mod:`tilejit.keys` key (``TensorKey``, ``PartitionKey`` or ``ScalarKey``; their
+  definitions, the facts and the ABI-slot rules live there).
 * ``params``: the C1 parameter values as Python ints/floats, in ABI order
   (``base, shape..., stride...`` for arrays; one value for scalars).
-* ``slots``: the C type of each ABI value (``"u64"``, ``"i32"``, ``"f16"`` ...), which
-  :class:`tilejit.runtime.launch.ParamPacker` turns into a byte layout. Slots depend only on the
-  key, so one packer serves every launch of a compiled specialization.
+* ``slots``: the C type of each ABI value (``"u64"``, ``"i32"``, ``"f16"`` ...; ``key.abi_slots()``),
+  which :class:`tilejit.runtime.launch.ParamPacker` turns into a byte layout. Slots depend only on
+  the key, so one packer serves every launch of a compiled specialization.
 * ``grid`` (partitions), ``tensor``, ``storage``, ``writable``, ``value`` (what the caller passed).
 * ``prepare(stream)`` / ``finish(stream)``: hooks or None. NumPy arrays are copied to the device in
   ``prepare`` (their ``params`` are only known then) and, when passed writable through
@@ -30,13 +25,14 @@ from typing import Optional, Sequence, Tuple
 import numpy as np
 
 from .. import dtypes as _dt
+from .. import keys as _keys
 from ..errors import LaunchError, TensorError
-from . import layout as _layout
+from ..keys import Facts, array_slots, scalar_slot
+from .. import layout as _layout
 from .partition import Partition
 from .tensor import Tensor
 
 MAX_GRID_DIM = 1 << 24          # grid dims must be < 2^24 (tileiras / driver limit for tile kernels)
-_I32_LIMIT = 1 << 31
 
 
 class atomic:
@@ -87,33 +83,14 @@ class ArgInfo:
         return f"ArgInfo({self.kind}, key={self.key!r}, params={self.params!r})"
 
 
-# --- facts ----------------------------------------------------------------------------------------------
-def index_bits_for(shape: Sequence[int], strides: Sequence[int]) -> int:
-    """32 when every extent, stride and element offset of the view fits in int32, else 64."""
-    if any(n >= _I32_LIMIT for n in shape) or any(abs(s) >= _I32_LIMIT for s in strides):
-        return 64
-    return 32 if _layout.span_elements(shape, strides) < _I32_LIMIT else 64
-
-
-def array_facts(ptr: int, shape: Sequence[int], strides: Sequence[int]) -> tuple:
-    """``(index_bits, base_div, shape_div, stride_div, stride_one)`` (C2)."""
-    lp2 = _layout.largest_pow2_divisor
-    return (index_bits_for(shape, strides), lp2(ptr), tuple(lp2(n) for n in shape),
-            tuple(lp2(s) for s in strides), tuple(s == 1 for s in strides))
-
-
-def array_slots(ndim: int, index_bits: int) -> Tuple[str, ...]:
-    idx = "i32" if index_bits == 32 else "i64"
-    return ("u64",) + (idx,) * (2 * ndim)
-
-
+# --- tensors and partitions ----------------------------------------------------------------------
 def _tensor_info(t: Tensor, writable: bool, value, cached: bool = False, ptr=None) -> ArgInfo:
     """``ptr``: the data pointer when the caller already has it (skips ``t.device_pointer``'s
     usability check)."""
     if ptr is None:
         ptr = t.device_pointer
-    facts = array_facts(ptr, t.shape, t.strides)
-    key = ("tensor", t.dtype.name, t.ndim, facts, writable)
+    facts = Facts.of(ptr, t.shape, t.strides)
+    key = _keys.tensor_key(t.dtype.name, t.ndim, facts, writable)
     # An info cached on its tensor refers back to it weakly: a reference cycle would keep the
     # tensor (and its device memory, and its view count) alive until the garbage collector runs.
     ref = weakref.proxy(t) if cached else t
@@ -130,7 +107,7 @@ def _partition_info(p: Partition) -> ArgInfo:
         # t may be moved into p: read the pointer without device_pointer's usability check
         ti = t._info = _tensor_info(t, False, None, cached=True,
                                     ptr=t._storage.ptr + t._offset_bytes)
-    key = ("partition",) + ti.key[1:4] + (p.tile_shape,)
+    key = _keys.partition_key(t.dtype.name, t.ndim, ti.key.facts, p.tile_shape)
     # cached on the partition: weak references only (see _tensor_info)
     info = ArgInfo("partition", key, ti.params, ti.slots, value=None, tensor=weakref.proxy(t),
                    partition=weakref.proxy(p), tile_shape=p.tile_shape, grid=p.grid,
@@ -150,8 +127,8 @@ def _numpy_info(arr: np.ndarray, writable: bool, value) -> ArgInfo:
                           "the launch)")
     shape = tuple(arr.shape)
     strides = _layout.contiguous_strides(shape)
-    facts = array_facts(0, shape, strides)          # the device copy is 256-byte aligned
-    key = ("tensor", dt.name, len(shape), facts, writable)
+    facts = Facts.of(0, shape, strides)          # the device copy is 256-byte aligned
+    key = _keys.tensor_key(dt.name, len(shape), facts, writable)
     info = ArgInfo("tensor", key, None, array_slots(len(shape), facts[0]), value=value,
                    writable=writable, host=arr)
 
@@ -172,13 +149,6 @@ def _numpy_info(arr: np.ndarray, writable: bool, value) -> ArgInfo:
 
 
 # --- scalars --------------------------------------------------------------------------------------------
-_SCALAR_SLOT = {"bool_": "i32", "tfloat32": "f32"}
-
-
-def scalar_slot(dt) -> str:
-    return _SCALAR_SLOT.get(dt.name, dt.short)
-
-
 def _scalar_info(value, annotation) -> ArgInfo:
     if annotation is not None:
         dt = _dt.as_dtype(annotation)
@@ -194,7 +164,7 @@ def _scalar_info(value, annotation) -> ArgInfo:
         raise TypeError(f"unsupported scalar argument of type {type(value).__name__}")
     # Python scalars are weak (they adopt a tile's dtype), NumPy scalars strong (NEP 50)
     weak = not isinstance(value, np.generic)
-    return ArgInfo("scalar", ("scalar", dt.name, weak), (_scalar_value(value, dt),),
+    return ArgInfo("scalar", _keys.scalar_key(dt.name, weak), (_scalar_value(value, dt),),
                    (scalar_slot(dt),), value=value)
 
 
@@ -296,12 +266,7 @@ def abi_slots(infos) -> Tuple[str, ...]:
 
 def slots_from_key(key) -> Tuple[str, ...]:
     """ABI slot types of one argument, from its key alone (for AOT compilation)."""
-    kind = key[0]
-    if kind in ("tensor", "partition"):
-        return array_slots(key[2], key[3][0])
-    if kind == "scalar":
-        return (scalar_slot(_dt.from_name(key[1])),)
-    raise ValueError(f"unknown argument key {key!r}")
+    return _keys.as_key(key).abi_slots()
 
 
 # --- grid -----------------------------------------------------------------------------------------------
@@ -419,4 +384,4 @@ def _aliases(a: ArgInfo, b: ArgInfo) -> bool:
 
 __all__ = ["ArgInfo", "atomic", "classify", "key_of", "flatten_params",
            "abi_slots", "slots_from_key", "grid_from_partitions", "normalize_grid",
-           "check_launch_aliasing", "release_partitions", "array_facts", "index_bits_for", "MAX_GRID_DIM"]
+           "check_launch_aliasing", "release_partitions", "MAX_GRID_DIM"]

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import TensorError
 from . import driver as _d
-from . import layout as _layout
+from .. import layout as _layout
 
 # Refuse copies that would take more driver calls than this (a clear error beats a hang).
 MAX_COPY_CALLS = 1 << 16

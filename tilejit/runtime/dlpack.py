@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..errors import TensorError
-from . import layout as _layout
+from .. import layout as _layout
 
 kDLCPU, kDLCUDA, kDLCUDAHost, kDLCUDAManaged = 1, 2, 3, 13
 _FLAG_READ_ONLY = 1

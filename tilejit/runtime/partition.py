@@ -15,7 +15,7 @@ import weakref
 from typing import Tuple
 
 from ..errors import TensorError
-from . import layout as _layout
+from .. import layout as _layout
 
 MAX_RANK = 3
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..errors import TensorError
-from . import layout as _layout
+from .. import layout as _layout
 from .memory import Storage
 from .partition import Partition
 

@@ -22,7 +22,7 @@ from .. import dtypes as _dt
 from ..errors import TensorError
 from ..ops.deviceop import DeviceOp, execute_input
 from . import copy as _copy
-from . import layout as _layout
+from .. import layout as _layout
 from .memory import allocate
 from .tensor import Tensor
 

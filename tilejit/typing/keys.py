@@ -1,16 +1,14 @@
-"""Specialization keys (NOTES.md contract C2) and constant values -> Numba argument types.
+"""Specialization keys (defined in :mod:`tilejit.keys`) and constant values -> Numba argument types.
 
-=========================================================  ==================================
-key                                                        Numba type
-=========================================================  ==================================
-``("tensor", dtype, ndim, facts, writable)``               ``TensorType``
-``("partition", dtype, ndim, facts, tile_shape)``          ``PartitionType``
-``("scalar", dtype)``                                      a Numba scalar (``int64``,
-                                                           ``float32``, ``boolean``...); a rank-0
-                                                           ``TileType`` for bfloat16 / tf32 / fp8
-=========================================================  ==================================
+=====================  ==========================================================================
+key                    Numba type
+=====================  ==========================================================================
+``TensorKey``          ``TensorType``
+``PartitionKey``       ``PartitionType``
+``ScalarKey``          weak: a Numba scalar (``int64``, ``float32``, ``boolean``...; a rank-0
+                       ``TileType`` for bfloat16 / tf32 / fp8); strong (NumPy scalar): a rank-0 tile
+=====================  ==========================================================================
 
-Scalars are weak in mixed expressions with tiles whatever their dtype (``promotion.py``).
 Constant parameter values become literal types (``Literal[int](64)``) or, for floats, ``float64``.
 """
 from __future__ import annotations
@@ -22,6 +20,7 @@ from typing import Any
 from numba.core import types
 
 from .. import dtypes as dt
+from .. import keys as _keys
 from ..dtypes import DType
 from ..errors import TypingError
 from .types import (DTypeType, EnumMemberType, PartitionType, TensorType, TileType, is_pow2,
@@ -37,21 +36,22 @@ def _hashable(x):
 
 
 def arg_type(key) -> types.Type:
-    """The Numba type of one kernel argument from its C2 key tuple."""
-    return _arg_type(_hashable(key))
+    """The Numba type of one kernel argument from its key (a named key or its plain tuple)."""
+    try:
+        key = _keys.as_key(_hashable(key))
+    except ValueError as e:
+        raise TypingError(str(e)) from None
+    return _arg_type(key)
 
 
 @functools.lru_cache(maxsize=4096)
 def _arg_type(key) -> types.Type:
-    if not isinstance(key, tuple) or not key:
-        raise TypingError(f"invalid argument key {key!r}")
-    kind = key[0]
+    kind = key.kind
     if kind == "tensor":
-        _, dname, ndim, facts, writable = key
-        return TensorType(dt.from_name(dname), int(ndim), facts, bool(writable))
+        return TensorType(dt.from_name(key.dtype), int(key.ndim), key.facts, bool(key.writable))
     if kind == "partition":
-        _, dname, ndim, facts, tile_shape = key
-        tile_shape = tuple(int(s) for s in tile_shape)
+        ndim = key.ndim
+        tile_shape = tuple(int(s) for s in key.tile_shape)
         if not 1 <= ndim <= 3:
             raise TypingError(f"partitions must have rank 1 to 3, got rank {ndim}")
         if len(tile_shape) != ndim:
@@ -60,13 +60,10 @@ def _arg_type(key) -> types.Type:
         if bad:
             raise TypingError(f"partition tile shape {tile_shape}: every extent must be a power "
                               f"of two, {bad[0]} is not")
-        return PartitionType(dt.from_name(dname), int(ndim), tile_shape, facts)
-    if kind == "scalar":
-        d = dt.from_name(key[1])
-        weak = key[2] if len(key) > 2 else True
-        # a strong (NumPy) scalar is a 0-d tile: it promotes like a tile (NEP 50)
-        return value_type(d) if weak else TileType(d, ())
-    raise TypingError(f"unknown argument kind {kind!r} in key {key!r}")
+        return PartitionType(dt.from_name(key.dtype), int(ndim), tile_shape, key.facts)
+    d = dt.from_name(key.dtype)
+    # a strong (NumPy) scalar is a 0-d tile: it promotes like a tile (NEP 50)
+    return value_type(d) if key.weak else TileType(d, ())
 
 
 def check_constant(name: str, value: Any) -> None:

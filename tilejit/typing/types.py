@@ -22,6 +22,7 @@ from numba.core import types
 
 from .. import dtypes as _dt
 from ..dtypes import DType
+from ..keys import index_dtype
 
 # --------------------------------------------------------------------------------------------------
 # Scalars: dtype <-> Numba number type
@@ -99,8 +100,8 @@ class TileType(types.Type):
 
 
 def _index_type(facts):
-    """Index integer type from the C2 ``facts`` tuple ``(index_bits, ...)``; no facts: 64-bit."""
-    return types.int32 if facts and facts[0] == 32 else types.int64
+    """The Numba index type for ``facts`` (the rule is :func:`tilejit.keys.index_dtype`)."""
+    return types.int32 if index_dtype(facts) is _dt.int32 else types.int64
 
 
 class TensorType(types.Type):

@@ -1,0 +1,206 @@
+"""Specialization keys: the one definition shared by the host, typing and lowering.
+
+A compiled kernel is specialized on one key per runtime argument. Keys are named tuples (still
+tuples: they hash and compare as fast as plain ones, and equal the plain tuples older code and
+tests spell out):
+
+=============================================================  =====================================
+key                                                            ABI slots (contract C1)
+=============================================================  =====================================
+``TensorKey("tensor", dtype, ndim, facts, writable)``          ``u64`` base, then ``ndim`` extents and
+``PartitionKey("partition", dtype, ndim, facts, tile_shape)``  ``ndim`` strides in ``facts.index_dtype``
+``ScalarKey("scalar", dtype, weak)``                           one value (bool as ``i32``)
+=============================================================  =====================================
+
+``dtype`` is a ``tilejit.dtypes`` name. ``facts`` (:class:`Facts`) are what the host knows about an
+array that makes code faster: 32-bit indexing, and the power-of-two divisibility (capped at 16) of
+the base address in bytes, of each extent and of each stride in elements. ``weak`` scalars are
+Python scalars, which adopt a tile's dtype in mixed arithmetic; NumPy scalars are strong (NEP 50).
+
+The runtime classifies arguments into keys (``runtime.argspec``), typing turns keys into Numba
+types (``typing.keys``), lowering turns them into entry parameters (``lowering.abi``). Constant
+parameters are keyed by value with :func:`constant_key`.
+"""
+from __future__ import annotations
+
+import enum
+import struct
+from typing import Any, NamedTuple, Optional, Sequence, Tuple
+
+from . import dtypes as _dt
+from .layout import largest_pow2_divisor, span_elements
+
+_I32_LIMIT = 1 << 31
+
+
+# --- facts ---------------------------------------------------------------------------------------
+class Facts(NamedTuple):
+    """What is known about an array argument's layout (part of its key)."""
+
+    index_bits: int                   # 32 when every extent, stride and offset fits in int32
+    base_div: int                     # largest power of two <= 16 dividing the base address (bytes)
+    shape_div: Tuple[int, ...]        # per extent
+    stride_div: Tuple[int, ...]       # per stride (elements); a zero stride counts as 16
+    stride_one: Tuple[bool, ...]      # per stride: == 1
+
+    @property
+    def index_dtype(self) -> _dt.DType:
+        """The integer type of extents, strides and indices of this array."""
+        return _dt.int32 if self.index_bits == 32 else _dt.int64
+
+    @classmethod
+    def of(cls, ptr: int, shape: Sequence[int], strides: Sequence[int]) -> "Facts":
+        """The facts of an array view at byte address ``ptr`` (strides in elements)."""
+        lp2 = largest_pow2_divisor
+        return tuple.__new__(cls, (index_bits_for(shape, strides), lp2(ptr),
+                                   tuple([lp2(n) for n in shape]),
+                                   tuple([lp2(s) for s in strides]),
+                                   tuple([s == 1 for s in strides])))
+
+    @classmethod
+    def unknown(cls, ndim: int) -> "Facts":
+        """Nothing known: 64-bit indexing, no divisibility (for types built without a launch)."""
+        return cls(64, 1, (1,) * ndim, (1,) * ndim, (False,) * ndim)
+
+
+def index_bits_for(shape: Sequence[int], strides: Sequence[int]) -> int:
+    """32 when every extent, stride and element offset of the view fits in int32, else 64."""
+    for n in shape:
+        if n >= _I32_LIMIT:
+            return 64
+    for s in strides:
+        if s >= _I32_LIMIT or -s >= _I32_LIMIT:
+            return 64
+    return 32 if span_elements(shape, strides) < _I32_LIMIT else 64
+
+
+def index_dtype(facts: Optional[Facts]) -> _dt.DType:
+    """The index integer type for ``facts`` (64-bit when nothing is known)."""
+    return _dt.int32 if facts is not None and facts[0] == 32 else _dt.int64
+
+
+def array_slots(ndim: int, index_bits: int) -> Tuple[str, ...]:
+    """ABI slot types of an array argument: base pointer, extents, strides."""
+    idx = "i32" if index_bits == 32 else "i64"
+    return ("u64",) + (idx,) * (2 * ndim)
+
+
+# --- argument keys -------------------------------------------------------------------------------
+class TensorKey(NamedTuple):
+    """A tensor argument: read-only unless ``writable`` (``tile.atomic(t)``)."""
+
+    kind: str
+    dtype: str
+    ndim: int
+    facts: Facts
+    writable: bool
+
+    def abi_slots(self) -> Tuple[str, ...]:
+        return array_slots(self.ndim, self.facts[0])
+
+
+class PartitionKey(NamedTuple):
+    """A partitioned output: each block owns one tile of ``tile_shape``."""
+
+    kind: str
+    dtype: str
+    ndim: int
+    facts: Facts
+    tile_shape: Tuple[int, ...]
+
+    def abi_slots(self) -> Tuple[str, ...]:
+        return array_slots(self.ndim, self.facts[0])
+
+
+_SCALAR_SLOT = {"bool_": "i32", "tfloat32": "f32"}
+
+
+def scalar_slot(dtype: _dt.DType) -> str:
+    """The ABI slot of a scalar of ``dtype`` (bools travel as i32, tf32 as f32)."""
+    return _SCALAR_SLOT.get(dtype.name, dtype.short)
+
+
+class ScalarKey(NamedTuple):
+    """A scalar argument; ``weak`` for Python scalars (they adopt a tile's dtype)."""
+
+    kind: str
+    dtype: str
+    weak: bool
+
+    def abi_slots(self) -> Tuple[str, ...]:
+        return (scalar_slot(_dt.from_name(self.dtype)),)
+
+
+def tensor_key(dtype_name: str, ndim: int, facts: Facts, writable: bool) -> TensorKey:
+    return tuple.__new__(TensorKey, ("tensor", dtype_name, ndim, facts, writable))
+
+
+def partition_key(dtype_name: str, ndim: int, facts: Facts, tile_shape) -> PartitionKey:
+    return tuple.__new__(PartitionKey, ("partition", dtype_name, ndim, facts, tuple(tile_shape)))
+
+
+def scalar_key(dtype_name: str, weak: bool) -> ScalarKey:
+    return tuple.__new__(ScalarKey, ("scalar", dtype_name, weak))
+
+
+_KEY_CLASSES = {"tensor": TensorKey, "partition": PartitionKey, "scalar": ScalarKey}
+
+
+def as_key(key):
+    """The named key for a plain tuple spelling of it (named keys are returned as they are).
+
+    Raises ValueError for anything that is not a key."""
+    if isinstance(key, (TensorKey, PartitionKey, ScalarKey)):
+        return key
+    if not isinstance(key, tuple) or not key or key[0] not in _KEY_CLASSES:
+        raise ValueError(f"invalid argument key {key!r}: expected ('tensor', ...), "
+                         f"('partition', ...) or ('scalar', ...)")
+    cls = _KEY_CLASSES[key[0]]
+    if len(key) != len(cls._fields):
+        raise ValueError(f"invalid {key[0]} key {key!r}: expected the fields {cls._fields}")
+    if cls is not ScalarKey:
+        facts = key[3]
+        if facts is not None and not isinstance(facts, Facts):
+            facts = Facts(*facts)
+        key = key[:3] + (facts,) + key[4:]
+    return tuple.__new__(cls, key)
+
+
+def abi_slots(keys) -> Tuple[str, ...]:
+    """All ABI slot types of a kernel, in order, from its argument keys."""
+    out: Tuple[str, ...] = ()
+    for k in keys:
+        out += as_key(k).abi_slots()
+    return out
+
+
+# --- constants -----------------------------------------------------------------------------------
+def constant_key(consts: dict) -> tuple:
+    """The key part of ``tile.Constant`` values: sorted by name, each value tagged by its kind.
+
+    Floats are keyed by their bits, so ``-0.0`` and ``0.0`` are different specializations and a
+    NaN matches itself (instead of recompiling on every call). Values must already be checked
+    (:func:`check_constant_value`).
+    """
+    return tuple((name, _value_key(consts[name])) for name in sorted(consts))
+
+
+def _value_key(v) -> Any:
+    if isinstance(v, bool):
+        return ("bool", v)
+    if isinstance(v, int):
+        return ("int", v)
+    if isinstance(v, float):
+        return ("float", struct.pack("<d", v))
+    if isinstance(v, _dt.DType):
+        return ("dtype", v.name)
+    if isinstance(v, enum.Enum):
+        return ("enum", type(v).__qualname__, v.name)
+    if isinstance(v, tuple):
+        return ("tuple",) + tuple(_value_key(x) for x in v)
+    raise TypeError(f"cannot key constant value {v!r}")
+
+
+__all__ = ["Facts", "TensorKey", "PartitionKey", "ScalarKey", "tensor_key", "partition_key",
+           "scalar_key", "as_key", "abi_slots", "array_slots", "scalar_slot", "index_bits_for",
+           "index_dtype", "constant_key"]
