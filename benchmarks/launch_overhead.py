@@ -6,8 +6,7 @@ Measures, for a trivial kernel (PTX written here), the host time of one launch:
 
 (a) a bare ``cuLaunchKernel`` from Python (cuda-bindings) with pre-packed arguments: the floor;
 (b) tilejit's fast path for the same kernel loaded as a module: ``CudaKernel.launch`` (pack the
-    values into the reusable buffer + one ``cuLaunchKernel``), and the same behind
-    ``runtime.launch.launch`` and behind argument classification (``argspec.classify`` of a
+    values into the reusable buffer + one ``cuLaunchKernel``), and the same behind argument classification (``argspec.classify`` of a
     Tensor + ``launch_infos``), i.e. the dispatcher's hot path without its key lookup;
 (c) ``torch.add`` on tiny tensors, when PyTorch is installed;
 (d) cuTile Python, when ``cuda.tile`` and tileiras are installed;
@@ -69,7 +68,8 @@ def main(argv=None) -> int:
         return 0
 
     import tilejit as tile
-    from tilejit.runtime import argspec, launch, transfer
+    from tilejit.runtime import argspec, launch
+    from tilejit.ops import transfer
 
     drv = driver.drv
     dev = tile.Device(0)
@@ -113,8 +113,6 @@ def main(argv=None) -> int:
     params = (ptr, 1024)
     report("(b) tilejit CudaKernel.launch(grid, params, stream)",
            measure(lambda: kern.launch(grid, params, stream), sync, L, B), bare_us)
-    report("(b) tilejit runtime.launch.launch(...)",
-           measure(lambda: launch.launch(kern, grid, params, stream), sync, L, B), bare_us)
     kern_t = launch.CudaKernel(noop_t, argspec.abi_slots([argspec.classify(buf)]))
     classify, launch_infos = argspec.classify, launch.launch_infos
 

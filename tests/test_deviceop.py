@@ -7,7 +7,7 @@ import pytest
 import tilejit as tile
 from tilejit.ops import DeviceOp, ExecutionContext
 from tilejit.ops import scheduling
-from tilejit.runtime import transfer as T
+from tilejit.ops import transfer as T
 
 
 pytestmark = pytest.mark.usefixtures("simulator_backend")

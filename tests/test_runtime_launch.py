@@ -5,9 +5,10 @@ import numpy as np
 import pytest
 
 import tilejit as tile
+from tilejit.backends.simulator import SimExecutable
 from tilejit.ops import DeviceOp, execute_input
 from tilejit.runtime import argspec, launch
-from tilejit.runtime import transfer as T
+from tilejit.ops import transfer as T
 from tilejit.simulator.memory import memory as sim
 from sample_arrays import rand
 
@@ -74,7 +75,8 @@ def test_raw_cuda_launches_need_a_gpu():
 
 # --- a simulated "compiled kernel" and a dispatcher-style op ------------------------------------
 def make_add_kernel(tile_shape, calls):
-    """What the interpreter provides: ``compiled(grid, params)`` with C1 params (z, x, y 2-D)."""
+    """What the simulator backend provides: an executable whose launch calls
+    ``compiled(grid, params)`` with C1 params (z, x, y 2-D)."""
     t0, t1 = tile_shape
 
     def compiled(grid, params):
@@ -92,7 +94,7 @@ def make_add_kernel(tile_shape, calls):
                 tx = sim.load(addr(x), np.float32, mask)
                 ty = sim.load(addr(y), np.float32, mask)
                 sim.store(addr(z), tx + ty, np.float32, mask)
-    return compiled
+    return SimExecutable(compiled, "add")
 
 
 class KernelLaunch(DeviceOp):
@@ -172,4 +174,5 @@ def test_out_of_bounds_in_a_simulated_kernel_is_a_device_error():
         sim.load(np.array([params[0] + 4 * 100]), np.float32)
 
     with pytest.raises(tile.DeviceError, match="out-of-bounds access"):
-        launch.launch(bad, (1, 1, 1), (x.device_pointer,), tile.Device(0).new_stream())
+        SimExecutable(bad, "bad").launch((1, 1, 1), (x.device_pointer,),
+                                         tile.Device(0).new_stream())

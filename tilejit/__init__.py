@@ -12,10 +12,10 @@ __version__ = "0.1.0"
 
 # --- runtime (host) public names: section owned by the runtime work ---------------------------------
 from .runtime import (Device, Stream, Event, Tensor, Partition, atomic, from_dlpack, Module,
-                      Function, load_module_from_ptx, load_module_from_file, LaunchConfig,
-                      AsyncKernelLaunch)
+                      Function, load_module_from_ptx, load_module_from_file)
 from .ops import (DeviceOp, DeviceFuture, ExecutionContext, value, shared, zip, with_context,
-                  SchedulingPolicy, StreamPoolRoundRobin, SingleStream, set_default_policy)
+                  SchedulingPolicy, StreamPoolRoundRobin, SingleStream, set_default_policy,
+                  LaunchConfig, AsyncKernelLaunch)
 
 # --- kernel language public names: section owned by the front-end work ------------------------------
 from . import language
@@ -23,6 +23,7 @@ from .language import *  # noqa: F401,F403  (Constant, function, cdiv, PaddingMo
 from .language import __all__ as _language_names
 
 # --- kernels: the @tile.entry dispatcher -------------------------------------------------------------
-from .dispatcher import CompileOptions, Kernel, KernelLaunch, PreparedLaunch, entry
+from .compiler import CompileOptions
+from .dispatcher import Kernel, KernelLaunch, PreparedLaunch, entry
 from .ops.graph import CudaGraph
 from . import api

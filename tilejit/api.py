@@ -14,8 +14,8 @@ from . import dtypes as _dt
 from .errors import TensorError
 from .ops.deviceop import DeviceOp, execute_input
 from . import layout as _layout
-from .runtime.transfer import (dup, empty, from_numpy, memcpy, new_tensor, to_host,  # noqa: F401
-                               to_numpy)
+from .runtime.transfer import new_tensor
+from .ops.transfer import dup, empty, from_numpy, memcpy, to_host, to_numpy  # noqa: F401
 
 _FLAT_TILE = 1024
 _TILE_BUDGET = 2048

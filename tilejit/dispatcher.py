@@ -9,53 +9,30 @@ Numba typing -> structurize -> Tile IR -> verify -> bytecode -> tileiras (throug
 from __future__ import annotations
 
 import inspect
-import os
-import sys
+import re
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Dict, Optional, Sequence
 
+from . import backends
+from . import compiler as _compiler
 from . import dtypes as D
+from . import keys as _keys
 from . import language as L
+from .compiler import CompileOptions, Compiled
 from .errors import LaunchError
-from .ops.deviceop import DeviceOp
+from .ops.deviceop import DeviceOp, _as_stream
+from .ops.scheduling import default_stream
 from .runtime import argspec
 from .runtime.argspec import (check_launch_aliasing, classify, grid_from_partitions,
                                release_partitions)
-from .runtime.launch import launch, launch_infos
+from .runtime.device import default_arch
+from .runtime.launch import launch_infos
+from .runtime.memory import use_all
 
 _ARCH_RE_DOC = "an architecture name such as 'sm_90'"
-
-
-@dataclass(frozen=True)
-class CompileOptions:
-    """Per-launch compile options (part of the specialization key)."""
-
-    occupancy: Optional[int] = None
-    num_cta_in_cga: Optional[int] = None
-    max_divisibility: Optional[int] = None
-    opt_level: int = 3
-
-    def __post_init__(self):
-        if self.occupancy is not None and not 1 <= int(self.occupancy) <= 32:
-            raise ValueError(f"occupancy must be in [1, 32], got {self.occupancy}")
-        n = self.num_cta_in_cga
-        if n is not None and (n < 1 or n > 16 or n & (n - 1)):
-            raise ValueError(f"num_cta_in_cga (num_ctas) must be a power of two in [1, 16], got {n}")
-        d = self.max_divisibility
-        if d is not None and (d < 1 or d & (d - 1)):
-            raise ValueError(f"max_divisibility must be a power of two, got {d}")
-        if not 0 <= int(self.opt_level) <= 3:
-            raise ValueError(f"opt_level must be 0..3, got {self.opt_level}")
-
-    def hints(self) -> Dict[str, int]:
-        h = {}
-        if self.occupancy is not None:
-            h["occupancy"] = int(self.occupancy)
-        if self.num_cta_in_cga is not None:
-            h["num_cta_in_cga"] = int(self.num_cta_in_cga)
-        return h
+_MISSING = object()         # a Constant left for .generics(...) to bind
 
 
 @dataclass
@@ -76,28 +53,6 @@ class KernelStats:
                 f"disk_hits={self.disk_hits}, launches={self.launches}, "
                 f"typing={self.typing_s * 1e3:.1f} ms, lowering={self.lowering_s * 1e3:.1f} ms, "
                 f"tileiras={self.tileiras_s * 1e3:.1f} ms, load={self.load_s * 1e3:.1f} ms)")
-
-
-@dataclass
-class Compiled:
-    """One specialization: its Tile IR module and what launches it."""
-
-    key: tuple
-    module: Any
-    name: str
-    launcher: Any = None
-    typed: Any = None
-    bytecode: Optional[bytes] = None
-    cubin: Optional[bytes] = None
-    target: str = "sim"
-
-
-def _dumps() -> set:
-    return {s.strip() for s in os.environ.get("TILEJIT_DUMP", "").split(",") if s.strip()}
-
-
-def _symbol(name: str) -> str:
-    return "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "kernel"
 
 
 class Kernel:
@@ -123,12 +78,14 @@ class Kernel:
                 raise TypeError(f"kernel '{self.__name__}': parameter '{p.name}' must be a plain "
                                 f"positional parameter (*args, **kwargs and keyword-only "
                                 f"parameters are not supported)")
+        self._sig = sig
         self.param_names = tuple(sig.parameters)
-        self.constant_names = L.constant_parameters(pyfunc)
+        self._constant_types = L.constant_annotations(pyfunc)
+        self.constant_names = tuple(self._constant_types)
         self.runtime_names = tuple(n for n in self.param_names if n not in self.constant_names)
         annotations = self._scalar_annotations(pyfunc)
         self._cache: Dict[tuple, Compiled] = {}
-        self._fast: Dict[tuple, Compiled] = {}      # (arg keys, target) -> Compiled
+        self._fast: Dict[tuple, Any] = {}      # (arg keys, device) -> executable
         self._simple = not self.constant_names
         self._anns = tuple(annotations.get(n) for n in self.runtime_names)
         self._locks: Dict[tuple, threading.Lock] = {}
@@ -150,29 +107,32 @@ class Kernel:
 
     # --- launching -------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs) -> "KernelLaunch":
-        if kwargs:
-            bad = [k for k in kwargs if k not in self.param_names]
-            if bad:
-                raise TypeError(f"{self.__name__}() got an unexpected keyword argument '{bad[0]}'")
-            args = self._merge_kwargs(args, kwargs)
+        if kwargs or len(args) not in (len(self.param_names), len(self.runtime_names)):
+            args = self._bind(args, kwargs)
         return KernelLaunch(self, args)
 
-    def _merge_kwargs(self, args, kwargs):
-        out = list(args)
-        for name in self.param_names[len(args):]:
-            if name not in kwargs:
-                break
-            out.append(kwargs.pop(name))
-        if kwargs:
-            raise TypeError(f"{self.__name__}(): arguments {sorted(kwargs)} out of order")
-        return tuple(out)
+    def _bind(self, args, kwargs) -> tuple:
+        """All parameter values in order, bound like a Python call (defaults applied; a Constant
+        left out is ``_MISSING``, for ``.generics(...)`` to bind)."""
+        try:
+            bound = self._sig.bind_partial(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{self.__name__}(): {e}") from None
+        bound.apply_defaults()
+        values = bound.arguments
+        missing = [n for n in self.runtime_names if n not in values]
+        if missing:
+            raise TypeError(f"{self.__name__}() missing {len(missing)} required argument(s): "
+                            f"{', '.join(repr(n) for n in missing)}")
+        return tuple(values.get(n, _MISSING) for n in self.param_names)
 
     def _split(self, values, generics: Dict[str, Any]):
-        """(runtime values in order, constants by name) from the passed values."""
+        """(runtime values in order, checked constants by name) from the passed values."""
         names = self.param_names
         if len(values) == len(names):
-            consts = {n: v for n, v in zip(names, values) if n in self.constant_names}
-            rt = [v for n, v in zip(names, values) if n not in self.constant_names]
+            consts = {n: v for n, v in zip(names, values)
+                      if n in self._constant_types and v is not _MISSING}
+            rt = [v for n, v in zip(names, values) if n not in self._constant_types]
             for n, v in generics.items():
                 if n in consts and consts[n] != v:
                     raise LaunchError(f"{self.__name__}: constant '{n}' given twice with different "
@@ -192,24 +152,17 @@ class Kernel:
             raise LaunchError(f"{self.__name__}: no value for the tile.Constant parameter(s) "
                               f"{', '.join(missing)}; pass them as arguments or bind them with "
                               f".generics({missing[0]}=...)")
-        return rt, consts
+        types = self._constant_types
+        return rt, {n: _keys.constant_value(n, v, types[n]) for n, v in consts.items()}
 
     # --- compilation -------------------------------------------------------------------------------
-    @staticmethod
-    def _const_key(consts: Dict[str, Any]) -> tuple:
-        out = []
-        for k in sorted(consts):
-            v = consts[k]
-            out.append((k, type(v).__name__, v if not isinstance(v, D.DType) else v.name))
-        return tuple(out)
-
     def specialize(self, keys: Sequence[tuple], consts: Dict[str, Any], target: str,
                    options: Optional[CompileOptions] = None, const_grid=None) -> Compiled:
         """The compiled specialization for argument keys, constants and target (``"sim"`` or an
         architecture such as ``"sm_90"``); compiles once per key, also under concurrency.
         ``const_grid`` (a 3-tuple) is baked in: ``tile.num_blocks`` folds to its entries."""
         options = options or self.options
-        key = (tuple(keys), self._const_key(consts), options, target, const_grid)
+        key = (tuple(keys), _keys.constant_key(consts), options, target, const_grid)
         c = self._cache.get(key)
         if c is not None:
             self.stats.cache_hits += 1
@@ -221,80 +174,38 @@ class Kernel:
             if c is not None:
                 self.stats.cache_hits += 1
                 return c
-            c = self._compile(key, list(keys), consts, target, options, load=target != "aot")
+            c = self._compile(list(keys), consts, target, options, const_grid, key=key)
             self._cache[key] = c
             return c
 
-    def _front(self, keys, consts, target, options, const_grid=None):
-        from .lowering.lower import lower_kernel
-        from .lowering.structurize import structurize
-        from .tileir import verify_module
-        from .typing.pipeline import type_kernel
-        t0 = time.perf_counter()
-        typed = type_kernel(self.py_func, keys, consts)
-        t1 = time.perf_counter()
-        version = self._bytecode_version(target)
-        arch = target if target.startswith("sm_") else os.environ.get("TILEJIT_ARCH", "sm_90")
-        module = lower_kernel(structurize(typed), name=_symbol(self.__name__), arch=arch,
-                              bytecode_version=version, hints=options.hints(),
-                              const_grid=const_grid)
-        verify_module(module)
-        t2 = time.perf_counter()
-        self.stats.typing_s += t1 - t0
-        self.stats.lowering_s += t2 - t1
-        dumps = _dumps()
-        if "typed" in dumps:
-            print(typed.dump() if hasattr(typed, "dump") else typed, file=sys.stderr)
-        if "tileir" in dumps:
-            from .tileir import print_module
-            print(print_module(module), file=sys.stderr)
-        return typed, module, version
-
-    @staticmethod
-    def _bytecode_version(target):
-        from .tileir import LATEST
-        if target == "sim":
-            return LATEST
-        from .toolchain import tileiras
-        return tileiras.max_bytecode_version()
-
-    def _compile(self, key, keys, consts, target, options, load=True) -> Compiled:
-        typed, module, version = self._front(keys, consts, target, options,
-                                             const_grid=key[4] if key else None)
-        name = module.functions[0].name
-        c = Compiled(key, module, name, typed=typed, target=target)
-        self.stats.compiles += 1
-        if target == "sim":
-            from .simulator import compile_function
-            c.launcher = compile_function(module, name)
-            return c
-        from .tileir import write_bytecode
-        from .toolchain import compile_cubin
-        c.bytecode = write_bytecode(module, version)
-        if "bytecode" in _dumps():
-            path = os.path.join(os.environ.get("TILEJIT_DUMP_DIR", "."), f"{name}.tileirbc")
-            with open(path, "wb") as f:
-                f.write(c.bytecode)
-            print(f"tilejit: wrote {path}", file=sys.stderr)
-        t0 = time.perf_counter()
-        c.cubin, hit = compile_cubin(c.bytecode, target, opt_level=options.opt_level, name=name,
-                                     use_cache=self.use_disk_cache)
-        self.stats.tileiras_s += time.perf_counter() - t0
-        self.stats.disk_hits += int(hit)
-        if load:
-            from .runtime.launch import CudaKernel
-            from .runtime.module import load_module_from_data
-            t0 = time.perf_counter()
-            fn = load_module_from_data(c.cubin).function(name)
-            slots = ()
-            for k in keys:
-                slots += argspec.slots_from_key(k)
-            c.launcher = CudaKernel(fn, slots, name=name)
-            self.stats.load_s += time.perf_counter() - t0
+    def _compile(self, keys, consts, target, options, const_grid=None, key=None) -> Compiled:
+        c = _compiler.compile(self.py_func, keys, consts, target, options, const_grid=const_grid,
+                              name=self.__name__, key=key, use_disk_cache=self.use_disk_cache)
+        st = self.stats
+        st.compiles += 1
+        st.typing_s += c.timings.get("typing", 0.0)
+        st.lowering_s += c.timings.get("lowering", 0.0)
+        st.tileiras_s += c.timings.get("tileiras", 0.0)
+        st.disk_hits += int(c.disk_hit)
         return c
+
+    def executable(self, compiled: Compiled, device):
+        """``compiled`` loaded on ``device`` by its backend (once per device)."""
+        exe = compiled.executables.get(device)
+        if exe is None:
+            with self._lock:
+                exe = compiled.executables.get(device)
+                if exe is None:
+                    t0 = time.perf_counter()
+                    exe = backends.of(device).load(compiled, device)
+                    self.stats.load_s += time.perf_counter() - t0
+                    compiled.executables[device] = exe
+        return exe
 
     # --- tooling (no GPU needed) ---------------------------------------------------------------------
     def _keys_for(self, args, generics=None):
+        if len(args) not in (len(self.param_names), len(self.runtime_names)):
+            args = self._bind(tuple(args), {})
         rt, consts = self._split(tuple(args), dict(generics or {}))
         infos = [classify(v, a) for v, a in zip(rt, self._anns)]
         try:
@@ -314,26 +225,25 @@ class Kernel:
         """The Tile IR text (``tileirdisasm`` syntax) for ``args``; needs no GPU."""
         from .tileir import print_module
         keys, consts = self._keys_for(args, generics)
-        _, module, _ = self._front(keys, consts, "sim", self.options)
+        _, module, _ = _compiler.front_end(self.py_func, keys, consts, _compiler.SIM_TARGET,
+                                           self.options, name=self.__name__)
         return print_module(module)
 
     def inspect_bytecode(self, *args, **generics) -> bytes:
         """The Tile IR bytecode tileiras would compile for ``args``."""
-        from .tileir import write_bytecode
+        from .tileir import LATEST, write_bytecode
         from .toolchain import tileiras
         keys, consts = self._keys_for(args, generics)
-        version = tileiras.max_bytecode_version() if tileiras.available() else None
-        _, module, v = self._front(keys, consts, "sim", self.options)
-        return write_bytecode(module, version or v)
+        version = tileiras.max_bytecode_version() if tileiras.available() else LATEST
+        _, module, _ = _compiler.front_end(self.py_func, keys, consts, _compiler.SIM_TARGET,
+                                           self.options, name=self.__name__, version=version)
+        return write_bytecode(module, version)
 
     def compile(self, *args, arch: Optional[str] = None, **generics) -> bytes:
         """Ahead-of-time compile for ``args`` and return the cubin bytes (no GPU needed)."""
-        if arch is None:
-            from .runtime.device import default_arch
-            arch = default_arch()
+        arch = arch_or_raise(default_arch() if arch is None else arch)
         keys, consts = self._keys_for(args, generics)
-        return self._compile(None, keys, consts, arch_or_raise(arch), self.options,
-                             load=False).cubin
+        return self._compile(keys, consts, arch, self.options).cubin
 
     @property
     def signatures(self) -> list:
@@ -342,7 +252,7 @@ class Kernel:
 
 
 def arch_or_raise(arch: str) -> str:
-    import re
+    """``arch`` if it names an architecture (``"sm_90"``), else ValueError."""
     if not isinstance(arch, str) or not re.fullmatch(r"sm_\d{2,3}[a-z]?", arch):
         raise ValueError(f"arch must be {_ARCH_RE_DOC}, got {arch!r}")
     return arch
@@ -416,8 +326,6 @@ class KernelLaunch(DeviceOp):
         until ``close()`` (or until the prepared launch is garbage-collected). Arguments must be
         tensors and scalars (not DeviceOps or NumPy arrays, whose copies are per launch).
         """
-        from .ops.deviceop import _as_stream
-        from .ops.scheduling import default_stream
         return PreparedLaunch(self, _as_stream(stream) if stream is not None else default_stream())
 
     def _execute(self, ctx):
@@ -428,37 +336,40 @@ class KernelLaunch(DeviceOp):
             rt, consts = values, None
         else:
             rt, consts = k._split(values, self._generics)
+            values = tuple([v for v in values if v is not _MISSING])
         stream = ctx.stream
         infos = [classify(v, a, stream) for v, a in zip(rt, k._anns)]
         try:
-            grid, compiled = self._specialize_for(infos, consts, stream, simple)
+            grid, exe = self._specialize_for(infos, consts, stream, simple)
         except BaseException:
             release_partitions(infos)
             raise
-        launch_infos(compiled.launcher, infos, grid, stream)
+        launch_infos(exe, infos, grid, stream)
         k.stats.launches += 1
         return values
 
     def _specialize_for(self, infos, consts, stream, simple: bool):
-        """Check the classified arguments (aliasing, grid) and find their compiled
-        specialization: ``(grid, compiled)``. The caller releases the partitions on error."""
+        """Check the classified arguments (aliasing, grid) and find their specialization loaded
+        on the stream's device: ``(grid, executable)``. The caller releases the partitions on
+        error."""
         k = self.kernel
         check_launch_aliasing(infos, k.runtime_names)
         grid = grid_from_partitions(infos, self._grid, k.runtime_names)
         device = stream.device
-        target = "sim" if device.is_simulated else device.arch
         keys = tuple([i.key for i in infos])
         if simple:
-            # hot path: a plain dict hit on (argument keys, target)
-            compiled = k._fast.get((keys, target))
-            if compiled is None:
-                compiled = k._fast[(keys, target)] = k.specialize(keys, {}, target)
-            else:
+            # hot path: a plain dict hit on (argument keys, device)
+            exe = k._fast.get((keys, device))
+            if exe is not None:
                 k.stats.cache_hits += 1
-        else:
-            compiled = k.specialize(keys, consts, target, self._options or k.options,
-                                    const_grid=self._const_grid)
-        return grid, compiled
+                return grid, exe
+        backend = backends.of(device)
+        compiled = k.specialize(keys, consts or {}, backend.target(device),
+                                self._options or k.options, const_grid=self._const_grid)
+        exe = k.executable(compiled, device)
+        if simple:
+            k._fast[(keys, device)] = exe
+        return grid, exe
 
 
 class PreparedLaunch:
@@ -477,7 +388,7 @@ class PreparedLaunch:
                 if i.prepare is not None:
                     raise LaunchError("prepare(): NumPy arrays are copied per launch; pass "
                                       "api.from_numpy(array).sync() tensors instead")
-            self.grid, self.compiled = op._specialize_for(infos, consts, stream, simple=False)
+            self.grid, self.executable = op._specialize_for(infos, consts, stream, simple=False)
         except BaseException:
             release_partitions(infos)
             raise
@@ -487,6 +398,7 @@ class PreparedLaunch:
         self.infos = infos
         self._storages = [i.storage for i in infos if i.storage is not None]
         self.params = argspec.flatten_params(infos)
+        self._nonempty = all(self.grid)
         self._closed = False
 
     def launch(self) -> None:
@@ -494,14 +406,9 @@ class PreparedLaunch:
         if self._closed:
             raise LaunchError("this prepared launch was closed")
         stream = self.stream
-        fast = stream._capture is None and not stream._ephemeral   # see launch.launch_infos
-        for st in self._storages:
-            h = st._h
-            if fast and h.stream is stream:
-                h.epoch = stream._epoch
-            else:
-                st.use(stream)
-        launch(self.compiled.launcher, self.grid, self.params, stream)
+        use_all(self._storages, stream)
+        if self._nonempty:
+            self.executable.launch(self.grid, self.params, stream)
 
     def close(self) -> None:
         """Release the partitions' leases."""

@@ -180,9 +180,60 @@ def constant_key(consts: dict) -> tuple:
 
     Floats are keyed by their bits, so ``-0.0`` and ``0.0`` are different specializations and a
     NaN matches itself (instead of recompiling on every call). Values must already be checked
-    (:func:`check_constant_value`).
+    (:func:`constant_value`).
     """
     return tuple((name, _value_key(consts[name])) for name in sorted(consts))
+
+
+_CONSTANT_KINDS = "an int, float, bool, tile dtype, enum member or a tuple of these"
+
+
+def constant_value(name: str, value: Any, expected: Any = None) -> Any:
+    """``value`` checked and normalized as the value of the Constant parameter ``name``.
+
+    NumPy scalars become Python scalars. ``expected`` is the type inside ``Constant[...]`` when
+    known (``int``, ``float``, ``bool``, ``tuple``/``Tuple[int, ...]``): ints are accepted for
+    floats, but a float for an int is an error (as ``range(2.5)`` is in Python). TypeError names
+    the parameter, what it got and what to pass instead.
+    """
+    import numpy as np
+    if isinstance(value, np.generic) and not isinstance(value, (np.datetime64, np.timedelta64)):
+        value = value.item()
+    if isinstance(value, np.ndarray):
+        raise TypeError(f"constant parameter '{name}' got a NumPy array (shape {value.shape}); "
+                        f"constants must be {_CONSTANT_KINDS}. Pass arrays as regular (runtime) "
+                        f"parameters")
+    if isinstance(value, list):
+        raise TypeError(f"constant parameter '{name}' got a list {value!r}; constants must be "
+                        f"hashable: pass a tuple instead")
+    origin = getattr(expected, "__origin__", expected)
+    if expected is int or expected is float or expected is bool:
+        want = expected.__name__
+        ok = (isinstance(value, bool) if expected is bool else
+              isinstance(value, (int, bool)) if expected is int else
+              isinstance(value, (int, float)) and not isinstance(value, bool))
+        if not ok:
+            hint = " (convert with int(...) if you mean it)" if expected is int and \
+                isinstance(value, float) else ""
+            raise TypeError(f"constant parameter '{name}' is annotated tile.Constant[{want}] but "
+                            f"got {type(value).__name__} {value!r}{hint}")
+        return expected(value)
+    if origin is tuple:
+        if not isinstance(value, tuple):
+            raise TypeError(f"constant parameter '{name}' is annotated as a tuple but got "
+                            f"{type(value).__name__} {value!r}")
+        args = getattr(expected, "__args__", ())
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(constant_value(f"{name}[{i}]", v, args[0]) for i, v in enumerate(value))
+        if args and len(args) == len(value):
+            return tuple(constant_value(f"{name}[{i}]", v, a)
+                         for i, (v, a) in enumerate(zip(value, args)))
+    if isinstance(value, tuple):
+        return tuple(constant_value(f"{name}[{i}]", v) for i, v in enumerate(value))
+    if isinstance(value, (bool, int, float, _dt.DType, enum.Enum)):
+        return value
+    raise TypeError(f"constant parameter '{name}' must be {_CONSTANT_KINDS}, got "
+                    f"{type(value).__name__} {value!r}")
 
 
 def _value_key(v) -> Any:
@@ -203,4 +254,4 @@ def _value_key(v) -> Any:
 
 __all__ = ["Facts", "TensorKey", "PartitionKey", "ScalarKey", "tensor_key", "partition_key",
            "scalar_key", "as_key", "abi_slots", "array_slots", "scalar_slot", "index_bits_for",
-           "index_dtype", "constant_key"]
+           "index_dtype", "constant_key", "constant_value"]

@@ -28,6 +28,7 @@ from .errors import TileJitError
 __all__ = [
     # annotations, decorators, host helpers
     "Constant", "function", "TileFunction", "cdiv", "static_assert", "constant_parameters",
+    "constant_annotations",
     # enums
     "PaddingMode", "RoundingMode", "MemoryOrder", "MemoryScope",
     # grid
@@ -118,15 +119,30 @@ def _is_constant_annotation(ann) -> bool:
 
 def constant_parameters(pyfunc) -> tuple:
     """Names of ``pyfunc``'s parameters annotated ``tile.Constant[...]``, in parameter order."""
+    return tuple(constant_annotations(pyfunc))
+
+
+_STRING_TYPES = {"int": int, "float": float, "bool": bool}
+
+
+def constant_annotations(pyfunc) -> dict:
+    """``{name: T}`` for ``pyfunc``'s parameters annotated ``tile.Constant[T]``, in parameter
+    order (``T`` is None when the annotation is an unevaluated string naming something else)."""
     try:
         hints = _typing.get_type_hints(pyfunc, include_extras=True)
     except Exception:       # unresolvable string annotations: fall back to the raw ones
         hints = dict(getattr(pyfunc, "__annotations__", {}))
-    names = []
+    out = {}
     for p in inspect.signature(pyfunc).parameters.values():
-        if _is_constant_annotation(hints.get(p.name, p.annotation)):
-            names.append(p.name)
-    return tuple(names)
+        ann = hints.get(p.name, p.annotation)
+        if not _is_constant_annotation(ann):
+            continue
+        if isinstance(ann, str):
+            inner = ann.replace(" ", "").split("Constant[", 1)[1].rstrip("]")
+            out[p.name] = _STRING_TYPES.get(inner)
+        else:
+            out[p.name] = getattr(ann, "__origin__", None)
+    return out
 
 
 # --------------------------------------------------------------------------------------------------

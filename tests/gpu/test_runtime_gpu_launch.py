@@ -4,7 +4,7 @@ import pytest
 
 import tilejit as tile
 from tilejit.runtime import argspec, launch
-from tilejit.runtime import transfer as T
+from tilejit.ops import transfer as T
 from sample_arrays import rand
 
 pytestmark = pytest.mark.gpu
@@ -83,7 +83,7 @@ def test_fast_path_with_classified_arguments(ptx, n, step):
     w = T.empty((n,), tile.float32).sync()
     infos2 = [argspec.classify(w.partition((4,))), argspec.classify(y), argspec.classify(0.5)]
     assert argspec.key_of(infos2)[1:] != () and grid == argspec.grid_from_partitions(infos2)
-    launch.launch(kernel, grid, argspec.flatten_params(infos2), stream)
+    kernel.launch(grid, argspec.flatten_params(infos2), stream)
     stream.synchronize()
     np.testing.assert_array_equal(w.to_numpy(), y.to_numpy() * 0.5)
 

@@ -154,7 +154,7 @@ class DeviceOp:
 
     def to_host(self) -> "DeviceOp":
         """Copy the output tensor to a NumPy array (on the same stream)."""
-        from ..runtime.transfer import to_host
+        from .transfer import to_host
         return self.then(to_host)
 
     # --- CUDA graphs (API.md §5) -----------------------------------------------------------------
@@ -249,7 +249,7 @@ class DeviceFuture:
         """Wait for the work and return the output (``timeout`` is not supported by the driver's
         blocking wait; it is accepted for concurrent.futures compatibility and polls instead)."""
         if _ex.is_executing():
-            raise SchedulingError(_ex._REENTRANT_MSG.format(what="DeviceFuture.result()"))
+            raise SchedulingError(_ex.REENTRANT_MSG.format(what="DeviceFuture.result()"))
         if not self._done:
             if timeout is None:
                 self.stream.synchronize()

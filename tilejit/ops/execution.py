@@ -1,52 +1,10 @@
-"""Execution state shared by every DeviceOp: the context handed to ``_execute`` and the
-per-thread non-reentrancy guard.
-
-Only one DeviceOp may be *submitting* work on a thread at a time: ``sync``/``sync_on``/``await``/
-``schedule`` called from inside a running op (a ``then``/``map``/``inspect`` callback) raise
-:class:`tilejit.SchedulingError`, because the nested op would run on another stream without being
-ordered after the outer one. ``then_unchecked`` lifts the guard for its callback.
-"""
+"""Execution state shared by every DeviceOp: the context handed to ``_execute``, and the
+per-thread non-reentrancy guard (defined in :mod:`tilejit.runtime.submission`)."""
 from __future__ import annotations
 
-import threading
-
-from ..errors import SchedulingError
-
-_tls = threading.local()
-
-_REENTRANT_MSG = (
-    "DeviceOp execution is non-reentrant: {what} was called while another DeviceOp is executing on "
-    "this thread (inside a then/map/inspect callback?). Chain the work with .then(...) so it runs "
-    "on the same stream, or use .then_unchecked(...) if you have checked there is no race")
-
-
-def is_executing() -> bool:
-    """True while a DeviceOp is submitting work on the calling thread."""
-    return getattr(_tls, "executing", False)
-
-
-def enter(what: str = "sync()") -> None:
-    """Take the calling thread's execution guard; SchedulingError if it is already held."""
-    if getattr(_tls, "executing", False):
-        raise SchedulingError(_REENTRANT_MSG.format(what=what))
-    _tls.executing = True
-
-
-def leave() -> None:
-    _tls.executing = False
-
-
-class unguarded:
-    """Context manager lifting the guard for a callback (``then_unchecked``)."""
-
-    def __enter__(self):
-        self._prev = getattr(_tls, "executing", False)
-        _tls.executing = False
-        return self
-
-    def __exit__(self, *exc):
-        _tls.executing = self._prev
-        return False
+from ..runtime.memory import allocate
+from ..runtime.submission import (REENTRANT_MSG, enter, is_executing, leave,  # noqa: F401
+                                  unguarded)
 
 
 class ExecutionContext:
@@ -82,7 +40,6 @@ class ExecutionContext:
 
     def alloc(self, nbytes: int):
         """A new :class:`~tilejit.runtime.memory.Storage` of ``nbytes``, ordered on this stream."""
-        from ..runtime.memory import allocate
         return allocate(nbytes, self.stream)
 
     def __repr__(self) -> str:

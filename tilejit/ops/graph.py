@@ -31,26 +31,10 @@ from __future__ import annotations
 from typing import Any, List, Optional
 
 from ..errors import SchedulingError
+from ..runtime.memory import forbid_allocation, use_all
 from . import execution as _ex
 from .deviceop import DeviceOp, _as_stream
 from .execution import ExecutionContext
-
-
-class _Capture:
-    """What a capture in progress collects (stream._capture points here)."""
-
-    def __init__(self):
-        self.storages = set()       # every Storage the captured work used (kept alive)
-        self.deferred = []          # frees that arrived during the capture
-
-
-def _drv():
-    from ..runtime import driver
-    return driver
-
-
-def _check(ret, what):
-    return _drv().check(ret, what)
 
 
 class GraphLaunch(DeviceOp):
@@ -63,13 +47,12 @@ class GraphLaunch(DeviceOp):
         g = self.graph
         if g._closed:
             raise SchedulingError("this CUDA graph was closed")
-        if ctx.stream._cu is None:
-            for op in g._ops:       # the simulator replays the recorded ops
+        if g._exec is None:
+            for op in g._ops:       # no driver graph (the simulator): replay the recorded ops
                 op._execute(ctx)
             return None
-        for st in g._storages:
-            st.use(ctx.stream)
-        _check(_drv().drv.cuGraphLaunch(g._exec, ctx.stream._cu), "cuGraphLaunch")
+        use_all(g._storages, ctx.stream)
+        g._exec.launch(ctx.stream)
         return None
 
 
@@ -77,10 +60,9 @@ class CudaGraph:
     """An instantiated CUDA graph. Build it with ``op.graph_on(stream)`` or
     ``CudaGraph.scope(stream)``."""
 
-    def __init__(self, stream, exec_=None, graph=None, storages=(), ops=(), output=None):
+    def __init__(self, stream, exec_=None, storages=(), ops=(), output=None):
         self.stream = stream
-        self._exec = exec_
-        self._graph = graph
+        self._exec = exec_          # runtime GraphExec, or None where the ops are replayed
         self._storages = list(storages)
         self._ops = list(ops)
         self._output = output
@@ -127,12 +109,7 @@ class CudaGraph:
             return
         self._closed = True
         if self._exec is not None:
-            try:
-                d = _drv().drv
-                d.cuGraphExecDestroy(self._exec)
-                d.cuGraphDestroy(self._graph)
-            except Exception:
-                pass
+            self._exec.close()
         self._storages = []
         self._ops = []
 
@@ -154,27 +131,18 @@ class GraphScope:
         self.stream = stream
         self.graph: Optional[CudaGraph] = None
         self._ops: List[DeviceOp] = []
-        self._cap: Optional[_Capture] = None
+        self._cap = None
         self._guard = None
         self._active = False
 
     def __enter__(self) -> "GraphScope":
-        from ..runtime.memory import forbid_allocation
         s = self.stream
         if s._capture is not None:
             raise SchedulingError("this stream is already capturing a CUDA graph")
         if _ex.is_executing():
-            raise SchedulingError(_ex._REENTRANT_MSG.format(what="CudaGraph capture"))
+            raise SchedulingError(_ex.REENTRANT_MSG.format(what="CudaGraph capture"))
         s.device.synchronize()
-        cap = _Capture()
-        if s._cu is not None:
-            s.device.make_current()
-            d = _drv().drv
-            _check(d.cuStreamBeginCapture(
-                s._cu, d.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED),
-                "cuStreamBeginCapture")
-        s._capture = cap
-        self._cap = cap
+        self._cap = s.begin_capture()
         self._guard = forbid_allocation("while capturing a CUDA graph")
         self._guard.__enter__()
         self._active = True
@@ -204,31 +172,19 @@ class GraphScope:
         return out
 
     def __exit__(self, exc_type, exc, tb):
-        from ..runtime.memory import _free_cuda
         s = self.stream
         self._guard.__exit__(None, None, None)
         self._active = False
-        cap, s._capture = self._cap, None
-        graph = exec_ = None
-        try:
-            if s._cu is not None:
-                d = _drv().drv
-                err, graph = d.cuStreamEndCapture(s._cu)
-                if exc_type is None:
-                    _check((err,), "cuStreamEndCapture")
-                    exec_ = _check(d.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
-                    _check(d.cuGraphUpload(exec_, s._cu), "cuGraphUpload")
-                    # A capture records without running; run it once so that, as on the
-                    # simulator (which executes while recording), the work has happened.
-                    _check(d.cuGraphLaunch(exec_, s._cu), "cuGraphLaunch")
-                    s.synchronize()
-                elif graph is not None:
-                    d.cuGraphDestroy(graph)
-        finally:
-            for h in cap.deferred:
-                _free_cuda(h)
+        storages = self._cap.storages
+        self._cap = None
+        exec_ = s.end_capture(keep=exc_type is None)
+        if exec_ is not None:
+            # A capture records without running; run it once so that, as on the simulator (which
+            # executes while recording), the work has happened.
+            exec_.launch(s)
+            s.synchronize()
         if exc_type is None:
-            self.graph = CudaGraph(s, exec_, graph, cap.storages, self._ops)
+            self.graph = CudaGraph(s, exec_, storages, self._ops)
         return False
 
 

@@ -1,6 +1,6 @@
 """Host runtime: driver wrapper, devices/streams, memory, tensors, DLPack, argument
-classification and launches. Submodules are imported lazily by users; this package only
-re-exports the public classes."""
+classification and launch packing. It never imports ``tilejit.ops`` (DeviceOps sit one floor up);
+this package only re-exports the public classes."""
 from .backend import current as current_backend
 from .device import Device, default_arch
 from .stream import Stream, Event
@@ -9,8 +9,7 @@ from .partition import Partition
 from .argspec import atomic
 from .dlpack import from_dlpack
 from .module import Module, Function, load_module_from_ptx, load_module_from_file
-from .launch import LaunchConfig, AsyncKernelLaunch
 
 __all__ = ["current_backend", "Device", "default_arch", "Stream", "Event", "Tensor", "Partition",
            "atomic", "from_dlpack", "Module", "Function", "load_module_from_ptx",
-           "load_module_from_file", "LaunchConfig", "AsyncKernelLaunch"]
+           "load_module_from_file"]

@@ -129,8 +129,12 @@ def export_capsule(t, stream=None, max_version=None, dl_device=None, copy=None):
         raise BufferError(f"tile.Tensor lives on DLPack device {dev}, not {tuple(dl_device)}; "
                           f"copy it with t.to_numpy() for the host")
     if copy:
-        from .transfer import dup
-        t = dup(t).sync()
+        from .copy import copy_tensor
+        from .transfer import new_tensor
+        s = t.device.internal_stream()
+        c = new_tensor(t.shape, t.dtype, s)
+        copy_tensor(c, t, s)
+        t = c
     if stream is not None and not t.device.is_simulated and stream != -1:
         _make_stream_wait(t, stream)
     versioned = max_version is not None and tuple(max_version)[0] >= 1

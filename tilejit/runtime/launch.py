@@ -10,10 +10,9 @@ fixed array of pointers into it; a launch only rewrites the values (one ``struct
 calls ``cuLaunchKernel(f, grid, block=(1,1,1), shared=0, stream, params)``: tile kernels carry
 their real thread count in the cubin.
 
-Backend-neutral entry point for the dispatcher: :func:`launch` (``compiled`` is a
-:class:`CudaKernel` on CUDA, or the simulator's callable ``compiled(grid, params)``), and
-:func:`launch_infos`, which also runs the argument hooks (NumPy copies, stream ordering, lease
-release). ``tile.AsyncKernelLaunch`` launches any CUDA kernel (PTX / cubin) as a DeviceOp.
+:func:`launch_infos` launches any executable (a :class:`CudaKernel`, or the simulator's) with
+classified arguments and runs the argument hooks (NumPy copies, stream ordering, lease release).
+Custom PTX / cubin kernels launch as DeviceOps through ``tilejit.ops.custom.AsyncKernelLaunch``.
 """
 from __future__ import annotations
 
@@ -27,9 +26,9 @@ import numpy as np
 import ml_dtypes
 
 from ..errors import LaunchError
-from ..ops.deviceop import DeviceOp
 from . import driver as _d
-from .argspec import normalize_grid, release_partitions
+from .argspec import release_partitions
+from .memory import use_all
 
 # ABI slot -> struct format character (standard sizes; alignment is added explicitly)
 _FORMAT = {"u64": "Q", "i64": "q", "u32": "I", "i32": "i", "u16": "H", "i16": "h", "u8": "B",
@@ -49,7 +48,7 @@ _CONVERT = {"bf16": _bits_converter(ml_dtypes.bfloat16, np.uint16),
             "f8e5m2": _bits_converter(ml_dtypes.float8_e5m2, np.uint8)}
 
 
-def _param_block(offsets: Sequence[int], size: int):
+def param_block(offsets: Sequence[int], size: int):
     """An 8-byte aligned, zeroed buffer of ``size`` bytes and an array of pointers to ``offsets``
     in it: ``(buffer, pointers, kernelParams address or 0 when there are no offsets)``. The caller
     keeps ``buffer`` and ``pointers`` alive while the address is in use."""
@@ -83,7 +82,7 @@ class ParamPacker:
         self._struct = struct.Struct(fmt)
         self.offsets = tuple(offsets)
         self.size = off
-        self.buffer, self.pointers, self.kernel_params = _param_block(offsets, off)
+        self.buffer, self.pointers, self.kernel_params = param_block(offsets, off)
         self._pack_into = self._struct.pack_into
         self._convert = tuple((i, _CONVERT[s]) for i, s in enumerate(self.slots) if s in _CONVERT)
 
@@ -151,7 +150,7 @@ class CudaKernel:
             kp = self._packer_for_thread().pack(params)
         err = cu_launch(f, grid[0], grid[1], grid[2], 1, 1, 1, 0, stream._cu, kp, 0)[0]
         if err:
-            raise _launch_error(err, self.name, grid)
+            raise launch_error(err, self.name, grid)
 
     def _packer_for_thread(self) -> ParamPacker:
         """This thread's own packer (``launch`` calls it only off the creating thread, or for
@@ -167,53 +166,34 @@ class CudaKernel:
         return f"<CudaKernel {self.name} slots={self.packer.slots}>"
 
 
-def _launch_error(err, name, grid, block=(1, 1, 1)) -> LaunchError:
+def launch_error(err, name, grid, block=(1, 1, 1)) -> LaunchError:
     e = LaunchError(f"launching {name} with grid {tuple(grid)}, block {tuple(block)} failed: "
                     f"{_d.error_text(err)}")
     e.code = int(err)
     return e
 
 
-def launch(compiled, grid, params, stream) -> None:
-    """Launch ``compiled`` on ``stream``: a :class:`CudaKernel` on CUDA, or on the simulator the
-    interpreter's callable ``compiled(grid, params)`` (run immediately; params are Python
-    ints/floats in C1 order). A grid with a zero dimension launches nothing."""
-    if not (grid[0] and grid[1] and grid[2]):
-        return
-    if stream._cu is None:
-        compiled(grid, params)
-    else:
-        compiled.launch(grid, params, stream)
-
-
-def launch_infos(compiled, infos, grid, stream) -> None:
+def launch_infos(executable, infos, grid, stream) -> None:
     """Launch with classified arguments (``argspec.classify``): runs ``prepare`` hooks, orders
-    every argument's storage on ``stream``, launches, runs ``finish`` hooks and releases partition
-    leases (also when the launch fails)."""
+    every argument's storage on ``stream``, launches ``executable`` (anything with
+    ``launch(grid, params, stream)``: a :class:`CudaKernel`, or a simulator kernel) unless the grid
+    is empty, runs ``finish`` hooks and releases partition leases (also when the launch fails)."""
     params = ()
     post = False
-    # Inline fast path of Storage.use (same stream as the last use: only the epoch changes). It is
-    # not valid while capturing a graph or on a raw borrowed stream, where use() does more.
-    fast = stream._capture is None and not stream._ephemeral
+    storages = []
     for info in infos:
         if info.prepare is not None:
             info.prepare(stream)
         st = info.storage
         if st is not None:
-            h = st._h
-            if fast and h.stream is stream:
-                h.epoch = stream._epoch
-            else:
-                st.use(stream)
+            storages.append(st)
         if info.partition is not None or info.finish is not None:
             post = True
         params += info.params
     try:
+        use_all(storages, stream)
         if grid[0] and grid[1] and grid[2]:
-            if stream._cu is None:
-                compiled(grid, params)
-            else:
-                compiled.launch(grid, params, stream)
+            executable.launch(grid, params, stream)
     finally:
         if post:
             release_partitions(infos)
@@ -223,118 +203,4 @@ def launch_infos(compiled, infos, grid, stream) -> None:
                 info.finish(stream)
 
 
-# --- raw launches ---------------------------------------------------------------------------------------
-def _dim3(v, what: str) -> Tuple[int, int, int]:
-    if isinstance(v, int):
-        v = (v,)
-    v = tuple(int(x) for x in v)
-    if not 1 <= len(v) <= 3 or any(x < 1 for x in v):
-        raise LaunchError(f"{what} must be 1 to 3 positive ints, got {v}")
-    return v + (1,) * (3 - len(v))
-
-
-class LaunchConfig:
-    """Grid, block and dynamic shared memory of a raw launch (``AsyncKernelLaunch``)."""
-
-    __slots__ = ("grid", "block", "shared_mem_bytes")
-
-    def __init__(self, grid=(1, 1, 1), block=(1, 1, 1), shared_mem_bytes: int = 0, *,
-                 grid_dim=None, block_dim=None):
-        self.grid = _dim3(grid_dim if grid_dim is not None else grid, "grid")
-        self.block = _dim3(block_dim if block_dim is not None else block, "block")
-        if int(shared_mem_bytes) < 0:
-            raise LaunchError(f"shared_mem_bytes must be >= 0, got {shared_mem_bytes}")
-        self.shared_mem_bytes = int(shared_mem_bytes)
-
-    def __repr__(self) -> str:
-        return (f"LaunchConfig(grid={self.grid}, block={self.block}, "
-                f"shared_mem_bytes={self.shared_mem_bytes})")
-
-
-class AsyncKernelLaunch(DeviceOp):
-    """A raw CUDA kernel launch as a DeviceOp (for PTX / cubin kernels)::
-
-        launch = tile.AsyncKernelLaunch(module.function("scale"))
-        launch.push_arg(np.uint32(n)).push_arg(np.float32(2.0))
-        launch.push_device_ptr(x).push_device_ptr(y)      # ints or tile.Tensors
-        launch.set_launch_config(tile.LaunchConfig(grid=(n + 255) // 256, block=256))
-        launch.sync()
-
-    Tensors pushed with ``push_device_ptr`` are kept alive and ordered on the launch stream; raw
-    int pointers are your responsibility. The output is None.
-    """
-
-    graph_safe = True
-
-    def __init__(self, function):
-        self.function = function
-        self._values = []            # raw bytes of each parameter
-        self._tensors = []
-        self.config = None
-
-    def push_arg(self, value) -> "AsyncKernelLaunch":
-        """Append a scalar with an explicit type: a NumPy scalar (``np.uint32(n)``) or 0-d array."""
-        if isinstance(value, np.ndarray) and value.ndim == 0:
-            value = value[()]
-        if not isinstance(value, np.generic):
-            raise TypeError(f"push_arg needs a NumPy scalar so the parameter size is explicit "
-                            f"(e.g. np.int32({value!r}) or np.float32({value!r})); got "
-                            f"{type(value).__name__}")
-        self._values.append(value.tobytes())
-        return self
-
-    def push_device_ptr(self, ptr) -> "AsyncKernelLaunch":
-        """Append a device pointer: an int address or a ``tile.Tensor`` (its ``device_pointer``)."""
-        from .tensor import Tensor
-        if isinstance(ptr, Tensor):
-            self._tensors.append(ptr)
-            addr = ptr.device_pointer
-        elif hasattr(ptr, "__cuda_array_interface__") and not isinstance(ptr, int):
-            addr = int(ptr.__cuda_array_interface__["data"][0])
-            self._tensors.append(ptr)
-        else:
-            addr = int(ptr)
-        self._values.append(struct.pack("=Q", addr))
-        return self
-
-    def set_launch_config(self, config: LaunchConfig) -> "AsyncKernelLaunch":
-        if not isinstance(config, LaunchConfig):
-            raise TypeError(f"set_launch_config needs a tile.LaunchConfig, got "
-                            f"{type(config).__name__}")
-        self.config = config
-        return self
-
-    def _execute(self, ctx):
-        if self.config is None:
-            raise LaunchError("AsyncKernelLaunch: call set_launch_config(tile.LaunchConfig(...)) "
-                              "before running it")
-        if ctx.stream._cu is None:
-            raise LaunchError("AsyncKernelLaunch runs CUDA kernels and needs a GPU; the simulator "
-                              "backend cannot run PTX or cubins")
-        from .tensor import Tensor
-        for t in self._tensors:
-            if isinstance(t, Tensor):
-                t._check_usable("pass to a kernel")
-                t.storage.use(ctx.stream)
-        # Natural alignment per value (sizes are powers of two up to 8, or 16 for vectors).
-        offsets, off = [], 0
-        for raw in self._values:
-            align = min(len(raw), 8) or 1
-            off += (-off) % align
-            offsets.append(off)
-            off += len(raw)
-        buf, ptrs, kp = _param_block(offsets, off)      # buf, ptrs: alive until the launch
-        mv = memoryview(buf).cast("B")
-        for o, raw in zip(offsets, self._values):
-            mv[o:o + len(raw)] = raw
-        cfg = self.config
-        ctx.device.make_current()
-        err = _d.drv.cuLaunchKernel(self.function._cu, *cfg.grid, *cfg.block, cfg.shared_mem_bytes,
-                                    ctx.stream._cu, kp, 0)[0]
-        if err != _d.SUCCESS:
-            raise _launch_error(err, getattr(self.function, "name", "<kernel>"), cfg.grid, cfg.block)
-        return None
-
-
-__all__ = ["ParamPacker", "CudaKernel", "launch", "launch_infos", "LaunchConfig",
-           "AsyncKernelLaunch", "normalize_grid"]
+__all__ = ["ParamPacker", "CudaKernel", "launch_infos", "param_block", "launch_error"]

@@ -90,9 +90,9 @@ class Storage:
         Call it *before* queuing the work: if another stream may still be using the memory, the new
         stream is made to wait for it first.
 
-        The launch hot paths (``launch.launch_infos``, ``PreparedLaunch.launch``) inline the case
-        ``stream._capture is None and not stream._ephemeral and self._h.stream is stream`` as
-        ``self._h.epoch = stream._epoch``: keep them in step when changing this method.
+        :func:`use_all` inlines the case ``stream._capture is None and not stream._ephemeral and
+        self._h.stream is stream`` as ``self._h.epoch = stream._epoch``: keep it in step when
+        changing this method.
         """
         h = self._h
         cap = stream._capture
@@ -143,6 +143,39 @@ class Storage:
     def __repr__(self) -> str:
         kind = "owned" if self.is_owned else "foreign"
         return f"<Storage {kind} 0x{self.ptr:x} {self.nbytes} bytes on {self.device!r}>"
+
+
+def use_all(storages, stream) -> None:
+    """``st.use(stream)`` for every storage, with the launch hot path's common case inlined: on a
+    stream tilejit tracks, outside a graph capture, memory last used on the same stream only needs
+    its epoch updated."""
+    if stream._capture is None and not stream._ephemeral:
+        epoch = stream._epoch
+        for st in storages:
+            h = st._h
+            if h.stream is stream:
+                h.epoch = epoch
+            else:
+                st.use(stream)
+    else:
+        for st in storages:
+            st.use(stream)
+
+
+class Capture:
+    """What a graph capture in progress collects (``stream._capture`` points here): every Storage
+    the captured work used (the graph keeps them alive, since their pointers are baked in), and
+    frees that arrived meanwhile (a free must not become a node of the graph)."""
+
+    def __init__(self):
+        self.storages = set()
+        self.deferred = []
+
+    def flush_deferred_frees(self) -> None:
+        """Perform the frees deferred during the capture (call once it has ended)."""
+        deferred, self.deferred = self.deferred, []
+        for h in deferred:
+            _free_cuda(h)
 
 
 # --- allocation ---------------------------------------------------------------------------------------
@@ -287,4 +320,4 @@ def _free_simulated(ptr: int) -> None:
         pass
 
 
-__all__ = ["Storage", "allocate", "foreign", "forbid_allocation", "trim"]
+__all__ = ["Storage", "Capture", "use_all", "allocate", "foreign", "forbid_allocation", "trim"]

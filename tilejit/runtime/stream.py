@@ -18,9 +18,10 @@ import time
 import weakref
 from typing import Optional
 
-from ..errors import ContextError
+from ..errors import ContextError, SchedulingError
 from . import driver as _d
 from .device import Device
+from .memory import Capture
 
 
 class Stream:
@@ -152,6 +153,43 @@ class Stream:
             # re-recorded right after this call.
             self.wait_event(ev)
 
+    # --- graph capture (driven by tilejit.ops.graph) -------------------------------------------------
+    def begin_capture(self) -> "Capture":
+        """Start recording this stream's work into a CUDA graph (relaxed mode); returns the
+        capture state, which collects the memory the captured work uses. On the simulator
+        nothing is recorded: the caller replays what it ran."""
+        if self._capture is not None:
+            raise SchedulingError("this stream is already capturing a CUDA graph")
+        cap = Capture()
+        if self._cu is not None:
+            self.device.make_current()
+            drv = _d.drv
+            _d.check(drv.cuStreamBeginCapture(
+                self._cu, drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED),
+                "cuStreamBeginCapture")
+        self._capture = cap
+        return cap
+
+    def end_capture(self, keep: bool = True) -> Optional["GraphExec"]:
+        """Stop recording. With ``keep``, instantiate the graph and return it (None on the
+        simulator); otherwise discard it. Frees deferred during the capture happen here."""
+        cap, self._capture = self._capture, None
+        if cap is None:
+            raise SchedulingError("end_capture() without begin_capture()")
+        try:
+            if self._cu is None:
+                return None
+            drv = _d.drv
+            err, graph = drv.cuStreamEndCapture(self._cu)
+            if not keep:
+                if graph is not None:
+                    drv.cuGraphDestroy(graph)
+                return None
+            _d.check((err,), "cuStreamEndCapture")
+            return GraphExec(graph, self)
+        finally:
+            cap.flush_deferred_frees()
+
     def __eq__(self, other) -> bool:
         # Two wrappers of one CUDA handle are the same stream; simulated streams compare by identity.
         if other is self:
@@ -231,6 +269,37 @@ def _stream_device(handle: int) -> Device:
     return Device(0)
 
 
+class GraphExec:
+    """An instantiated CUDA graph (``cuGraphInstantiate``), uploaded to its stream's device."""
+
+    __slots__ = ("_graph", "_exec", "device", "__weakref__")
+
+    def __init__(self, graph, stream: Stream):
+        drv = _d.drv
+        self._graph = graph
+        self.device = stream.device
+        try:
+            self._exec = _d.check(drv.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
+            _d.check(drv.cuGraphUpload(self._exec, stream._cu), "cuGraphUpload")
+        except BaseException:
+            drv.cuGraphDestroy(graph)
+            raise
+
+    def launch(self, stream: Stream) -> None:
+        """Replay the graph on ``stream``."""
+        _d.check(_d.drv.cuGraphLaunch(self._exec, stream._cu), "cuGraphLaunch")
+
+    def close(self) -> None:
+        """Destroy the driver objects (idempotent)."""
+        ex, self._exec = self._exec, None
+        if ex is not None:
+            try:
+                _d.drv.cuGraphExecDestroy(ex)
+                _d.drv.cuGraphDestroy(self._graph)
+            except Exception:      # interpreter shutdown or a dead context
+                pass
+
+
 class Event:
     """A CUDA event (timing disabled unless ``timing=True``); trivially complete on the simulator."""
 
@@ -287,4 +356,4 @@ def _destroy_event(cu) -> None:
         pass
 
 
-__all__ = ["Stream", "Event"]
+__all__ = ["Stream", "Event", "GraphExec"]

@@ -1,6 +1,6 @@
 """``tile.Tensor``: device memory + dtype, shape, strides (in elements) and offset.
 
-Tensors are created by ``tile.api`` constructors, copies (``runtime.transfer``) and
+Tensors are created by ``tile.api`` constructors, copies (``ops.transfer``) and
 ``tile.from_dlpack``; views (``reshape``/``view``, slices, ``reinterpret``) share the storage and
 cost no GPU work. Metadata never synchronizes; reading values (``to_numpy``, ``repr``) does.
 
@@ -26,6 +26,16 @@ from ..errors import TensorError
 from .. import layout as _layout
 from .memory import Storage
 from .partition import Partition
+from .submission import is_executing
+
+# The DeviceOps behind ``Tensor.to_host()`` / ``dup()``. DeviceOps live in ``tilejit.ops``, one
+# floor above runtime, which binds them here when it is imported (``tilejit`` always imports it).
+_ops: dict = {}
+
+
+def bind_ops(**factories) -> None:
+    """Install the DeviceOp constructors that tensor methods return (called by ``tilejit.ops``)."""
+    _ops.update(factories)
 
 
 class Tensor:
@@ -267,8 +277,7 @@ class Tensor:
     def to_host(self):
         """A DeviceOp that copies this tensor into a new NumPy array (C order)."""
         self._check_usable("copy")
-        from .transfer import to_host
-        return to_host(self)
+        return _ops["to_host"](self)
 
     def to_numpy(self) -> np.ndarray:
         """Copy to a new NumPy array (synchronizes)."""
@@ -276,8 +285,7 @@ class Tensor:
 
     def dup(self):
         """A DeviceOp producing a contiguous copy of this tensor on the same device."""
-        from .transfer import dup
-        return dup(self)
+        return _ops["dup"](self)
 
     def __array__(self, dtype=None, copy=None):
         raise TypeError("implicit conversion of a tile.Tensor to a NumPy array is not allowed: "
@@ -320,7 +328,6 @@ def _preview(t: Tensor) -> str:
     """A few leading values, read cheaply (only the first row's head is copied)."""
     if t.size == 0:
         return "[]"
-    from ..ops.execution import is_executing
     if is_executing():
         return "values not shown inside a running DeviceOp"
     from .transfer import read_prefix

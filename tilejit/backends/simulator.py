@@ -1,0 +1,41 @@
+"""The simulator backend: the Tile IR module interpreted on the CPU (no compile, no GPU)."""
+from __future__ import annotations
+
+from ..compiler import SIM_TARGET
+
+
+class SimExecutable:
+    """A kernel prepared for the interpreter; launches run to completion before returning."""
+
+    __slots__ = ("kernel", "name")
+
+    def __init__(self, kernel, name: str):
+        self.kernel = kernel
+        self.name = name
+
+    def launch(self, grid, params, stream) -> None:
+        self.kernel(grid, params)
+
+    def __repr__(self) -> str:
+        return f"<SimExecutable {self.name}>"
+
+
+class SimulatorBackend:
+    """Runs compiled kernels on the CPU simulator."""
+
+    name = "simulator"
+
+    @staticmethod
+    def target(device) -> str:
+        return SIM_TARGET
+
+    @staticmethod
+    def load(compiled, device) -> SimExecutable:
+        from ..simulator import compile_function     # the interpreter loads on first use
+        return SimExecutable(compile_function(compiled.module, compiled.name), compiled.name)
+
+    def __repr__(self) -> str:
+        return "<tilejit simulator backend>"
+
+
+__all__ = ["SimulatorBackend", "SimExecutable", "SIM_TARGET"]

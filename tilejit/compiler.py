@@ -1,0 +1,159 @@
+"""The compile pipeline: a Python kernel and its specialization -> a :class:`Compiled` kernel.
+
+::
+
+    compiled = compile(pyfunc, keys, constants, target, options)
+
+Stages: Numba typing (``typing``) -> region tree (``lowering.structurize``) -> Tile IR
+(``lowering``) -> verify -> for an architecture target, bytecode (``tileir.bytecode``) and a cubin
+from ``tileiras`` through the disk cache (``toolchain``). The ``"sim"`` target stops at the
+verified Tile IR module, which the simulator interprets. ``TILEJIT_DUMP`` prints or writes the
+intermediate forms; every stage is timed (``Compiled.timings``).
+
+The front end (typing, lowering) imports Numba: it is imported here on first use only, so a
+process that never compiles never pays for it.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional, Sequence, Tuple
+
+from . import keys as _keys
+
+SIM_TARGET = "sim"          # the simulator's compile target (others are architectures: "sm_90")
+DUMP_STAGES = ("typed", "tileir", "bytecode")
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """Per-launch compile options (part of the specialization key)."""
+
+    occupancy: Optional[int] = None
+    num_cta_in_cga: Optional[int] = None
+    max_divisibility: Optional[int] = None
+    opt_level: int = 3
+
+    def __post_init__(self):
+        if self.occupancy is not None and not 1 <= int(self.occupancy) <= 32:
+            raise ValueError(f"occupancy must be in [1, 32], got {self.occupancy}")
+        n = self.num_cta_in_cga
+        if n is not None and (n < 1 or n > 16 or n & (n - 1)):
+            raise ValueError(f"num_cta_in_cga (num_ctas) must be a power of two in [1, 16], got {n}")
+        d = self.max_divisibility
+        if d is not None and (d < 1 or d & (d - 1)):
+            raise ValueError(f"max_divisibility must be a power of two, got {d}")
+        if not 0 <= int(self.opt_level) <= 3:
+            raise ValueError(f"opt_level must be 0..3, got {self.opt_level}")
+
+    def hints(self) -> Dict[str, int]:
+        """The optimization hints written into the kernel's entry."""
+        h = {}
+        if self.occupancy is not None:
+            h["occupancy"] = int(self.occupancy)
+        if self.num_cta_in_cga is not None:
+            h["num_cta_in_cga"] = int(self.num_cta_in_cga)
+        return h
+
+
+@dataclass
+class Compiled:
+    """One compiled specialization: what launching it needs, and what produced it.
+
+    ``slots`` are the ABI slot types of its parameters (from the keys), ``name`` the kernel
+    symbol; for an architecture target ``cubin`` holds the code, for ``"sim"`` ``module`` (the
+    Tile IR the simulator runs). ``executables`` caches the per-device loaded forms
+    (``backends``)."""
+
+    key: Any
+    name: str
+    target: str
+    slots: Tuple[str, ...]
+    module: Any = None
+    typed: Any = None
+    bytecode: Optional[bytes] = None
+    cubin: Optional[bytes] = None
+    disk_hit: bool = False
+    timings: Dict[str, float] = field(default_factory=dict)
+    executables: Dict[Any, Any] = field(default_factory=dict)
+
+
+def symbol(name: str) -> str:
+    """A kernel symbol from a Python name (letters, digits and underscores)."""
+    return "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "kernel"
+
+
+def dump_stages() -> set:
+    """The stages named in ``TILEJIT_DUMP`` (comma separated)."""
+    return {s.strip() for s in os.environ.get("TILEJIT_DUMP", "").split(",") if s.strip()}
+
+
+def bytecode_version(target: str):
+    """The bytecode version to write: the newest tileiras accepts (the newest we know for the
+    simulator)."""
+    from .tileir import LATEST
+    if target == SIM_TARGET:
+        return LATEST
+    from .toolchain import tileiras
+    return tileiras.max_bytecode_version()
+
+
+def front_end(pyfunc, keys: Sequence, constants: dict, target: str, options: CompileOptions,
+              const_grid=None, name: Optional[str] = None, version=None):
+    """Typing, structurizing, lowering and verifying: ``(typed, module, timings)``."""
+    from .lowering.lower import lower_kernel
+    from .lowering.structurize import structurize
+    from .tileir import print_module, verify_module
+    from .typing.pipeline import type_kernel
+    t0 = time.perf_counter()
+    typed = type_kernel(pyfunc, keys, constants)
+    t1 = time.perf_counter()
+    arch = target if target != SIM_TARGET else os.environ.get("TILEJIT_ARCH", "sm_90")
+    module = lower_kernel(structurize(typed), name=symbol(name or pyfunc.__name__), arch=arch,
+                          bytecode_version=version if version is not None
+                          else bytecode_version(target),
+                          hints=options.hints(), const_grid=const_grid)
+    verify_module(module)
+    t2 = time.perf_counter()
+    dumps = dump_stages()
+    if "typed" in dumps:
+        print(typed.dump(), file=sys.stderr)
+    if "tileir" in dumps:
+        print(print_module(module), file=sys.stderr)
+    return typed, module, {"typing": t1 - t0, "lowering": t2 - t1}
+
+
+def compile(pyfunc, keys: Sequence, constants: dict, target: str,
+            options: Optional[CompileOptions] = None, *, const_grid=None,
+            name: Optional[str] = None, key=None, use_disk_cache: bool = True) -> Compiled:
+    """Compile ``pyfunc`` for argument ``keys``, ``constants`` and ``target`` (``"sim"`` or an
+    architecture such as ``"sm_90"``). ``const_grid`` (a 3-tuple) is baked in."""
+    options = options or CompileOptions()
+    keys = [_keys.as_key(k) for k in keys]
+    version = bytecode_version(target)
+    typed, module, timings = front_end(pyfunc, keys, constants, target, options, const_grid,
+                                       name, version)
+    fname = module.functions[0].name
+    c = Compiled(key, fname, target, _keys.abi_slots(keys), module=module, typed=typed,
+                 timings=timings)
+    if target == SIM_TARGET:
+        return c
+    from .tileir import write_bytecode
+    from .toolchain import compile_cubin
+    c.bytecode = write_bytecode(module, version)
+    if "bytecode" in dump_stages():
+        path = os.path.join(os.environ.get("TILEJIT_DUMP_DIR", "."), f"{fname}.tileirbc")
+        with open(path, "wb") as f:
+            f.write(c.bytecode)
+        print(f"tilejit: wrote {path}", file=sys.stderr)
+    t0 = time.perf_counter()
+    c.cubin, c.disk_hit = compile_cubin(c.bytecode, target, opt_level=options.opt_level,
+                                        name=fname, use_cache=use_disk_cache)
+    c.timings["tileiras"] = time.perf_counter() - t0
+    return c
+
+
+__all__ = ["CompileOptions", "Compiled", "compile", "front_end", "symbol", "dump_stages",
+           "bytecode_version", "SIM_TARGET"]

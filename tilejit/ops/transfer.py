@@ -1,0 +1,156 @@
+"""Tensor allocation and copies as DeviceOps (the building blocks of ``tile.api``).
+
+=====================================  ===============================================  ==========
+op                                     output                                           graph-safe
+=====================================  ===============================================  ==========
+``empty(shape, dtype)``                new uninitialised tensor                          no
+``from_numpy(arr)`` (host -> device)   new tensor with ``arr``'s contents (C order)      no
+``to_host(t)`` (device -> host)        new NumPy array                                   no
+``dup(t)``                             new contiguous copy of ``t``                      no
+``memcpy(dst, src)``                   ``dst``, after ``dst[...] = src``                 yes
+``copy_from_host(dst, arr)``           ``dst``, after ``dst[...] = arr``                 no
+=====================================  ===============================================  ==========
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..runtime import copy as _copy
+from ..runtime import tensor as _tensor
+from ..runtime.tensor import Tensor
+from ..runtime.transfer import check_shape, new_tensor, upload
+from .deviceop import DeviceOp, execute_input
+
+
+# --- ops ------------------------------------------------------------------------------------------------
+class Empty(DeviceOp):
+    allocates = True
+
+    def __init__(self, shape, dtype):
+        self.shape = check_shape(shape)
+        self.dtype = _dt.as_dtype(dtype)
+
+    def _execute(self, ctx):
+        return new_tensor(self.shape, self.dtype, ctx.stream)
+
+
+def empty(shape, dtype=_dt.float32) -> Empty:
+    """An op producing an uninitialised tensor of ``shape`` and ``dtype``."""
+    return Empty(shape, dtype)
+
+
+class FromNumpy(DeviceOp):
+    allocates = True
+
+    def __init__(self, arr, dtype=None):
+        if not isinstance(arr, np.ndarray):
+            arr = np.asarray(arr)
+        if arr.dtype == object:
+            raise TypeError("from_numpy: object arrays cannot be copied to the device")
+        # Snapshot now: the op may run later, and the caller may modify the array meanwhile.
+        self.arr = np.array(arr, copy=True, order="C")
+        self.dtype = _dt.as_dtype(dtype) if dtype is not None else _dt.from_numpy(self.arr.dtype)
+
+    def _execute(self, ctx):
+        return upload(self.arr, ctx.stream, self.dtype)
+
+
+def from_numpy(arr, dtype=None) -> FromNumpy:
+    """Host -> device: an op producing a new tensor with ``arr``'s contents (copied at call time)."""
+    return FromNumpy(arr, dtype)
+
+
+copy_host_to_device = from_numpy
+
+
+class ToHost(DeviceOp):
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+    def _execute(self, ctx):
+        t = execute_input(self.tensor, ctx)
+        if not isinstance(t, Tensor):
+            raise TypeError(f"to_host needs a tile.Tensor, got {type(t).__name__}")
+        t._check_usable("copy to the host")
+        return _copy.download(t, ctx.stream)
+
+
+def to_host(tensor) -> ToHost:
+    """Device -> host: an op producing a new NumPy array (C order) with the tensor's contents."""
+    return ToHost(tensor)
+
+
+to_numpy = to_host
+
+
+class Dup(DeviceOp):
+    allocates = True
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+    def _execute(self, ctx):
+        src = execute_input(self.tensor, ctx)
+        if not isinstance(src, Tensor):
+            raise TypeError(f"dup needs a tile.Tensor, got {type(src).__name__}")
+        src._check_usable("dup")
+        dst = new_tensor(src.shape, src.dtype, ctx.stream)
+        _copy.copy_tensor(dst, src, ctx.stream)
+        return dst
+
+
+def dup(tensor) -> Dup:
+    """An op producing a contiguous device copy of ``tensor``."""
+    return Dup(tensor)
+
+
+class Memcpy(DeviceOp):
+    graph_safe = True
+
+    def __init__(self, dst, src):
+        self.dst = dst
+        self.src = src
+
+    def _execute(self, ctx):
+        dst = execute_input(self.dst, ctx)
+        src = execute_input(self.src, ctx)
+        for name, t in (("dst", dst), ("src", src)):
+            if not isinstance(t, Tensor):
+                raise TypeError(f"memcpy {name} must be a tile.Tensor, got {type(t).__name__}")
+        dst._check_usable("memcpy into")
+        src._check_usable("memcpy from")
+        _copy.copy_tensor(dst, src, ctx.stream)
+        return dst
+
+
+def memcpy(dst, src) -> Memcpy:
+    """An op copying ``src`` into the existing tensor ``dst`` (same dtype, same element count);
+    its output is ``dst``. Non-contiguous views are copied correctly."""
+    if isinstance(dst, Tensor) and isinstance(src, Tensor):
+        _copy.check_copy_compatible(dst, src)
+    return Memcpy(dst, src)
+
+
+class CopyFromHost(DeviceOp):
+    def __init__(self, dst, arr):
+        self.dst = dst
+        self.arr = np.array(arr, copy=True, order="C")
+
+    def _execute(self, ctx):
+        dst = execute_input(self.dst, ctx)
+        dst._check_usable("copy into")
+        _copy.upload_into(dst, self.arr, ctx.stream)
+        return dst
+
+
+def copy_from_host(dst, arr) -> CopyFromHost:
+    """An op copying host array ``arr`` into the existing tensor ``dst``; output ``dst``."""
+    return CopyFromHost(dst, arr)
+
+
+# Tensor.to_host() / Tensor.dup() return these ops; runtime sits below ops and cannot import them.
+_tensor.bind_ops(to_host=to_host, dup=dup)
+
+__all__ = ["empty", "from_numpy", "copy_host_to_device", "to_host", "to_numpy", "dup", "memcpy",
+           "copy_from_host"]
