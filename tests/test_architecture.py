@@ -1,0 +1,133 @@
+"""The package's layering (NOTES.md, "Layout"): no import cycle between its rooms, the one-way
+doors hold, and no module grows past ~800 lines. Imports are read from the source (function-level
+imports included), so a lazy import cannot hide a back edge."""
+import ast
+import collections
+import os
+
+import tilejit
+
+ROOT = os.path.dirname(tilejit.__file__)
+MAX_LINES = 850
+
+
+def _modules():
+    for dirpath, _, files in os.walk(ROOT):
+        for f in files:
+            if f.endswith(".py"):
+                yield os.path.join(dirpath, f)
+
+
+def _module_name(path: str) -> str:
+    rel = os.path.relpath(path, os.path.dirname(ROOT))[:-3].replace(os.sep, ".")
+    return rel[: -len(".__init__")] if rel.endswith(".__init__") else rel
+
+
+def _room(module: str) -> str:
+    """The package (``runtime``, ``ops`` ...) or ground-floor module (``keys``) of a module."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "tilejit"
+
+
+def _imports(path: str):
+    name = _module_name(path)
+    package = name if path.endswith("__init__.py") else name.rsplit(".", 1)[0]
+    for node in ast.walk(ast.parse(open(path, encoding="utf-8").read())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            targets = [target] + [f"{target}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        else:
+            continue
+        for t in targets:
+            if t.split(".")[0] == "tilejit" and "." in t:
+                sub = t.split(".")[1]
+                if os.path.exists(os.path.join(ROOT, sub)) or \
+                        os.path.exists(os.path.join(ROOT, sub + ".py")):
+                    yield t
+
+
+def _room_graph():
+    graph = collections.defaultdict(set)
+    for path in _modules():
+        a = _room(_module_name(path))
+        for t in _imports(path):
+            b = _room(t)
+            if a != b and a != "tilejit":
+                graph[a].add(b)
+    return graph
+
+
+def _cycles(graph):
+    """Strongly connected components with more than one room (Tarjan)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in list(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_cycle_between_packages():
+    assert _cycles(_room_graph()) == []
+
+
+# Rooms each room may never import (NOTES.md "one-way doors").
+FORBIDDEN = {
+    "runtime": {"ops", "backends", "compiler", "dispatcher", "typing", "lowering", "api",
+                "autotune"},
+    "ops": {"dispatcher", "compiler", "typing", "lowering", "api"},
+    "tileir": {"runtime", "ops", "typing", "lowering", "simulator", "toolchain", "dispatcher",
+               "backends", "compiler"},
+    "simulator": {"runtime", "ops", "typing", "lowering", "dispatcher", "backends", "compiler"},
+    "typing": {"runtime", "ops", "lowering", "tileir", "dispatcher", "backends", "compiler"},
+    "lowering": {"runtime", "ops", "dispatcher", "backends", "compiler"},
+    "keys": {"runtime", "ops", "typing", "lowering", "tileir", "dispatcher", "backends"},
+    "compiler": {"runtime", "ops", "dispatcher", "backends"},
+    "backends": {"ops", "dispatcher"},
+}
+
+
+def test_one_way_doors():
+    graph = _room_graph()
+    bad = {room: sorted(graph.get(room, set()) & forbidden)
+           for room, forbidden in FORBIDDEN.items() if graph.get(room, set()) & forbidden}
+    assert bad == {}
+
+
+def test_the_import_checker_sees_back_edges():
+    # the checker itself must see a function-level import and report a cycle
+    assert _cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
+    assert "tilejit.runtime.memory" in set(_imports(os.path.join(ROOT, "runtime", "stream.py")))
+
+
+def test_no_module_is_too_long():
+    long = {os.path.relpath(p, ROOT): n for p in _modules()
+            if (n := sum(1 for _ in open(p, encoding="utf-8"))) > MAX_LINES}
+    assert long == {}
