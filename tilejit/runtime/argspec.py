@@ -19,6 +19,7 @@ launch hot path is a type check and an attribute load. Cached infos are shared: 
 """
 from __future__ import annotations
 
+import struct
 import weakref
 from typing import Optional, Sequence, Tuple
 
@@ -28,6 +29,7 @@ from .. import dtypes as _dt
 from .. import keys as _keys
 from ..errors import LaunchError, TensorError
 from ..keys import Facts, array_slots, scalar_slot
+from . import foreign as _foreign
 from .. import layout as _layout
 from .partition import Partition
 from .tensor import Tensor
@@ -81,6 +83,33 @@ class ArgInfo:
 
     def __repr__(self) -> str:
         return f"ArgInfo({self.kind}, key={self.key!r}, params={self.params!r})"
+
+
+class _LightInfo:
+    """An :class:`ArgInfo` for arguments that own no tilejit memory (scalars, foreign arrays):
+    the same attributes, with the rarely set ones as class-level defaults, so one is cheap to
+    make on every launch."""
+
+    __slots__ = ("key", "params", "slots", "value")
+    tensor = partition = tile_shape = grid = storage = prepare = finish = host = None
+    writable = False
+
+    def __repr__(self) -> str:
+        return f"ArgInfo({self.kind}, key={self.key!r}, params={self.params!r})"
+
+
+class ScalarInfo(_LightInfo):
+    __slots__ = ()
+    kind = "scalar"
+    extent = None
+
+
+class ForeignInfo(_LightInfo):
+    """A foreign GPU array read from its metadata (``runtime.foreign``); ``extent`` is its byte
+    range and ``device`` its CUDA ordinal (for the aliasing check)."""
+
+    __slots__ = ("extent", "device", "writable")
+    kind = "tensor"
 
 
 # --- tensors and partitions ----------------------------------------------------------------------
@@ -149,7 +178,48 @@ def _numpy_info(arr: np.ndarray, writable: bool, value) -> ArgInfo:
 
 
 # --- scalars --------------------------------------------------------------------------------------------
-def _scalar_info(value, annotation) -> ArgInfo:
+_F32 = struct.Struct("f")
+_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
+_WEAK_INT = _keys.scalar_key("int64", True)
+_WEAK_FLOAT = _keys.scalar_key("float32", True)
+_WEAK_BOOL = _keys.scalar_key("bool_", True)
+
+
+def _light_scalar(key, slot, value, param) -> ScalarInfo:
+    info = ScalarInfo()
+    info.key = key
+    info.params = (param,)
+    info.slots = slot
+    info.value = value
+    return info
+
+
+def _f32(v: float) -> float:
+    """``v`` rounded to float32 (as the GPU sees it); out-of-range values become +-inf."""
+    try:
+        return _F32.unpack(_F32.pack(v))[0]
+    except OverflowError:
+        return float(np.float32(v))
+
+
+def _python_scalar_info(value, tp):
+    """Python int/float/bool without annotation: the hot path (no NumPy involved)."""
+    if tp is int:
+        if _I64_MIN <= value <= _I64_MAX:
+            return _light_scalar(_WEAK_INT, ("i64",), value, value)
+        return None
+    if tp is float:
+        return _light_scalar(_WEAK_FLOAT, ("f32",), value, _f32(value))
+    return _light_scalar(_WEAK_BOOL, ("i32",), value, 1 if value else 0)
+
+
+def _scalar_info(value, annotation):
+    if annotation is None:
+        tp = type(value)
+        if tp is int or tp is float or tp is bool:
+            info = _python_scalar_info(value, tp)
+            if info is not None:
+                return info
     if annotation is not None:
         dt = _dt.as_dtype(annotation)
     elif isinstance(value, (bool, np.bool_)):
@@ -164,8 +234,8 @@ def _scalar_info(value, annotation) -> ArgInfo:
         raise TypeError(f"unsupported scalar argument of type {type(value).__name__}")
     # Python scalars are weak (they adopt a tile's dtype), NumPy scalars strong (NEP 50)
     weak = not isinstance(value, np.generic)
-    return ArgInfo("scalar", _keys.scalar_key(dt.name, weak), (_scalar_value(value, dt),),
-                   (scalar_slot(dt),), value=value)
+    return _light_scalar(_keys.scalar_key(dt.name, weak), (scalar_slot(dt),), value,
+                         _scalar_value(value, dt))
 
 
 def _scalar_value(value, dt):
@@ -214,6 +284,10 @@ def classify(value, annotation=None, stream=None) -> ArgInfo:
         inner = value.value
         if isinstance(inner, np.ndarray):
             return _numpy_info(inner, True, value)
+        if stream is not None and stream._cu is not None and not isinstance(inner, Tensor):
+            view = _foreign.read(inner)
+            if view is not None and view.device >= 0:
+                return foreign_info(view, True, value, stream)
         t = inner if isinstance(inner, Tensor) else _wrap_foreign(inner, stream)
         t._check_usable("pass to a kernel")
         if t is inner:
@@ -228,12 +302,67 @@ def classify(value, annotation=None, stream=None) -> ArgInfo:
         return _numpy_info(value, False, value)
     if isinstance(value, Tensor):           # subclasses
         return _tensor_info(value, False, value)
+    reader = _foreign.reader_for(tp)
+    if reader is not None and stream is not None and stream._cu is not None:
+        view = reader(value)
+        if view.device >= 0:
+            return foreign_info(view, False, value, stream)
     if hasattr(value, "__dlpack__") or hasattr(value, "__cuda_array_interface__"):
         t = _wrap_foreign(value, stream)
         return _tensor_info(t, False, value)
     raise TypeError(f"cannot pass {type(value).__name__} to a kernel: expected a tile.Tensor, a "
                     f"partition (t.partition(shape)), a DLPack / __cuda_array_interface__ array, a "
                     f"NumPy array, tile.atomic(...) or a scalar")
+
+
+# --- foreign arrays (runtime.foreign) ----------------------------------------------------------------
+_foreign_keys: dict = {}        # (dtype, shape, strides, ptr % 16, writable) -> (key, slots, span)
+
+
+def foreign_info(view, writable: bool, value, stream) -> ForeignInfo:
+    """The ArgInfo of a foreign GPU array from its :class:`~tilejit.runtime.foreign.View`, with
+    ``stream`` ordered after the producer's pending work (DLPack's rule; free when the launch runs
+    on the producer's stream)."""
+    dev = stream.device.ordinal
+    if view.device != dev:
+        raise TensorError(f"a {type(value).__name__} on cuda:{view.device} was passed to a launch "
+                          f"on cuda:{dev}: every array of a launch must be on the launch's device. "
+                          f"Copy it first (e.g. t.to('cuda:{dev}')) or launch on "
+                          f"tile.Device({view.device})")
+    if writable and view.readonly:
+        raise TensorError(f"tile.atomic() needs a writable array, but this "
+                          f"{type(value).__name__} is read-only")
+    ptr = view.ptr
+    memo = (view.dtype, view.shape, view.strides, ptr & 15, writable)
+    hit = _foreign_keys.get(memo)
+    if hit is None:
+        hit = _foreign_key(view, writable)
+        if len(_foreign_keys) >= 4096:
+            _foreign_keys.clear()
+        _foreign_keys[memo] = hit
+    key, slots, span = hit
+    if view.stream is not None:
+        stream.wait_raw(view.stream)
+    info = ForeignInfo()
+    info.key = key
+    info.params = (ptr,) + tuple(view.shape) + tuple(view.strides)
+    info.slots = slots
+    info.value = value
+    info.extent = (ptr, ptr + span)
+    info.device = view.device
+    info.writable = writable
+    return info
+
+
+def _foreign_key(view, writable: bool):
+    shape, strides = tuple(view.shape), tuple(view.strides)
+    if any(s < 0 for s in strides):
+        raise TensorError(f"negative strides {strides} are not supported by tilejit kernels; pass "
+                          f"a contiguous copy (e.g. t.contiguous() or cupy.ascontiguousarray(a))")
+    facts = Facts.of(view.ptr, shape, strides)
+    key = _keys.tensor_key(view.dtype.name, len(shape), facts, writable)
+    span = max(_layout.span_elements(shape, strides), 0) * view.dtype.itemsize
+    return key, array_slots(len(shape), facts[0]), span
 
 
 def _wrap_foreign(obj, stream) -> Tensor:
@@ -339,6 +468,11 @@ def _extent(info):
     return e
 
 
+def _device_of(info) -> int:
+    t = info.tensor
+    return t.device.ordinal if t is not None else info.device
+
+
 def release_partitions(infos) -> None:
     """End the leases the partitions among ``infos`` took for a launch (a partition that was
     garbage-collected already lost its lease)."""
@@ -377,7 +511,7 @@ def _aliases(a: ArgInfo, b: ArgInfo) -> bool:
     if a.storage is not None and a.storage is b.storage:
         return True
     ea, eb = _extent(a), _extent(b)
-    if ea is None or eb is None or a.tensor.device is not b.tensor.device:
+    if ea is None or eb is None or _device_of(a) != _device_of(b):
         return False
     return ea[0] < eb[1] and eb[0] < ea[1] and ea[0] != ea[1] and eb[0] != eb[1]
 

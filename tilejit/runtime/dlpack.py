@@ -18,8 +18,10 @@ import weakref
 import numpy as np
 
 from .. import dtypes as _dt
-from ..errors import TensorError
 from .. import layout as _layout
+from ..errors import TensorError
+from . import backend as _backend
+from . import foreign as _foreign
 
 kDLCPU, kDLCUDA, kDLCUDAHost, kDLCUDAManaged = 1, 2, 3, 13
 _FLAG_READ_ONLY = 1
@@ -232,12 +234,39 @@ def from_dlpack(obj, *, stream=None, device=None):
         raise TensorError("from_dlpack got a Partition; use p.tensor or p.unpartition()")
     if isinstance(obj, np.ndarray):
         return _copy_from_host(obj)
+    reader = _foreign.reader_for(type(obj))
+    if reader is not None and _backend.current() == _backend.CUDA:
+        view = reader(obj)
+        if view.device >= 0:
+            return _tensor_from_view(view, obj, stream, device)
     if hasattr(obj, "__dlpack__"):
         return _import_dlpack(obj, stream, device)
     if hasattr(obj, "__cuda_array_interface__"):
         return from_cuda_array_interface(obj, stream=stream)
     raise TypeError(f"cannot convert {type(obj).__name__} to a tile.Tensor: it implements neither "
                     f"__dlpack__ nor __cuda_array_interface__ (NumPy arrays are copied)")
+
+
+def _tensor_from_view(view, obj, stream, device):
+    """A Tensor over a foreign GPU array read from its metadata (no capsule). The producer's
+    stream is waited for at the first use (``Storage.use``), on whatever stream that is."""
+    from .device import Device
+    from .memory import foreign
+    from .stream import Stream
+    from .tensor import Tensor
+    dev = Device(view.device)
+    if device is not None and Device(device) is not dev:
+        raise TensorError(f"from_dlpack: the array is on cuda:{view.device}, not on "
+                          f"{Device(device)!r}; copy it to that device first")
+    shape, strides = tuple(view.shape), tuple(view.strides)
+    if any(s < 0 for s in strides):
+        raise TensorError(f"from_dlpack: negative strides {strides} are not supported; make the "
+                          f"array contiguous first")
+    nbytes = _layout.span_elements(shape, strides) * view.dtype.itemsize
+    st = foreign(view.ptr, nbytes, dev, obj, producer=view.stream)
+    if stream is not None:
+        st.use(Stream.borrow_raw(stream, dev))
+    return Tensor._new(st, shape, strides, 0, view.dtype)
 
 
 def _import_stream(dev, stream):
@@ -249,7 +278,6 @@ def _import_stream(dev, stream):
 
 def _import_dlpack(obj, stream, device):
     from .device import Device
-    from . import backend as _backend
     dev_type, dev_id = _dlpack_device(obj)
     if dev_type in (kDLCPU, kDLCUDAHost) or _backend.current() == _backend.SIMULATOR:
         if dev_type not in (kDLCPU, kDLCUDAHost):
@@ -321,65 +349,23 @@ def _tensor_from_capsule(capsule, dev, stream, producer):
 
 def from_cuda_array_interface(obj, stream=None):
     """Wrap an object exposing ``__cuda_array_interface__`` (v2/v3) without copying."""
+    simulated = _backend.current() == _backend.SIMULATOR
+    view = _foreign.view_of_cai(obj.__cuda_array_interface__, device=0 if simulated else None)
+    if not simulated:
+        return _tensor_from_view(view, obj, stream, None)
     from .device import Device
     from .memory import foreign
-    from .stream import Stream
     from .tensor import Tensor
-    from . import backend as _backend
-    cai = obj.__cuda_array_interface__
-    shape = tuple(int(n) for n in cai["shape"])
-    np_dt = np.dtype(cai["typestr"])
-    try:
-        dtype = _dt.from_numpy(np_dt)
-    except TypeError as e:
-        raise TensorError(f"__cuda_array_interface__: {e}") from None
-    if cai.get("mask") is not None:
-        raise TensorError("masked __cuda_array_interface__ arrays are not supported")
-    ptr = int(cai["data"][0] or 0)
-    isz = dtype.itemsize
-    if cai.get("strides") is None:
-        strides = _layout.contiguous_strides(shape)
-    else:
-        bstrides = tuple(int(s) for s in cai["strides"])
-        if any(s % isz for s in bstrides):
-            raise TensorError(f"__cuda_array_interface__ strides {bstrides} are not multiples of "
-                              f"the element size {isz}")
-        strides = tuple(s // isz for s in bstrides)
-    if any(s < 0 for s in strides):
-        raise TensorError(f"negative strides {strides} are not supported")
-    if _backend.current() == _backend.SIMULATOR:
-        dev = Device(0)
-        from ..simulator.memory import memory as sim
-        if _layout.prod(shape) and not sim.is_live(ptr):
-            raise TensorError(f"__cuda_array_interface__ pointer 0x{ptr:x} is not simulated device "
-                              f"memory (on the simulator backend only tilejit memory can be "
-                              f"wrapped)")
-    else:
-        dev = _pointer_device(ptr)
-    producer_stream = cai.get("stream")
-    s = None
-    if stream is not None:
-        s = Stream.borrow_raw(stream, dev)
-    elif producer_stream and not dev.is_simulated:
-        s = Stream.borrow_raw(int(producer_stream), dev)
-    nbytes = _layout.span_elements(shape, strides) * isz
-    st = foreign(ptr, nbytes, dev, obj, s)
-    return Tensor._new(st, shape, strides, 0, dtype)
-
-
-def _pointer_device(ptr: int):
-    from .device import Device
-    from . import driver as _d
-    if ptr:
-        try:
-            drv = _d.drv
-            ordinal = _d.check(drv.cuPointerGetAttribute(
-                drv.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr),
-                "cuPointerGetAttribute")
-            return Device(int(ordinal))
-        except Exception:
-            pass
-    return Device(0)
+    from ..simulator.memory import memory as sim
+    if any(s < 0 for s in view.strides):
+        raise TensorError(f"negative strides {view.strides} are not supported")
+    if _layout.prod(view.shape) and not sim.is_live(view.ptr):
+        raise TensorError(f"__cuda_array_interface__ pointer 0x{view.ptr:x} is not simulated "
+                          f"device memory (on the simulator backend only tilejit memory can be "
+                          f"wrapped)")
+    nbytes = _layout.span_elements(view.shape, view.strides) * view.dtype.itemsize
+    st = foreign(view.ptr, nbytes, Device(0), obj)
+    return Tensor._new(st, view.shape, view.strides, 0, view.dtype)
 
 
 def _copy_from_host(arr: np.ndarray):

@@ -36,16 +36,19 @@ class _FreeState:
     ``stream``/``epoch``: the last stream that used the memory and its epoch then. ``event``: an
     event recorded after that use when the stream is a raw foreign handle (which may be destroyed
     before the memory is freed); waits and the final free then go through the event.
+    ``producer``: for foreign memory imported from its metadata, the raw handle of the producer's
+    stream; the first use waits for it (DLPack's rule), then it is forgotten.
     """
 
-    __slots__ = ("ptr", "device", "stream", "epoch", "event")
+    __slots__ = ("ptr", "device", "stream", "epoch", "event", "producer")
 
-    def __init__(self, ptr: int, device: Device, stream):
+    def __init__(self, ptr: int, device: Device, stream, producer=None):
         self.ptr = ptr
         self.device = device
         self.stream = stream
         self.epoch = stream._epoch if stream is not None else 0
         self.event = None
+        self.producer = producer    # raw stream handle of a foreign producer, until first use
         if stream is not None and stream._ephemeral:
             self.event = stream.record_event()
 
@@ -68,12 +71,13 @@ class Storage:
     __slots__ = ("ptr", "nbytes", "device", "owner", "_h", "_finalizer", "views", "lease",
                  "__weakref__")
 
-    def __init__(self, ptr: int, nbytes: int, device: Device, stream=None, owner=None):
+    def __init__(self, ptr: int, nbytes: int, device: Device, stream=None, owner=None,
+                 producer=None):
         self.ptr = int(ptr)
         self.nbytes = int(nbytes)
         self.device = device
         self.owner = owner
-        self._h = _FreeState(self.ptr, device, stream)
+        self._h = _FreeState(self.ptr, device, stream, producer)
         self._finalizer = None
         self.views = None          # weakref.WeakSet of live view tensors, created on demand
         self.lease = None          # weakref to the Partition holding exclusive access, or None
@@ -95,6 +99,9 @@ class Storage:
         changing this method.
         """
         h = self._h
+        if h.producer is not None:
+            producer, h.producer = h.producer, None
+            stream.wait_raw(producer)
         cap = stream._capture
         if cap is not None:
             # Inside a graph capture: the device was synchronized when it began (no waits needed,
@@ -116,12 +123,14 @@ class Storage:
     def is_pending(self) -> bool:
         """Whether work queued on this memory may still be running."""
         h = self._h
-        return h.stream is not None and h.stream.is_pending(h.epoch)
+        return h.producer is not None or (h.stream is not None and h.stream.is_pending(h.epoch))
 
     def order_before(self, stream) -> None:
         """Make ``stream`` wait for pending work on this memory (without recording a use)."""
         h = self._h
-        if h.stream is not stream and self.is_pending():
+        if h.producer is not None:
+            stream.wait_raw(h.producer)
+        if h.stream is not None and h.stream is not stream and h.stream.is_pending(h.epoch):
             _order_after(stream, h)
 
     def ready_stream(self):
@@ -130,9 +139,9 @@ class Storage:
         if not self.is_pending():
             return None
         h = self._h
-        if h.event is not None:
+        if h.event is not None or h.producer is not None or h.stream is None:
             s = self.device.internal_stream()
-            s.wait_event(h.event)
+            self.order_before(s)
             return s
         return h.stream
 
@@ -213,9 +222,10 @@ def allocate(nbytes: int, stream, device: Optional[Device] = None) -> Storage:
     return st
 
 
-def foreign(ptr: int, nbytes: int, device: Device, owner, stream=None) -> Storage:
-    """Storage for memory owned by someone else (kept alive through ``owner``; never freed)."""
-    return Storage(ptr, nbytes, device, stream, owner=owner)
+def foreign(ptr: int, nbytes: int, device: Device, owner, stream=None, producer=None) -> Storage:
+    """Storage for memory owned by someone else (kept alive through ``owner``; never freed).
+    ``producer``: the raw stream handle whose queued work the first use must wait for."""
+    return Storage(ptr, nbytes, device, stream, owner=owner, producer=producer)
 
 
 class forbid_allocation:

@@ -28,7 +28,8 @@ class Stream:
     """A CUDA stream (or a simulated one). Use ``dev.new_stream()`` or ``Stream.borrow_raw(x)``."""
 
     __slots__ = ("device", "handle", "_cu", "_owned", "_owner", "_epoch", "_done_epoch",
-                 "_order_event", "_lock", "_finalizer", "_ephemeral", "_capture", "__weakref__")
+                 "_order_event", "_raw_event", "_lock", "_finalizer", "_ephemeral", "_capture",
+                 "__weakref__")
 
     def __init__(self, *args, **kwargs):
         raise TypeError("create streams with device.new_stream() or wrap one with "
@@ -45,6 +46,7 @@ class Stream:
         s._epoch = 1
         s._done_epoch = 0
         s._order_event = None
+        s._raw_event = None
         s._lock = threading.Lock()
         s._finalizer = None
         # A raw foreign handle may be destroyed behind our back at any time: memory used on it is
@@ -189,6 +191,20 @@ class Stream:
             return GraphExec(graph, self)
         finally:
             cap.flush_deferred_frees()
+
+    def wait_raw(self, handle: int) -> None:
+        """Make future work on this stream wait for the work queued so far on the raw stream
+        ``handle`` of the same device (a producer's stream: torch's current stream, a CAI
+        ``stream``). Free when ``handle`` is this stream."""
+        if handle == self.handle or self._cu is None:
+            return
+        drv = _d.drv
+        with self._lock:
+            ev = self._raw_event
+            if ev is None:
+                ev = self._raw_event = Event(self.device)
+            _d.check(drv.cuEventRecord(ev._cu, drv.CUstream(handle)), "cuEventRecord")
+            self.wait_event(ev)
 
     def __eq__(self, other) -> bool:
         # Two wrappers of one CUDA handle are the same stream; simulated streams compare by identity.
