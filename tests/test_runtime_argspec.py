@@ -89,8 +89,10 @@ def test_partition_key_grid_and_slots():
     assert info.key[3] == (32, 16, (2, 8), (8, 1), (False, True))
     assert info.grid == (2, 5, 1) and info.tile_shape == (16, 8)
     assert info.params == (t.device_pointer, 30, 40, 40, 1)
-    assert info.partition == p and info.tensor == t
+    assert info.tensor == t
     assert argspec.slots_from_key(info.key) == info.slots
+    p.unpartition()
+    assert classify(t.partition((16, 8))) is info           # shared per (tensor, tile shape)
     import weakref
     r = weakref.ref(p)
     del p, info

@@ -114,7 +114,7 @@ class KernelLaunch(DeviceOp):
         argspec.check_launch_aliasing(infos, names=["z", "x", "y"])
         grid = argspec.grid_from_partitions(infos, self.grid)
         compiled = self.compile_fn(argspec.key_of(infos))
-        launch.launch_infos(compiled, infos, grid, ctx.stream)
+        launch.launch_infos(compiled, infos, grid, ctx.stream, values)
         return tuple(values)
 
 

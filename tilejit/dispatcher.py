@@ -20,19 +20,26 @@ from . import compiler as _compiler
 from . import dtypes as D
 from . import keys as _keys
 from . import language as L
+from . import native
 from .compiler import CompileOptions, Compiled
 from .errors import LaunchError
-from .ops.deviceop import DeviceOp, _as_stream
+from .ops.deviceop import DeviceFuture, DeviceOp, _as_stream, _sync_quietly
+from .ops.execution import ExecutionContext
 from .ops.scheduling import default_stream
 from .runtime import argspec
 from .runtime.argspec import (check_launch_aliasing, classify, grid_from_partitions,
                                release_partitions)
 from .runtime.device import default_arch
 from .runtime.launch import launch_infos
+from .runtime import submission as _submission
 from .runtime.memory import use_all
+from .runtime.partition import Partition
+from .runtime.stream import Stream
+from .runtime.tensor import Tensor
 
 _ARCH_RE_DOC = "an architecture name such as 'sm_90'"
 _MISSING = object()         # a Constant left for .generics(...) to bind
+_new_launch = object.__new__
 
 
 @dataclass
@@ -91,6 +98,7 @@ class Kernel:
         self._locks: Dict[tuple, threading.Lock] = {}
         self._lock = threading.Lock()
         self.stats = KernelStats()
+        self._native = _native_launcher(self)
 
     @staticmethod
     def _scalar_annotations(pyfunc):
@@ -109,7 +117,12 @@ class Kernel:
     def __call__(self, *args, **kwargs) -> "KernelLaunch":
         if kwargs or len(args) not in (len(self.param_names), len(self.runtime_names)):
             args = self._bind(args, kwargs)
-        return KernelLaunch(self, args)
+        op = _new_launch(KernelLaunch)
+        op.kernel = self
+        op.args = args
+        op.arity = len(args)
+        op._simple = self._simple and len(args) == len(self.runtime_names)
+        return op
 
     def _bind(self, args, kwargs) -> tuple:
         """All parameter values in order, bound like a Python call (defaults applied; a Constant
@@ -207,11 +220,10 @@ class Kernel:
         if len(args) not in (len(self.param_names), len(self.runtime_names)):
             args = self._bind(tuple(args), {})
         rt, consts = self._split(tuple(args), dict(generics or {}))
-        infos = [classify(v, a) for v, a in zip(rt, self._anns)]
         try:
-            return [i.key for i in infos], consts
+            return [classify(v, a).key for v, a in zip(rt, self._anns)], consts
         finally:
-            release_partitions(infos)
+            release_partitions(rt)
 
     def inspect_types(self, *args, **generics) -> str:
         """The typed Numba IR and region tree of the specialization for ``args``."""
@@ -261,6 +273,10 @@ def arch_or_raise(arch: str) -> str:
 class KernelLaunch(DeviceOp):
     """A lazy kernel launch. Its output is the tuple of the arguments you passed."""
 
+    # what a plain ``kernel(*args)`` call leaves unset (see Kernel.__call__)
+    _grid = _const_grid = _options = None
+    _generics: Dict[str, Any] = {}
+
     @property
     def graph_safe(self) -> bool:  # type: ignore[override]
         """A launch is graph-safe when its lazy inputs are (NumPy arguments are copied in, which
@@ -279,6 +295,49 @@ class KernelLaunch(DeviceOp):
         # no constants, generics, options or const_grid: the hot path keys on argument keys only
         self._simple = kernel._simple and not self._generics and options is None \
             and const_grid is None and len(self.args) == len(kernel.runtime_names)
+
+    def submit_on(self, stream) -> DeviceFuture:
+        """Queue the launch on ``stream`` without waiting (the hot path of a kernel call)."""
+        if type(stream) is not Stream:
+            stream = _as_stream(stream)
+        if not self._simple:
+            return DeviceOp.submit_on(self, stream)
+        _submission.enter("submit_on()/schedule()/await")
+        try:
+            out = self._launch_plain(stream)
+        finally:
+            _submission.leave()
+        return DeviceFuture(out, stream)
+
+    def sync_on(self, stream):
+        """Run on ``stream`` and wait for completion; return the output."""
+        if type(stream) is not Stream:
+            stream = _as_stream(stream)
+        if not self._simple:
+            return DeviceOp.sync_on(self, stream)
+        _submission.enter("sync()/sync_on()")
+        try:
+            out = self._launch_plain(stream)
+        except BaseException:
+            _submission.leave()
+            _sync_quietly(stream)
+            raise
+        _submission.leave()
+        stream.synchronize()
+        return out
+
+    def _launch_plain(self, stream):
+        """Launch a kernel without constants or launch options: the native launcher when it
+        knows the arguments, else the general path (which compiles on a miss)."""
+        k = self.kernel
+        native = k._native
+        if native is not None and self._grid is None and native.launch(self.args, stream):
+            st = k.stats
+            st.cache_hits += 1
+            st.launches += 1
+            return self.args
+        stream.device.make_current()
+        return self._execute(ExecutionContext(stream))
 
     def _copy(self, **kw):
         d = dict(grid=self._grid, const_grid=self._const_grid, generics=self._generics,
@@ -342,9 +401,9 @@ class KernelLaunch(DeviceOp):
         try:
             grid, exe = self._specialize_for(infos, consts, stream, simple)
         except BaseException:
-            release_partitions(infos)
+            release_partitions(rt)
             raise
-        launch_infos(exe, infos, grid, stream)
+        launch_infos(exe, infos, grid, stream, rt)
         k.stats.launches += 1
         return values
 
@@ -390,12 +449,13 @@ class PreparedLaunch:
                                       "api.from_numpy(array).sync() tensors instead")
             self.grid, self.executable = op._specialize_for(infos, consts, stream, simple=False)
         except BaseException:
-            release_partitions(infos)
+            release_partitions(rt)
             raise
         self.kernel = k
         self.stream = stream
         self.args = op.args                 # keeps every argument alive
         self.infos = infos
+        self._values = rt
         self._storages = [i.storage for i in infos if i.storage is not None]
         self.params = argspec.flatten_params(infos)
         self._nonempty = all(self.grid)
@@ -414,7 +474,7 @@ class PreparedLaunch:
         """Release the partitions' leases."""
         if not self._closed:
             self._closed = True
-            release_partitions(self.infos)
+            release_partitions(self._values)
 
     def __enter__(self):
         return self
@@ -428,6 +488,14 @@ class PreparedLaunch:
             self.close()
         except Exception:
             pass
+
+
+def _native_launcher(kernel):
+    """The C launcher of ``kernel``'s plain launches, or None (pure Python)."""
+    ext = native.ext()
+    if ext is None:
+        return None
+    return ext.Launcher(kernel._fast, kernel._anns, Tensor, Partition, DeviceOp, classify)
 
 
 def entry(fn=None, *, occupancy=None, num_ctas=None, opt_level=3, cache=True,

@@ -67,15 +67,15 @@ def test_fast_path_with_classified_arguments(ptx, n, step):
     a = rand(n * step, seed=3)
     x = T.from_numpy(a).sync()[::step]
     z = T.empty((n,), tile.float32).sync()
-    infos = [argspec.classify(z.partition((4,))), argspec.classify(x),
-             argspec.classify(np.float32(3.0))]
+    p = z.partition((4,))
+    infos = [argspec.classify(p), argspec.classify(x), argspec.classify(np.float32(3.0))]
     argspec.check_launch_aliasing(infos)
     grid = argspec.grid_from_partitions(infos)
     assert grid == ((n + 3) // 4, 1, 1)
     assert argspec.abi_slots(infos) == ("u64", "i32", "i32", "u64", "i32", "i32", "f32")
     kernel = launch.CudaKernel(ptx.function("tile_scale"), argspec.abi_slots(infos))
     stream = tile.Device(0).new_stream()
-    launch.launch_infos(kernel, infos, grid, stream)
+    launch.launch_infos(kernel, infos, grid, stream, [p])
     stream.synchronize()
     np.testing.assert_array_equal(z.to_numpy(), a[::step] * 3.0)
     # a cache hit: same kernel, new values only

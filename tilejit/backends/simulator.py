@@ -8,6 +8,7 @@ class SimExecutable:
     """A kernel prepared for the interpreter; launches run to completion before returning."""
 
     __slots__ = ("kernel", "name")
+    _native = None          # no C launch: the interpreter runs in Python
 
     def __init__(self, kernel, name: str):
         self.kernel = kernel

@@ -123,9 +123,16 @@ def _tensor_info(t: Tensor, writable: bool, value, cached: bool = False, ptr=Non
     # An info cached on its tensor refers back to it weakly: a reference cycle would keep the
     # tensor (and its device memory, and its view count) alive until the garbage collector runs.
     ref = weakref.proxy(t) if cached else t
-    return ArgInfo("tensor", key, (ptr,) + t.shape + t.strides, array_slots(t.ndim, facts[0]),
+    info = ArgInfo("tensor", key, (ptr,) + t.shape + t.strides, array_slots(t.ndim, facts[0]),
                    value=None if cached else value, tensor=ref, writable=writable,
                    storage=t._storage)
+    info.extent = _span(ptr, t.shape, t.strides, t.itemsize)
+    return info
+
+
+def _span(ptr: int, shape, strides, itemsize: int) -> tuple:
+    """The byte range ``[start, end)`` a view covers (for the aliasing check)."""
+    return (ptr, ptr + max(_layout.span_elements(shape, strides), 0) * itemsize)
 
 
 def _partition_info(p: Partition) -> ArgInfo:
@@ -136,12 +143,20 @@ def _partition_info(p: Partition) -> ArgInfo:
         # t may be moved into p: read the pointer without device_pointer's usability check
         ti = t._info = _tensor_info(t, False, None, cached=True,
                                     ptr=t._storage.ptr + t._offset_bytes)
-    key = _keys.partition_key(t.dtype.name, t.ndim, ti.key.facts, p.tile_shape)
-    # cached on the partition: weak references only (see _tensor_info)
-    info = ArgInfo("partition", key, ti.params, ti.slots, value=None, tensor=weakref.proxy(t),
-                   partition=weakref.proxy(p), tile_shape=p.tile_shape, grid=p.grid,
-                   writable=True, storage=t._storage)
-    info.extent = _extent(ti)
+    # one info per (tensor, tile shape), shared by all its partitions: a new partition of a
+    # tensor seen before costs a dict lookup
+    tile = p.tile_shape
+    by_tile = t._pinfo
+    if by_tile is None:
+        by_tile = t._pinfo = {}
+    info = by_tile.get(tile)
+    if info is None:
+        key = _keys.partition_key(t.dtype.name, t.ndim, ti.key.facts, tile)
+        # weak references only (see _tensor_info)
+        info = ArgInfo("partition", key, ti.params, ti.slots, value=None, tensor=ti.tensor,
+                       tile_shape=tile, grid=p.grid, writable=True, storage=t._storage)
+        info.extent = ti.extent
+        by_tile[tile] = info
     return info
 
 
@@ -361,7 +376,7 @@ def _foreign_key(view, writable: bool):
                           f"a contiguous copy (e.g. t.contiguous() or cupy.ascontiguousarray(a))")
     facts = Facts.of(view.ptr, shape, strides)
     key = _keys.tensor_key(view.dtype.name, len(shape), facts, writable)
-    span = max(_layout.span_elements(shape, strides), 0) * view.dtype.itemsize
+    span = _span(0, shape, strides, view.dtype.itemsize)[1]
     return key, array_slots(len(shape), facts[0]), span
 
 
@@ -457,12 +472,9 @@ def _extent(info):
     e = info.extent
     if e is not False:
         return e
-    t = info.tensor
-    if t is None:
-        e = None
-    else:
-        start = t._storage.ptr + t._offset_bytes
-        e = (start, start + max(_layout.span_elements(t.shape, t.strides), 0) * t.dtype.itemsize)
+    t = info.tensor          # NumPy copies: the device tensor exists once ``prepare`` ran
+    e = None if t is None else _span(t._storage.ptr + t._offset_bytes, t.shape, t.strides,
+                                      t.itemsize)
     if info.prepare is None:                # NumPy copies get their device tensor late
         info.extent = e
     return e
@@ -473,15 +485,11 @@ def _device_of(info) -> int:
     return t.device.ordinal if t is not None else info.device
 
 
-def release_partitions(infos) -> None:
-    """End the leases the partitions among ``infos`` took for a launch (a partition that was
-    garbage-collected already lost its lease)."""
-    for info in infos:
-        if info.partition is not None:
-            try:
-                info.partition._release()
-            except ReferenceError:
-                pass
+def release_partitions(values) -> None:
+    """End the leases the partitions among the launch arguments ``values`` took for a launch."""
+    for v in values:
+        if type(v) is Partition:
+            v._release()
 
 
 def check_launch_aliasing(infos, names: Optional[Sequence[str]] = None) -> None:

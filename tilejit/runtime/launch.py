@@ -20,11 +20,12 @@ import ctypes
 import struct
 import threading
 from threading import get_ident as _get_ident
-from typing import Sequence, Tuple
+from typing import Sequence
 
 import numpy as np
 import ml_dtypes
 
+from .. import native
 from ..errors import LaunchError
 from . import driver as _d
 from .argspec import release_partitions
@@ -115,23 +116,43 @@ class ParamPacker:
         return bytes(memoryview(self.buffer).cast("B")[:self.size])
 
 
+# ABI slot -> the C launcher's packing code (tilejit/_native.c); fp8 scalars are packed in Python
+_NATIVE_CODE = {"u64": "Q", "i64": "q", "u32": "I", "i32": "i", "u16": "H", "i16": "h", "u8": "B",
+                "i8": "b", "f64": "d", "f32": "f", "tf32": "f", "f16": "e", "b1": "i", "bf16": "E"}
+
+
+def native_layout(slots: Sequence[str]):
+    """The C launcher's layout string for ``slots``, or None when one has no C packing."""
+    codes = [_NATIVE_CODE.get(s) for s in slots]
+    return None if None in codes else "".join(codes).encode()
+
+
 class CudaKernel:
-    """A compiled kernel specialization on CUDA: function + parameter buffer; ``launch`` is the
+    """A compiled kernel specialization on CUDA: function + parameter layout; ``launch`` is the
     hot path.
 
-    The buffer is reused for every launch. ``cuLaunchKernel`` drops the GIL while it copies the
-    parameters, so a second thread must not repack the same buffer meanwhile: the thread that
-    created the kernel uses the main buffer without locking, other threads get their own packer.
+    With the C extension (``tilejit.native``) a launch packs the values on the C stack and calls
+    the driver directly (``_native`` holds what it needs: function, context and layout). In pure
+    Python the values go into a reusable buffer; ``cuLaunchKernel`` drops the GIL while it copies
+    the parameters, so the thread that created the kernel uses the main buffer without locking
+    and other threads get their own packer.
     """
 
-    __slots__ = ("function", "packer", "name", "_fast", "_thread_packers", "_lock")
+    __slots__ = ("function", "packer", "name", "_native", "_ext", "_fast", "_thread_packers",
+                 "_lock", "_ctx")
 
     def __init__(self, function, slots: Sequence[str], name: str = None):
         self.function = function
         self.name = name or getattr(function, "name", "<kernel>")
         self.packer = pk = ParamPacker(slots)
-        # Everything the hot path needs, in one tuple (one attribute load). A thread id of -1
-        # sends every launch through the slow path (slots that need value conversion).
+        dev = function.device
+        self._ctx = dev
+        ext = native.ext()
+        layout = native_layout(slots) if ext is not None else None
+        self._ext = ext if layout is not None else None
+        self._native = (int(function._cu), dev.context_handle, layout) if self._ext else None
+        # Everything the Python hot path needs, in one tuple (one attribute load). A thread id of
+        # -1 sends every launch through the slow path (slots that need value conversion).
         tid = -1 if pk._convert else _get_ident()
         self._fast = (tid, pk._pack_into, pk.buffer, pk.kernel_params, _d.drv.cuLaunchKernel,
                       function._cu)
@@ -140,6 +161,17 @@ class CudaKernel:
 
     def launch(self, grid, params, stream) -> None:
         """Launch on ``stream`` with ``grid`` (a 3-tuple) and the C1 ``params`` values."""
+        ext = self._ext
+        if ext is not None:
+            fn, ctx, layout = self._native
+            try:
+                err = ext.launch(fn, ctx, grid[0], grid[1], grid[2], stream.handle, layout,
+                                 tuple(params))
+            except (ValueError, OverflowError, TypeError) as e:
+                raise LaunchError(self.packer._explain(params, e)) from None
+            if err:
+                self.raise_launch_error(err, grid)
+            return
         tid, pack_into, buf, kp, cu_launch, f = self._fast
         if _get_ident() == tid:
             try:
@@ -148,9 +180,14 @@ class CudaKernel:
                 raise LaunchError(self.packer._explain(params, e)) from None
         else:
             kp = self._packer_for_thread().pack(params)
+        self._ctx.make_current()
         err = cu_launch(f, grid[0], grid[1], grid[2], 1, 1, 1, 0, stream._cu, kp, 0)[0]
         if err:
-            raise launch_error(err, self.name, grid)
+            self.raise_launch_error(err, grid)
+
+    def raise_launch_error(self, err, grid) -> None:
+        """Raise the LaunchError for driver result ``err`` (also called from C)."""
+        raise launch_error(_d.drv.CUresult(int(err)), self.name, grid)
 
     def _packer_for_thread(self) -> ParamPacker:
         """This thread's own packer (``launch`` calls it only off the creating thread, or for
@@ -173,11 +210,12 @@ def launch_error(err, name, grid, block=(1, 1, 1)) -> LaunchError:
     return e
 
 
-def launch_infos(executable, infos, grid, stream) -> None:
+def launch_infos(executable, infos, grid, stream, values=()) -> None:
     """Launch with classified arguments (``argspec.classify``): runs ``prepare`` hooks, orders
     every argument's storage on ``stream``, launches ``executable`` (anything with
     ``launch(grid, params, stream)``: a :class:`CudaKernel`, or a simulator kernel) unless the grid
-    is empty, runs ``finish`` hooks and releases partition leases (also when the launch fails)."""
+    is empty, runs ``finish`` hooks and releases the leases of the partitions among ``values``
+    (the arguments; also when the launch fails)."""
     params = ()
     post = False
     storages = []
@@ -187,7 +225,7 @@ def launch_infos(executable, infos, grid, stream) -> None:
         st = info.storage
         if st is not None:
             storages.append(st)
-        if info.partition is not None or info.finish is not None:
+        if info.kind == "partition" or info.finish is not None:
             post = True
         params += info.params
     try:
@@ -196,7 +234,7 @@ def launch_infos(executable, infos, grid, stream) -> None:
             executable.launch(grid, params, stream)
     finally:
         if post:
-            release_partitions(infos)
+            release_partitions(values)
     if post:
         for info in infos:
             if info.finish is not None:

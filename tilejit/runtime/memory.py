@@ -14,8 +14,7 @@ On the simulator backend the memory lives in :mod:`tilejit.simulator.memory` and
 immediately (all simulated work is already complete).
 
 Ownership bookkeeping for the runtime checks that replace Rust's borrow checker also lives on the
-storage: ``views`` (weak set of live view tensors) and ``lease`` (weak reference to the partition
-holding exclusive write access).
+storage: ``leases`` (weak references to the partitions holding write leases on its bytes).
 """
 from __future__ import annotations
 
@@ -68,8 +67,7 @@ class Storage:
     keeps its ``owner`` alive instead and is never freed by tilejit.
     """
 
-    __slots__ = ("ptr", "nbytes", "device", "owner", "_h", "_finalizer", "views", "lease",
-                 "__weakref__")
+    __slots__ = ("ptr", "nbytes", "device", "owner", "_h", "_finalizer", "leases", "__weakref__")
 
     def __init__(self, ptr: int, nbytes: int, device: Device, stream=None, owner=None,
                  producer=None):
@@ -79,8 +77,7 @@ class Storage:
         self.owner = owner
         self._h = _FreeState(self.ptr, device, stream, producer)
         self._finalizer = None
-        self.views = None          # weakref.WeakSet of live view tensors, created on demand
-        self.lease = None          # weakref to the Partition holding exclusive access, or None
+        self.leases = None         # weakrefs to the partitions holding write leases on it
 
     # --- stream tracking ------------------------------------------------------------------------------
     @property

@@ -1,13 +1,17 @@
 """``tile.Partition``: a tensor split into disjoint power-of-two tiles, one per block, for writing.
 
-A partition holds an exclusive *lease* on its tensor's storage from creation until
+A partition holds an exclusive write *lease* on the bytes its tensor covers from creation until
 
 * the launch that consumes it completes (the dispatcher calls :meth:`Partition._release`; passing
   the same partition to another launch takes the lease again, with the same checks),
 * ``p.unpartition()``, or
 * the partition is garbage collected.
 
-While the lease is held, no other partition of the storage can be created.
+While the lease is held, no other partition covering any of those bytes can be created
+(partitions of disjoint slices of one tensor may coexist). Other views of the memory do not
+matter: holding a Python reference is not a use. Conflicts between the arguments of one launch
+are checked at launch (``argspec.check_launch_aliasing``), and work in flight on other streams is
+ordered by the storage's stream tracking.
 """
 from __future__ import annotations
 
@@ -67,23 +71,12 @@ def _suggest(tile) -> tuple:
     return tuple(_layout.pow2_ceil(n) for n in tile)
 
 
-def _describe_other_views(views, t) -> str:
-    """'' when ``t`` is the only live view; otherwise a description. Holds no reference to the
-    views afterwards (a traceback keeping them alive would make the error permanent)."""
-    others = [v for v in list(views) if v is not t and not v._moved]
-    if not others:
-        return ""
-    desc = ", ".join(f"shape {v.shape}" for v in others[:3])
-    more = "" if len(others) <= 3 else f" and {len(others) - 3} more"
-    return f"{len(others)} other live view(s) ({desc}{more})"
-
-
 class Partition:
     """An output view of a tensor split into tiles of ``tile_shape``; the launch grid is
     ``ceil(tensor.shape / tile_shape)`` per axis (``grid``, padded to 3 dims with 1s)."""
 
     __slots__ = ("_tensor", "tile_shape", "owned", "_leased", "_consumed", "_info", "_grid",
-                 "__weakref__")
+                 "_extent", "_ref", "__weakref__")
 
     def __init__(self, *args, **kwargs):
         raise TypeError("create partitions with t.partition(shape), t.into_partition(shape) or "
@@ -110,6 +103,10 @@ class Partition:
         p._consumed = False
         p._info = None
         p._grid = None
+        start = tensor._storage.ptr + tensor._offset_bytes
+        p._extent = (start, start + _layout.span_elements(tensor._shape, tensor._strides)
+                     * tensor._dtype.itemsize)
+        p._ref = weakref.ref(p)
         p._acquire(how)
         if owned:
             tensor._moved = True
@@ -117,37 +114,40 @@ class Partition:
 
     # --- lease -------------------------------------------------------------------------------------
     def _acquire(self, how: str = "partition") -> None:
+        """Take the write lease: no other live partition may cover any of the same bytes."""
         if self._leased:
             return
-        t = self._tensor
-        st = t._storage
-        views = st.views
-        if views and (len(views) > 1 or t not in views):      # cheap test first: hot path
-            problem = _describe_other_views(views, t)
-            if problem:
-                raise TensorError(
-                    f"cannot {how} tensor(shape={t.shape}, dtype={t.dtype.name}): its storage has "
-                    f"{problem}; a partition needs exclusive access. Delete the views (del v) or "
-                    f"partition the view you write through")
-        holder = st.lease() if st.lease is not None else None
-        if holder is not None and holder is not self and holder._leased:
-            other_tile = holder.tile_shape
-            holder = None          # the traceback must not keep the other partition alive
-            raise TensorError(
-                f"cannot {how} tensor(shape={t.shape}, dtype={t.dtype.name}): its storage is "
-                f"already partitioned (live partition with tile shape {other_tile}); "
-                f"finish or drop that partition first (p.unpartition() or del p)")
-        holder = None
-        st.lease = weakref.ref(self)
+        st = self._tensor._storage
+        leases = st.leases
+        if leases is None:
+            leases = st.leases = []
+        elif leases:
+            s0, e0 = self._extent
+            for ref in leases:
+                q = ref()
+                if q is None or q is self or not q._leased:
+                    continue
+                s1, e1 = q._extent
+                if s0 < e1 and s1 < e0:
+                    t, other_tile = self._tensor, q.tile_shape
+                    q = None        # the traceback must not keep the other partition alive
+                    raise TensorError(
+                        f"cannot {how} tensor(shape={t.shape}, dtype={t.dtype.name}): its memory "
+                        f"is already partitioned (live partition with tile shape {other_tile}); "
+                        f"finish or drop that partition first (p.unpartition() or del p)")
+            if len(leases) > 8:                 # forget partitions that are gone
+                leases[:] = [r for r in leases if r() is not None]
+        leases.append(self._ref)
         self._leased = True
 
     def _release(self) -> None:
-        """End the exclusive lease (the dispatcher calls this when the consuming launch completes)."""
+        """End the write lease (the dispatcher calls this when the consuming launch completes)."""
         if self._leased:
             self._leased = False
-            st = self._tensor._storage
-            if st.lease is not None and st.lease() is self:
-                st.lease = None
+            try:
+                self._tensor._storage.leases.remove(self._ref)
+            except ValueError:
+                pass
 
     def _check_usable(self, what: str = "use") -> None:
         if self._consumed:

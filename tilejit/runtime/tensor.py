@@ -7,17 +7,17 @@ cost no GPU work. Metadata never synchronizes; reading values (``to_numpy``, ``r
 Ownership (runtime checks that replace Rust's borrow checker), all ``tile.TensorError``:
 
 * ``t.into_partition(shape)`` *moves* ``t``: using it again fails until ``p.unpartition()``.
-* ``t.partition(shape)`` / ``into_partition`` need exclusive access: no other live view of the
-  storage and no other live partition. Views are tracked weakly, so a view that was garbage
-  collected (``del v``) no longer counts.
+* ``t.partition(shape)`` / ``into_partition`` need exclusive write access to the bytes the view
+  covers: no other live partition may overlap them. Other views do not matter (holding a Python
+  reference is not a use); an output that overlaps another argument of the same launch is refused
+  at launch, and work in flight on other streams is ordered automatically.
 * Tensors held by ``tile.shared()`` / ``op.shared()`` are read-only; ``try_partition`` takes one
   only when a single shared handle remains.
 """
 from __future__ import annotations
 
 import operator
-import weakref
-from typing import Optional, Tuple
+from typing import Tuple
 
 import numpy as np
 
@@ -48,7 +48,7 @@ class Tensor:
     """
 
     __slots__ = ("_storage", "_shape", "_strides", "_offset_bytes", "_dtype", "_moved",
-                 "_contig", "_share_count", "_info", "_info_w", "__weakref__")
+                 "_contig", "_share_count", "_info", "_info_w", "_pinfo", "__weakref__")
 
     def __init__(self, *args, **kwargs):
         raise TypeError("tile.Tensor is not constructed directly: use tile.api.zeros/empty/"
@@ -56,8 +56,7 @@ class Tensor:
 
     # --- construction ------------------------------------------------------------------------------
     @classmethod
-    def _new(cls, storage: Storage, shape, strides, offset_bytes: int, dtype,
-             view_of: Optional["Tensor"] = None) -> "Tensor":
+    def _new(cls, storage: Storage, shape, strides, offset_bytes: int, dtype) -> "Tensor":
         t = object.__new__(cls)
         t._storage = storage
         t._shape = tuple(int(n) for n in shape)
@@ -69,11 +68,7 @@ class Tensor:
         t._share_count = 0
         t._info = None          # cached argspec.ArgInfo (read-only use)
         t._info_w = None        # cached argspec.ArgInfo (tile.atomic use)
-        if view_of is not None:
-            views = storage.views
-            if views is None:
-                views = storage.views = weakref.WeakSet()
-            views.add(t)
+        t._pinfo = None         # cached argspec.ArgInfo of its partitions, by tile shape
         return t
 
     @classmethod
@@ -158,7 +153,7 @@ class Tensor:
     # --- views -------------------------------------------------------------------------------------
     def _derive(self, shape, strides, offset_bytes: int, dtype=None) -> "Tensor":
         return Tensor._new(self._storage, shape, strides, offset_bytes,
-                           self._dtype if dtype is None else dtype, view_of=self)
+                           self._dtype if dtype is None else dtype)
 
     def reshape(self, *shape) -> "Tensor":
         """A zero-copy view with a new shape (one ``-1`` allowed). Needs a contiguous tensor."""

@@ -1,0 +1,55 @@
+"""The optional C launch path (``tilejit._native``), and how to tell whether it is active.
+
+``pip install`` builds the extension from ``tilejit/_native.c`` when a C compiler is available;
+otherwise, or with ``TILEJIT_NATIVE=0``, everything runs in pure Python with the same results
+(the test suite runs both ways). The extension does two things, both on the launch hot path:
+
+* ``launch(function, context, grid, stream, layout, params)``: pack the parameter values into a
+  stack buffer and call ``cuLaunchKernel`` (making the kernel's context current if it is not),
+  with no Python objects in between; thread-safe by construction.
+* ``Launcher(...)`` (made by the dispatcher): a kernel's plain launches (no constants, no launch options) from
+  classification to launch in C. It handles the common arguments itself (tilejit tensors and
+  partitions with cached infos, Python scalars), calls ``argspec.classify`` for the others, and
+  gives up (returns False) on anything unusual — a cache miss, a possible alias, a grid mismatch,
+  NumPy arguments, a graph capture — so the Python path does that launch and reports any error
+  with its usual message.
+"""
+from __future__ import annotations
+
+import os
+
+_DISABLED = ("0", "false", "no", "off")
+
+try:
+    from . import _native as _ext
+except ImportError as _e:         # not built (no compiler at install time)
+    _ext = None
+    _IMPORT_ERROR = str(_e)
+else:
+    _IMPORT_ERROR = ""
+    from .keys import scalar_key as _scalar_key
+    _ext.set_scalar_keys(_scalar_key("int64", True), _scalar_key("float32", True),
+                         _scalar_key("bool_", True))
+
+
+def enabled() -> bool:
+    """Whether the C launch path is used (built, and not disabled with ``TILEJIT_NATIVE=0``)."""
+    return _ext is not None and os.environ.get("TILEJIT_NATIVE", "1").strip().lower() \
+        not in _DISABLED
+
+
+def status() -> str:
+    """One line for ``python -m tilejit info``."""
+    if _ext is None:
+        return f"pure Python (the C extension is not built: {_IMPORT_ERROR})"
+    if not enabled():
+        return "pure Python (TILEJIT_NATIVE=0)"
+    return f"native C extension ({_ext.__file__})"
+
+
+def ext():
+    """The extension module when enabled, else None."""
+    return _ext if enabled() else None
+
+
+__all__ = ["enabled", "status", "ext"]
