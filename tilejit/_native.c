@@ -567,6 +567,26 @@ static PyTypeObject LauncherType = {
     .tp_methods = Launcher_methods,
 };
 
+/* The bytes launch() would pass for `params` (tests compare them with runtime.launch.ParamPacker). */
+static PyObject *py_pack(PyObject *self, PyObject *args) {
+    const char *layout;
+    Py_ssize_t nlayout;
+    PyObject *params;
+    if (!PyArg_ParseTuple(args, "y#O!", &layout, &nlayout, &PyTuple_Type, &params))
+        return NULL;
+    ParamBuf pb;
+    pb.size = pb.count = 0;
+    Py_ssize_t pos = 0;
+    memset(pb.data, 0, sizeof(pb.data));
+    if (pack_values(&pb, layout, nlayout, &pos, params) < 0)
+        return NULL;
+    if (pos != nlayout) {
+        PyErr_Format(PyExc_ValueError, "%zd parameter values for %zd slots", pos, nlayout);
+        return NULL;
+    }
+    return PyBytes_FromStringAndSize(pb.data, pb.size);
+}
+
 static PyObject *py_set_scalar_keys(PyObject *self, PyObject *args) {
     PyObject *ki, *kf, *kb;
     if (!PyArg_ParseTuple(args, "OOO", &ki, &kf, &kb))
@@ -580,6 +600,7 @@ static PyObject *py_set_scalar_keys(PyObject *self, PyObject *args) {
 static PyMethodDef module_methods[] = {
     {"launch", py_launch, METH_VARARGS,
      "launch(fn, ctx, gx, gy, gz, stream, layout, params) -> CUresult"},
+    {"pack", py_pack, METH_VARARGS, "pack(layout, params) -> bytes (what launch() passes)"},
     {"set_scalar_keys", py_set_scalar_keys, METH_VARARGS,
      "set_scalar_keys(int_key, float_key, bool_key): the keys of weak Python scalars"},
     {NULL, NULL, 0, NULL}};

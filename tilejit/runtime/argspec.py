@@ -126,7 +126,7 @@ def _tensor_info(t: Tensor, writable: bool, value, cached: bool = False, ptr=Non
     info = ArgInfo("tensor", key, (ptr,) + t.shape + t.strides, array_slots(t.ndim, facts[0]),
                    value=None if cached else value, tensor=ref, writable=writable,
                    storage=t._storage)
-    info.extent = _span(ptr, t.shape, t.strides, t.itemsize)
+    info.extent = t._byte_extent()
     return info
 
 
@@ -473,8 +473,7 @@ def _extent(info):
     if e is not False:
         return e
     t = info.tensor          # NumPy copies: the device tensor exists once ``prepare`` ran
-    e = None if t is None else _span(t._storage.ptr + t._offset_bytes, t.shape, t.strides,
-                                      t.itemsize)
+    e = None if t is None else t._byte_extent()
     if info.prepare is None:                # NumPy copies get their device tensor late
         info.extent = e
     return e

@@ -25,20 +25,21 @@ MAX_RANK = 3
 
 
 _valid_tiles: dict = {}     # (tile shape as given, rank) -> the checked tuple of ints
+_INTS = ((), (int,), (int, int), (int, int, int))
 
 
 def validate_tile_shape(shape, tensor) -> Tuple[int, ...]:
     """The tile shape as a tuple; TensorError unless powers of two, rank 1-3, rank of ``tensor``."""
-    nd = tensor.ndim
+    nd = len(tensor._shape)
     # Hot path: a tuple of plain ints seen before (True == 1 and np.int64(4) == 4 hash alike, so
     # other element types always take the full check).
-    plain = type(shape) is tuple and all(type(n) is int for n in shape)
+    plain = type(shape) is tuple and len(shape) < 4 and tuple(map(type, shape)) == _INTS[len(shape)]
     tile = _valid_tiles.get((shape, nd)) if plain else None
     if tile is None:
         tile = _check_tile_shape(shape, tensor)
         if plain and len(_valid_tiles) < 4096:
             _valid_tiles[(shape, nd)] = tile
-    if 0 in tensor.strides:
+    if 0 in tensor._strides:
         for axis, (n, s) in enumerate(zip(tensor.shape, tensor.strides)):
             if s == 0 and n > 1:
                 raise TensorError(f"cannot partition a broadcast tensor (stride 0 on axis "
@@ -84,9 +85,10 @@ class Partition:
 
     @classmethod
     def _create(cls, tensor, shape, owned: bool, how: str) -> "Partition":
-        tensor._check_usable(how)
+        if tensor._moved:
+            tensor._check_usable(how)
         tile = validate_tile_shape(shape, tensor)
-        if how in ("partition", "into_partition") and tensor._share_count:
+        if tensor._share_count and how != "try_partition":
             raise TensorError(
                 f"cannot {how} a shared tensor (held by {tensor._share_count} tile.shared()/"
                 f".shared() handle(s)): shared tensors are read-only. Use t.try_partition(shape), "
@@ -103,9 +105,7 @@ class Partition:
         p._consumed = False
         p._info = None
         p._grid = None
-        start = tensor._storage.ptr + tensor._offset_bytes
-        p._extent = (start, start + _layout.span_elements(tensor._shape, tensor._strides)
-                     * tensor._dtype.itemsize)
+        p._extent = tensor._extent or tensor._byte_extent()
         p._ref = weakref.ref(p)
         p._acquire(how)
         if owned:

@@ -48,7 +48,7 @@ class Tensor:
     """
 
     __slots__ = ("_storage", "_shape", "_strides", "_offset_bytes", "_dtype", "_moved",
-                 "_contig", "_share_count", "_info", "_info_w", "_pinfo", "__weakref__")
+                 "_contig", "_share_count", "_info", "_info_w", "_pinfo", "_extent", "__weakref__")
 
     def __init__(self, *args, **kwargs):
         raise TypeError("tile.Tensor is not constructed directly: use tile.api.zeros/empty/"
@@ -69,6 +69,7 @@ class Tensor:
         t._info = None          # cached argspec.ArgInfo (read-only use)
         t._info_w = None        # cached argspec.ArgInfo (tile.atomic use)
         t._pinfo = None         # cached argspec.ArgInfo of its partitions, by tile shape
+        t._extent = None        # cached byte range [start, end) (_byte_extent)
         return t
 
     @classmethod
@@ -141,6 +142,16 @@ class Tensor:
         if not self._shape:
             raise TypeError("len() of a 0-d tensor")
         return self._shape[0]
+
+    def _byte_extent(self) -> Tuple[int, int]:
+        """The device byte range ``[start, end)`` this view covers (metadata only)."""
+        e = self._extent
+        if e is None:
+            start = self._storage.ptr + self._offset_bytes
+            e = self._extent = (start, start + max(_layout.span_elements(self._shape,
+                                                                         self._strides), 0)
+                                * self._dtype.itemsize)
+        return e
 
     # --- checks -------------------------------------------------------------------------------------
     def _check_usable(self, what: str) -> None:
