@@ -60,6 +60,8 @@ def info_lines() -> List[Tuple[str, str]]:
         return f"{backend.current()} ({backend.reason()})"
 
     lines.append(("backend", _try(backend_text)))
+    lines.append(("launch path", _try(lambda: __import__("tilejit.native", fromlist=["x"])
+                                      .status())))
     lines.append(("tileiras", _try(lambda: tileiras.find_toolchain().tileiras, "not found")))
 
     def tileiras_version():

@@ -25,11 +25,12 @@ from .compiler import CompileOptions, Compiled
 from .errors import LaunchError
 from .ops.deviceop import DeviceFuture, DeviceOp, _as_stream, _sync_quietly
 from .ops.execution import ExecutionContext
-from .ops.scheduling import default_stream
+from .ops.scheduling import default_stream, has_user_policy
 from .runtime import argspec
 from .runtime.argspec import (check_launch_aliasing, classify, grid_from_partitions,
                                release_partitions)
-from .runtime.device import default_arch
+from .runtime import foreign as _foreign
+from .runtime.device import Device, default_arch
 from .runtime.launch import launch_infos
 from .runtime import submission as _submission
 from .runtime.memory import use_all
@@ -325,6 +326,14 @@ class KernelLaunch(DeviceOp):
         _submission.leave()
         stream.synchronize()
         return out
+
+    def _default_stream(self):
+        # DLPack producers order their consumers after their pending work; when torch made the
+        # tensors, running on torch's current stream needs no ordering at all.
+        prod = _foreign.torch_stream_of(self.args)
+        if prod is not None and not has_user_policy(prod[0]):
+            return Stream.of_producer(prod[1], Device(prod[0]))
+        return default_stream()
 
     def _launch_plain(self, stream):
         """Launch a kernel without constants or launch options: the native launcher when it

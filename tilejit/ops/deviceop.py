@@ -43,8 +43,13 @@ class DeviceOp:
     # --- execution ---------------------------------------------------------------------------------
     def sync(self):
         """Run on a stream of the default policy and wait for completion; return the output."""
+        return self.sync_on(self._default_stream())
+
+    def _default_stream(self):
+        """Where ``sync()``/``schedule()``/``await`` run this op: the default policy's next
+        stream (kernel launches with torch tensors prefer torch's current stream)."""
         from .scheduling import default_stream
-        return self.sync_on(default_stream())
+        return default_stream()
 
     def sync_on(self, stream):
         """Run on ``stream`` and wait for completion; return the output."""
@@ -72,9 +77,9 @@ class DeviceOp:
 
     def schedule(self, policy=None) -> "DeviceFuture":
         """Submit now on ``policy.next_stream()`` (default policy if None); return a future."""
-        from .scheduling import default_policy, stream_from_policy
-        return self.submit_on(stream_from_policy(policy if policy is not None
-                                                 else default_policy(0)))
+        from .scheduling import stream_from_policy
+        return self.submit_on(stream_from_policy(policy) if policy is not None
+                              else self._default_stream())
 
     def __await__(self):
         return self.schedule().__await__()

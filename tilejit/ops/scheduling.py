@@ -95,7 +95,14 @@ def default_policy(device=0):
             pol = _defaults.get(dev)
             if pol is None:
                 pol = _defaults[dev] = StreamPoolRoundRobin(dev)
+                pol._builtin = True
     return pol
+
+
+def has_user_policy(device=0) -> bool:
+    """Whether ``set_default_policy`` chose the default policy of ``device``."""
+    pol = _defaults.get(Device(device))
+    return pol is not None and not getattr(pol, "_builtin", False)
 
 
 def default_stream(device=0):

@@ -67,6 +67,19 @@ def read(obj) -> Optional[View]:
     return None if r is None else r(obj)
 
 
+def torch_stream_of(values) -> Optional[Tuple[int, int]]:
+    """``(device ordinal, torch's current stream handle there)`` for the first torch GPU tensor
+    among ``values``, or None. Torch's current streams are long-lived (its default and pool
+    streams are never destroyed), so work may run on them directly."""
+    for v in values:
+        r = reader_for(type(v))
+        if r is not None and getattr(r, "torch_streams", False):
+            view = r(v)
+            if view.device >= 0 and view.stream is not None:
+                return view.device, view.stream
+    return None
+
+
 def _find_reader(tp: type) -> Optional[Callable]:
     root = (tp.__module__ or "").split(".", 1)[0]
     if root == "torch":
@@ -109,6 +122,7 @@ def _torch_reader(torch):
                               "materialize it first with t.resolve_conj().resolve_neg()")
         return View(t.data_ptr(), t.shape, t.stride(), dtype_of(t.dtype), dev, False,
                     current_stream(dev) if current_stream is not None else None)
+    read_torch.torch_streams = True
     return read_torch
 
 
@@ -188,4 +202,5 @@ def _contiguous(shape) -> Tuple[int, ...]:
     return contiguous_strides(shape)
 
 
-__all__ = ["View", "read", "reader_for", "view_of_cai", "pointer_device", "HOST"]
+__all__ = ["View", "read", "reader_for", "torch_stream_of", "view_of_cai", "pointer_device",
+           "HOST"]

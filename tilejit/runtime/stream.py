@@ -91,6 +91,21 @@ class Stream:
         raw = isinstance(obj, (int, _d.drv.CUstream))       # nothing keeps a raw handle alive
         return cls._make(device, handle, cu, owned=False, owner=None if raw else obj)
 
+    @classmethod
+    def of_producer(cls, handle: int, device: Device) -> "Stream":
+        """A long-lived foreign stream by its raw handle (torch's current stream): one wrapper per
+        handle, tracked like a tilejit stream. Use it only for streams that outlive the process'
+        use of them (torch's default and pool streams are never destroyed)."""
+        key = (device, handle)
+        s = _producer_streams.get(key)
+        if s is None:
+            mine = _owned_streams.get(handle) if handle else None
+            if mine is not None:
+                return mine
+            s = cls._make(device, handle, _d.drv.CUstream(handle), owned=False, owner=_PRODUCER)
+            _producer_streams[key] = s
+        return s
+
     # --- properties --------------------------------------------------------------------------------
     @property
     def is_simulated(self) -> bool:
@@ -222,6 +237,8 @@ class Stream:
 
 
 _owned_streams: "weakref.WeakValueDictionary[int, Stream]" = weakref.WeakValueDictionary()
+_producer_streams: dict = {}        # (device, handle) -> Stream (of_producer)
+_PRODUCER = "long-lived producer stream"
 
 
 def _ready(err, what: str) -> bool:
