@@ -1,0 +1,177 @@
+"""Kernel calls with PyTorch / CuPy arrays on a GPU: the metadata fast path (runtime.foreign).
+
+Results must stay right when the producer reallocates, when a tensor dies and its id is reused,
+for non-contiguous, offset and zero-size views, across two streams, and from several threads."""
+import gc
+import threading
+
+import numpy as np
+import pytest
+
+import tilejit as tile
+from tilejit import api
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture
+def torch():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch has no CUDA")
+    return torch
+
+
+@pytest.fixture
+def cp():
+    cp = pytest.importorskip("cupy")
+    try:
+        cp.cuda.runtime.getDeviceCount()
+    except Exception as e:
+        pytest.skip(f"CuPy has no GPU: {e}")
+    return cp
+
+
+@tile.entry
+def vadd(z, x, y):
+    z.store(tile.load_tile_like(x, z) + tile.load_tile_like(y, z))
+
+
+@tile.entry
+def scale2d(z, x, a):
+    z.store(tile.load_tile_like(x, z) * a)
+
+
+def test_torch_inputs_and_output_every_call(torch):
+    s = tile.Stream.borrow_raw(torch.cuda.current_stream())
+    for n in (1024, 1000, 4096):
+        x = torch.randn(n, device="cuda")
+        y = torch.randn(n, device="cuda")
+        z = torch.empty(n, device="cuda")
+        for _ in range(3):
+            vadd(tile.from_dlpack(z).partition((256,)), x, y).submit_on(s)
+        torch.cuda.synchronize()
+        torch.testing.assert_close(z, x + y)
+
+
+def test_sync_with_torch_tensors_follows_torch_current_stream(torch):
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        x = torch.zeros(1 << 22, device="cuda")
+        for _ in range(20):
+            x.add_(1)                                   # queued on `side`, not yet done
+        z = torch.empty_like(x)
+        vadd(tile.from_dlpack(z).partition((1024,)), x, x).sync()
+        assert float(z.min()) == 40.0 and float(z.max()) == 40.0
+
+
+def test_two_streams_are_ordered(torch):
+    prod = torch.cuda.Stream()
+    mine = tile.Device(0).new_stream()                  # not torch's stream: an event is needed
+    with torch.cuda.stream(prod):
+        x = torch.zeros(1 << 22, device="cuda")
+        torch.cuda._sleep(20_000_000)                    # keep `prod` busy
+        x.fill_(3.0)
+        z = torch.zeros_like(x)
+        vadd(tile.from_dlpack(z).partition((1024,)), x, x).sync_on(mine)
+    prod.synchronize()
+    assert float(z.min()) == 6.0
+
+
+def test_views_offsets_and_zero_size(torch):
+    s = tile.Stream.borrow_raw(torch.cuda.current_stream())
+    base = torch.randn(64, 48, device="cuda")
+    x = base[5:37, 8:40]                                 # offset, non-contiguous rows
+    z = torch.zeros(32, 32, device="cuda")
+    scale2d(tile.from_dlpack(z).partition((16, 16)), x, 2.0).sync_on(s)
+    torch.testing.assert_close(z, x * 2)
+    xt = base.t()[3:35, 7:39]                            # transposed strides
+    scale2d(tile.from_dlpack(z).partition((16, 16)), xt, 3.0).sync_on(s)
+    torch.testing.assert_close(z, xt * 3)
+    e = torch.empty(0, 16, device="cuda")
+    scale2d(tile.from_dlpack(e).partition((16, 16)), e, 1.0).sync_on(s)   # nothing to do
+
+
+def test_reallocation_and_reused_ids(torch):
+    s = tile.Stream.borrow_raw(torch.cuda.current_stream())
+    x = torch.ones(256, device="cuda")
+    z = torch.empty(256, device="cuda")
+    vadd(tile.from_dlpack(z).partition((128,)), x, x).sync_on(s)
+    x.resize_(4096)                                      # the producer reallocates
+    x.fill_(5.0)
+    z.resize_(4096)
+    vadd(tile.from_dlpack(z).partition((128,)), x, x).sync_on(s)
+    assert float(z.min()) == 10.0 and z.numel() == 4096
+    y = torch.full((256,), 7.0, device="cuda")
+    x.set_(y)                                            # now aliases y's storage
+    w = torch.empty(256, device="cuda")
+    vadd(tile.from_dlpack(w).partition((128,)), x, x).sync_on(s)
+    assert float(w.max()) == 14.0
+    for i in range(20):                                  # dying tensors: ids get reused
+        a = torch.full((512,), float(i), device="cuda")
+        out = torch.empty(512, device="cuda")
+        vadd(tile.from_dlpack(out).partition((512,)), a, a).sync_on(s)
+        assert float(out[0]) == 2.0 * i
+        del a, out
+        gc.collect()
+
+
+def test_output_aliasing_an_input_is_refused(torch):
+    x = torch.ones(256, device="cuda")
+    with pytest.raises(tile.TensorError, match="share memory"):
+        vadd(tile.from_dlpack(x).partition((128,)), x, x).sync()
+
+
+def test_mixed_devices_are_refused(torch):
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two GPUs")
+    x = torch.ones(256, device="cuda:1")
+    z = torch.empty(256, device="cuda:0")
+    with pytest.raises(tile.TensorError, match="cuda:1"):
+        vadd(tile.from_dlpack(z).partition((128,)), x, x).sync_on(tile.Device(0).new_stream())
+
+
+def test_threads_with_torch_tensors(torch):
+    errors = []
+
+    def work(seed):
+        try:
+            s = tile.Device(0).new_stream()
+            for k in range(30):
+                x = torch.full((2048,), float(seed), device="cuda")
+                z = torch.empty(2048, device="cuda")
+                vadd(tile.from_dlpack(z).partition((512,)), x, x).sync_on(s)
+                assert float(z.max()) == 2.0 * seed and float(z.min()) == 2.0 * seed
+        except Exception as e:
+            errors.append(e)
+
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(6)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert errors == []
+
+
+def test_cupy_arrays(cp):
+    x = cp.random.standard_normal(3000, dtype=cp.float32)
+    y = cp.random.standard_normal(3000, dtype=cp.float32)
+    z = cp.empty(3000, dtype=cp.float32)
+    s = tile.Stream.borrow_raw(cp.cuda.get_current_stream())
+    for _ in range(2):
+        vadd(tile.from_dlpack(z).partition((512,)), x, y).sync_on(s)
+    np.testing.assert_allclose(cp.asnumpy(z), cp.asnumpy(x + y), rtol=1e-6)
+    xs = x[::2]                                          # strided
+    zs = cp.empty(1500, dtype=cp.float32)
+    vadd(tile.from_dlpack(zs).partition((512,)), xs, xs).sync_on(s)
+    np.testing.assert_allclose(cp.asnumpy(zs), cp.asnumpy(xs * 2), rtol=1e-6)
+    with pytest.raises(tile.TensorError, match="negative strides"):
+        vadd(tile.from_dlpack(zs).partition((512,)), xs[::-1], xs).sync_on(s)
+
+
+def test_tile_tensors_and_torch_mix(torch):
+    a = api.rand((4096,), seed=3).sync()
+    x = torch.randn(4096, device="cuda")
+    z = api.zeros((4096,)).sync()
+    vadd(z.partition((1024,)), a, x).sync()
+    np.testing.assert_allclose(z.to_numpy(), a.to_numpy() + x.cpu().numpy(), rtol=1e-6)
