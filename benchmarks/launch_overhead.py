@@ -20,7 +20,6 @@ Rows:
 Launches are timed in batches with a synchronize between batches, outside the timed region; the
 median over batches is reported. Without a GPU it says so and exits 0.
 """
-from __future__ import annotations
 
 import argparse
 import ctypes

@@ -199,29 +199,43 @@ static PyObject *py_launch(PyObject *self, PyObject *args) {
 /* --- Launcher ------------------------------------------------------------------------------- */
 typedef struct {
     PyObject_HEAD
-    PyObject *fast, *anns, *tensor_type, *partition_type, *deviceop_type, *classify;
+    PyObject *fast, *anns, *tensor_type, *partition_type, *deviceop_type, *classify, *memo;
 } Launcher;
+
+/* what a launch needs to know about its stream */
+typedef struct {
+    PyObject *device;       /* owned */
+    long ordinal;
+    unsigned long long handle;
+} StreamInfo;
+
+/* torch, when a torch reader registered it (set_torch) */
+static PyObject *torch_type, *torch_dtypes, *torch_stream_fn;
 
 static PyObject *S_moved, *S_info, *S_consumed, *S_leased, *S_acquire, *S_release, *S_key,
     *S_params, *S_storage, *S_writable, *S_extent, *S_prepare, *S_finish, *S_grid, *S_device,
     *S_capture, *S_ephemeral, *S_epoch, *S_h_epoch, *S_h, *S_stream, *S_use, *S_native, *S_launch, *S_cu,
-    *S_handle, *S_what, *S_name, *S_launch_error;
+    *S_handle, *S_what, *S_name, *S_launch_error, *S__storage, *S_ptr, *S__offset_bytes, *S__shape,
+    *S__strides, *S__dtype, *S__tensor, *S_tile_shape, *S_ordinal, *S_wait_raw, *S_get_device,
+    *S_is_neg, *S_dtype, *S_data_ptr, *S_shape, *S_stride, *S_kind_tensor, *S_kind_partition;
 static PyObject *K_int, *K_float, *K_bool, *ONE, *ZERO;
 
 static void Launcher_dealloc(Launcher *self) {
     Py_XDECREF(self->fast); Py_XDECREF(self->anns); Py_XDECREF(self->tensor_type);
     Py_XDECREF(self->partition_type); Py_XDECREF(self->deviceop_type); Py_XDECREF(self->classify);
+    Py_XDECREF(self->memo);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
 static int Launcher_init(Launcher *self, PyObject *args, PyObject *kw) {
-    PyObject *fast, *anns, *tt, *pt, *dt, *cl;
-    if (!PyArg_ParseTuple(args, "O!O!OOOO", &PyDict_Type, &fast, &PyTuple_Type, &anns, &tt, &pt,
-                          &dt, &cl))
+    PyObject *fast, *anns, *tt, *pt, *dt, *cl, *memo;
+    if (!PyArg_ParseTuple(args, "O!O!OOOOO!", &PyDict_Type, &fast, &PyTuple_Type, &anns, &tt, &pt,
+                          &dt, &cl, &PyDict_Type, &memo))
         return -1;
     Py_INCREF(fast); Py_INCREF(anns); Py_INCREF(tt); Py_INCREF(pt); Py_INCREF(dt); Py_INCREF(cl);
+    Py_INCREF(memo);
     self->fast = fast; self->anns = anns; self->tensor_type = tt; self->partition_type = pt;
-    self->deviceop_type = dt; self->classify = cl;
+    self->deviceop_type = dt; self->classify = cl; self->memo = memo;
     return 0;
 }
 
@@ -232,6 +246,7 @@ typedef struct {
     PyObject *info;     /* owned or NULL (scalars handled here have none) */
     PyObject *grid;     /* owned or NULL: partitions */
     PyObject *partition;/* borrowed: the Partition argument, or NULL */
+    PyObject *hold;     /* owned: keeps `key` alive when it came from the memo */
     int writable, scalar;
     long long start, end; /* byte extent (arrays) */
 } Arg;
@@ -239,7 +254,7 @@ typedef struct {
 static void clear_args(Arg *a, Py_ssize_t n) {
     for (Py_ssize_t i = 0; i < n; i++) {
         Py_XDECREF(a[i].params); Py_XDECREF(a[i].storage); Py_XDECREF(a[i].info);
-        Py_XDECREF(a[i].grid);
+        Py_XDECREF(a[i].grid); Py_XDECREF(a[i].hold);
     }
 }
 
@@ -285,6 +300,117 @@ static int from_info(Arg *a, PyObject *info) {
     return 1;
 }
 
+/* The memoized key of an array (argspec.array_key's memo); 1 found, 0 not memoized yet, -1. */
+static int from_memo(Launcher *self, Arg *a, PyObject *kind, PyObject *dtype_name,
+                     PyObject *shape, PyObject *strides, unsigned long long ptr, PyObject *extra) {
+    PyObject *low = PyLong_FromUnsignedLongLong(ptr & 15);
+    if (!low) return -1;
+    PyObject *mk = PyTuple_Pack(6, kind, dtype_name, shape, strides, low, extra);
+    Py_DECREF(low);
+    if (!mk) return -1;
+    PyObject *hit = PyDict_GetItemWithError(self->memo, mk); /* borrowed */
+    Py_DECREF(mk);
+    if (!hit) return PyErr_Occurred() ? -1 : 0;
+    if (!PyTuple_Check(hit) || PyTuple_GET_SIZE(hit) != 4) return 0;
+    Py_INCREF(hit);
+    a->hold = hit;
+    a->key = PyTuple_GET_ITEM(hit, 0);
+    long long span = PyLong_AsLongLong(PyTuple_GET_ITEM(hit, 2));
+    if (span == -1 && PyErr_Occurred()) return -1;
+    a->start = (long long)ptr;
+    a->end = (long long)ptr + span;
+    PyObject *grid = PyTuple_GET_ITEM(hit, 3);
+    if (grid != Py_None) { Py_INCREF(grid); a->grid = grid; }
+    /* params: (ptr, *shape, *strides) */
+    Py_ssize_t nd = PyTuple_GET_SIZE(shape);
+    if (!PyTuple_Check(strides) || PyTuple_GET_SIZE(strides) != nd) return 0;
+    PyObject *params = PyTuple_New(1 + 2 * nd);
+    if (!params) return -1;
+    PyObject *p0 = PyLong_FromUnsignedLongLong(ptr);
+    if (!p0) { Py_DECREF(params); return -1; }
+    PyTuple_SET_ITEM(params, 0, p0);
+    for (Py_ssize_t i = 0; i < nd; i++) {
+        PyObject *x = PyTuple_GET_ITEM(shape, i), *y = PyTuple_GET_ITEM(strides, i);
+        Py_INCREF(x); Py_INCREF(y);
+        PyTuple_SET_ITEM(params, 1 + i, x);
+        PyTuple_SET_ITEM(params, 1 + nd + i, y);
+    }
+    a->params = params;
+    return 1;
+}
+
+/* A tilejit tensor without a cached info (a fresh view or import): its key from the memo. */
+static int tensor_from_memo(Launcher *self, Arg *a, PyObject *t, PyObject *kind, PyObject *extra) {
+    PyObject *st = PyObject_GetAttr(t, S__storage);
+    if (!st) return -1;
+    PyObject *sp = PyObject_GetAttr(st, S_ptr), *off = PyObject_GetAttr(t, S__offset_bytes);
+    PyObject *shape = PyObject_GetAttr(t, S__shape), *strides = PyObject_GetAttr(t, S__strides);
+    PyObject *dt = PyObject_GetAttr(t, S__dtype);
+    PyObject *name = dt ? PyObject_GetAttr(dt, S_name) : NULL;
+    int r = -1;
+    if (sp && off && shape && strides && name && PyTuple_Check(shape)) {
+        unsigned long long ptr = PyLong_AsUnsignedLongLong(sp) + PyLong_AsUnsignedLongLong(off);
+        if (!PyErr_Occurred())
+            r = from_memo(self, a, kind, name, shape, strides, ptr, extra);
+    } else if (shape && !PyTuple_Check(shape)) {
+        r = 0;
+    }
+    Py_XDECREF(sp); Py_XDECREF(off); Py_XDECREF(shape); Py_XDECREF(strides); Py_XDECREF(dt);
+    Py_XDECREF(name);
+    if (r == 1) a->storage = st; else Py_DECREF(st);
+    return r;
+}
+
+static long call_long(PyObject *o, PyObject *method, int *err) {
+    PyObject *r = PyObject_CallMethodNoArgs(o, method);
+    if (!r) { *err = 1; return 0; }
+    long v = PyLong_AsLong(r);
+    Py_DECREF(r);
+    if (v == -1 && PyErr_Occurred()) *err = 1;
+    return v;
+}
+
+/* A torch GPU tensor read from its metadata (runtime.foreign's torch reader, in C). */
+static int torch_arg(Launcher *self, Arg *a, PyObject *v, StreamInfo *si, PyObject *stream) {
+    int err = 0;
+    long dev = call_long(v, S_get_device, &err);
+    if (err) return -1;
+    if (dev < 0 || dev != si->ordinal) return 0;        /* host tensor / wrong device: Python */
+    long neg = call_long(v, S_is_neg, &err);
+    if (err) return -1;
+    if (neg) return 0;
+    PyObject *tdt = PyObject_GetAttr(v, S_dtype);
+    if (!tdt) return -1;
+    PyObject *name = PyDict_GetItemWithError(torch_dtypes, tdt); /* borrowed */
+    Py_DECREF(tdt);
+    if (!name) return PyErr_Occurred() ? -1 : 0;
+    PyObject *pr = PyObject_CallMethodNoArgs(v, S_data_ptr);
+    if (!pr) return -1;
+    unsigned long long ptr = PyLong_AsUnsignedLongLong(pr);
+    Py_DECREF(pr);
+    if (PyErr_Occurred()) return -1;
+    PyObject *shape = PyObject_GetAttr(v, S_shape);
+    if (!shape) return -1;
+    PyObject *strides = PyObject_CallMethodNoArgs(v, S_stride);
+    if (!strides) { Py_DECREF(shape); return -1; }
+    int r = PyTuple_Check(shape) ? from_memo(self, a, S_kind_tensor, name, shape, strides, ptr,
+                                             Py_False) : 0;
+    Py_DECREF(shape); Py_DECREF(strides);
+    if (r != 1) return r;
+    /* order the launch after torch's pending work on its current stream (DLPack's rule) */
+    PyObject *h = PyObject_CallFunction(torch_stream_fn, "l", dev);
+    if (!h) return -1;
+    unsigned long long hv = PyLong_AsUnsignedLongLong(h);
+    if (PyErr_Occurred()) { Py_DECREF(h); return -1; }
+    if (hv != si->handle) {
+        PyObject *w = PyObject_CallMethodOneArg(stream, S_wait_raw, h);
+        if (!w) { Py_DECREF(h); return -1; }
+        Py_DECREF(w);
+    }
+    Py_DECREF(h);
+    return 1;
+}
+
 static int truthy_attr(PyObject *o, PyObject *name) {
     PyObject *v = PyObject_GetAttr(o, name);
     if (!v) return -1;
@@ -294,15 +420,19 @@ static int truthy_attr(PyObject *o, PyObject *name) {
 }
 
 /* Classify args[i]; 1 ok, 0 give up, -1 error. */
-static int classify_arg(Launcher *self, Arg *a, PyObject *v, PyObject *ann, PyObject *stream) {
+static int classify_arg(Launcher *self, Arg *a, PyObject *v, PyObject *ann, PyObject *stream,
+                        StreamInfo *si) {
     PyTypeObject *tp = Py_TYPE(v);
     if ((PyObject *)tp == self->tensor_type) {
         int moved = truthy_attr(v, S_moved);
         if (moved) return moved < 0 ? -1 : 0;
         PyObject *info = PyObject_GetAttr(v, S_info);
         if (!info) return -1;
-        if (info == Py_None) { /* first use: classify makes and caches it */
+        if (info == Py_None) {
             Py_DECREF(info);
+            int r = tensor_from_memo(self, a, v, S_kind_tensor, Py_False);
+            if (r) return r;
+            /* first time this layout is seen: classify makes (and caches) the info */
             info = PyObject_CallFunctionObjArgs(self->classify, v, ann, stream, NULL);
             if (!info) return -1;
         }
@@ -324,6 +454,17 @@ static int classify_arg(Launcher *self, Arg *a, PyObject *v, PyObject *ann, PyOb
         if (!info) return -1;
         if (info == Py_None) {
             Py_DECREF(info);
+            PyObject *t = PyObject_GetAttr(v, S__tensor);
+            PyObject *tile = t ? PyObject_GetAttr(v, S_tile_shape) : NULL;
+            int r = tile ? tensor_from_memo(self, a, t, S_kind_partition, tile) : -1;
+            Py_XDECREF(t); Py_XDECREF(tile);
+            if (r < 0) return -1;
+            if (r == 1) {
+                if (!a->grid) return 0;
+                a->partition = v;
+                a->writable = 1;
+                return 1;
+            }
             info = PyObject_CallFunctionObjArgs(self->classify, v, ann, stream, NULL);
             if (!info) return -1;
         }
@@ -333,6 +474,10 @@ static int classify_arg(Launcher *self, Arg *a, PyObject *v, PyObject *ann, PyOb
         a->partition = v;
         a->grid = PyObject_GetAttr(a->info, S_grid);
         return a->grid ? 1 : -1;
+    }
+    if (torch_type && ann == Py_None && PyObject_TypeCheck(v, (PyTypeObject *)torch_type)) {
+        int r = torch_arg(self, a, v, si, stream);
+        if (r) return r;
     }
     if (ann == Py_None && K_int) {
         if (PyLong_CheckExact(v)) {
@@ -422,10 +567,22 @@ static PyObject *Launcher_launch(Launcher *self, PyObject *const *argv, Py_ssize
     PyObject *result = NULL, *keys = NULL, *lookup = NULL, *device = NULL, *grid = NULL;
     PyObject *params = NULL, *epoch = NULL;
     int ok = 0; /* 1 launched, 0 give up, -1 error */
+    StreamInfo si;
 
+    device = PyObject_GetAttr(stream, S_device);
+    if (!device) return NULL;
+    {
+        PyObject *o = PyObject_GetAttr(device, S_ordinal);
+        PyObject *h = o ? PyObject_GetAttr(stream, S_handle) : NULL;
+        si.device = device;
+        si.ordinal = o ? PyLong_AsLong(o) : -1;
+        si.handle = h ? PyLong_AsUnsignedLongLong(h) : 0;
+        Py_XDECREF(o); Py_XDECREF(h);
+        if (PyErr_Occurred()) { ok = -1; goto done; }
+    }
     for (Py_ssize_t i = 0; i < n; i++) {
         ok = classify_arg(self, &a[i], PyTuple_GET_ITEM(args, i),
-                          PyTuple_GET_ITEM(self->anns, i), stream);
+                          PyTuple_GET_ITEM(self->anns, i), stream, &si);
         if (ok != 1) goto done;
     }
     /* the executable, keyed like Kernel._fast: (argument keys, device) */
@@ -435,8 +592,6 @@ static PyObject *Launcher_launch(Launcher *self, PyObject *const *argv, Py_ssize
         Py_INCREF(a[i].key);
         PyTuple_SET_ITEM(keys, i, a[i].key);
     }
-    device = PyObject_GetAttr(stream, S_device);
-    if (!device) { ok = -1; goto done; }
     lookup = PyTuple_Pack(2, keys, device);
     if (!lookup) { ok = -1; goto done; }
     PyObject *exe = PyDict_GetItemWithError(self->fast, lookup); /* borrowed */
@@ -495,9 +650,7 @@ static PyObject *Launcher_launch(Launcher *self, PyObject *const *argv, Py_ssize
             unsigned long long fn = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(nat, 0));
             unsigned long long ctx = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(nat, 1));
             PyObject *lay = PyTuple_GET_ITEM(nat, 2);
-            PyObject *hs = PyObject_GetAttr(stream, S_handle);
-            unsigned long long sh = hs ? PyLong_AsUnsignedLongLong(hs) : 0;
-            Py_XDECREF(hs);
+            unsigned long long sh = si.handle;
             if (PyErr_Occurred()) { Py_DECREF(nat); Py_DECREF(exe); ok = -1; goto done; }
             ParamBuf pb;
             pb.size = pb.count = 0;
@@ -597,7 +750,19 @@ static PyObject *py_set_scalar_keys(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static PyObject *py_set_torch(PyObject *self, PyObject *args) {
+    PyObject *tt, *dmap, *fn;
+    if (!PyArg_ParseTuple(args, "O!O!O", &PyType_Type, &tt, &PyDict_Type, &dmap, &fn))
+        return NULL;
+    Py_INCREF(tt); Py_INCREF(dmap); Py_INCREF(fn);
+    Py_XDECREF(torch_type); Py_XDECREF(torch_dtypes); Py_XDECREF(torch_stream_fn);
+    torch_type = tt; torch_dtypes = dmap; torch_stream_fn = fn;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
+    {"set_torch", py_set_torch, METH_VARARGS,
+     "set_torch(Tensor, {torch dtype: dtype name}, current_raw_stream): read torch tensors in C"},
     {"launch", py_launch, METH_VARARGS,
      "launch(fn, ctx, gx, gy, gz, stream, layout, params) -> CUresult"},
     {"pack", py_pack, METH_VARARGS, "pack(layout, params) -> bytes (what launch() passes)"},
@@ -622,6 +787,13 @@ PyMODINIT_FUNC PyInit__native(void) {
     INTERN(S_native, "_native"); INTERN(S_launch, "launch"); INTERN(S_cu, "_cu");
     INTERN(S_handle, "handle"); INTERN(S_what, "pass to a kernel"); INTERN(S_name, "name");
     INTERN(S_launch_error, "raise_launch_error");
+    INTERN(S__storage, "_storage"); INTERN(S_ptr, "ptr"); INTERN(S__offset_bytes, "_offset_bytes");
+    INTERN(S__shape, "_shape"); INTERN(S__strides, "_strides"); INTERN(S__dtype, "_dtype");
+    INTERN(S__tensor, "_tensor"); INTERN(S_tile_shape, "tile_shape"); INTERN(S_ordinal, "ordinal");
+    INTERN(S_wait_raw, "wait_raw"); INTERN(S_get_device, "get_device"); INTERN(S_is_neg, "is_neg");
+    INTERN(S_dtype, "dtype"); INTERN(S_data_ptr, "data_ptr"); INTERN(S_shape, "shape");
+    INTERN(S_stride, "stride"); INTERN(S_kind_tensor, "tensor");
+    INTERN(S_kind_partition, "partition");
     if (!(ONE = PyLong_FromLong(1)) || !(ZERO = PyLong_FromLong(0)))
         return NULL;
     if (PyType_Ready(&LauncherType) < 0)

@@ -504,7 +504,8 @@ def _native_launcher(kernel):
     ext = native.ext()
     if ext is None:
         return None
-    return ext.Launcher(kernel._fast, kernel._anns, Tensor, Partition, DeviceOp, classify)
+    return ext.Launcher(kernel._fast, kernel._anns, Tensor, Partition, DeviceOp, classify,
+                        argspec.array_keys)
 
 
 def entry(fn=None, *, occupancy=None, num_ctas=None, opt_level=3, cache=True,

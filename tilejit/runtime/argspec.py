@@ -112,27 +112,57 @@ class ForeignInfo(_LightInfo):
     kind = "tensor"
 
 
+# --- keys of array arguments, memoized -----------------------------------------------------------
+# (kind, dtype name, shape, strides, ptr % 16, writable or tile shape) -> (key, slots, span, grid).
+# Shared with the C launcher (tilejit/_native.c builds the same memo keys), so arrays seen once in
+# a layout cost a dict lookup afterwards, whoever classifies them.
+array_keys: dict = {}
+
+
+def array_key(kind: str, dtype, shape, strides, ptr: int, extra):
+    """``(key, slots, span_bytes, grid)`` of an array argument (``grid`` for partitions only);
+    ``extra`` is the writable flag of a tensor or the tile shape of a partition."""
+    memo = (kind, dtype.name, shape, strides, ptr & 15, extra)
+    hit = array_keys.get(memo)
+    if hit is None:
+        hit = _array_key(kind, dtype, tuple(shape), tuple(strides), ptr, extra)
+        if len(array_keys) >= 8192:
+            array_keys.clear()
+        array_keys[memo] = hit
+    return hit
+
+
+def _array_key(kind, dtype, shape, strides, ptr, extra):
+    if any(s < 0 for s in strides):
+        raise TensorError(f"negative strides {strides} are not supported by tilejit kernels; pass "
+                          f"a contiguous copy (e.g. t.contiguous() or cupy.ascontiguousarray(a))")
+    facts = Facts.of(ptr, shape, strides)
+    if kind == "partition":
+        key = _keys.partition_key(dtype.name, len(shape), facts, extra)
+        grid = tuple(-(-n // t) for n, t in zip(shape, extra))
+        grid += (1,) * (3 - len(grid))
+    else:
+        key = _keys.tensor_key(dtype.name, len(shape), facts, bool(extra))
+        grid = None
+    span = max(_layout.span_elements(shape, strides), 0) * dtype.itemsize
+    return key, array_slots(len(shape), facts[0]), span, grid
+
+
 # --- tensors and partitions ----------------------------------------------------------------------
 def _tensor_info(t: Tensor, writable: bool, value, cached: bool = False, ptr=None) -> ArgInfo:
     """``ptr``: the data pointer when the caller already has it (skips ``t.device_pointer``'s
     usability check)."""
     if ptr is None:
         ptr = t.device_pointer
-    facts = Facts.of(ptr, t.shape, t.strides)
-    key = _keys.tensor_key(t.dtype.name, t.ndim, facts, writable)
+    key, slots, span, _ = array_key("tensor", t._dtype, t._shape, t._strides, ptr, writable)
     # An info cached on its tensor refers back to it weakly: a reference cycle would keep the
-    # tensor (and its device memory, and its view count) alive until the garbage collector runs.
+    # tensor (and its device memory) alive until the garbage collector runs.
     ref = weakref.proxy(t) if cached else t
-    info = ArgInfo("tensor", key, (ptr,) + t.shape + t.strides, array_slots(t.ndim, facts[0]),
+    info = ArgInfo("tensor", key, (ptr,) + t._shape + t._strides, slots,
                    value=None if cached else value, tensor=ref, writable=writable,
                    storage=t._storage)
-    info.extent = t._byte_extent()
+    info.extent = (ptr, ptr + span)
     return info
-
-
-def _span(ptr: int, shape, strides, itemsize: int) -> tuple:
-    """The byte range ``[start, end)`` a view covers (for the aliasing check)."""
-    return (ptr, ptr + max(_layout.span_elements(shape, strides), 0) * itemsize)
 
 
 def _partition_info(p: Partition) -> ArgInfo:
@@ -151,10 +181,11 @@ def _partition_info(p: Partition) -> ArgInfo:
         by_tile = t._pinfo = {}
     info = by_tile.get(tile)
     if info is None:
-        key = _keys.partition_key(t.dtype.name, t.ndim, ti.key.facts, tile)
+        ptr = ti.params[0]
+        key, _, _, grid = array_key("partition", t._dtype, t._shape, t._strides, ptr, tile)
         # weak references only (see _tensor_info)
         info = ArgInfo("partition", key, ti.params, ti.slots, value=None, tensor=ti.tensor,
-                       tile_shape=tile, grid=p.grid, writable=True, storage=t._storage)
+                       tile_shape=tile, grid=grid, writable=True, storage=t._storage)
         info.extent = ti.extent
         by_tile[tile] = info
     return info
@@ -331,9 +362,6 @@ def classify(value, annotation=None, stream=None) -> ArgInfo:
 
 
 # --- foreign arrays (runtime.foreign) ----------------------------------------------------------------
-_foreign_keys: dict = {}        # (dtype, shape, strides, ptr % 16, writable) -> (key, slots, span)
-
-
 def foreign_info(view, writable: bool, value, stream) -> ForeignInfo:
     """The ArgInfo of a foreign GPU array from its :class:`~tilejit.runtime.foreign.View`, with
     ``stream`` ordered after the producer's pending work (DLPack's rule; free when the launch runs
@@ -348,14 +376,7 @@ def foreign_info(view, writable: bool, value, stream) -> ForeignInfo:
         raise TensorError(f"tile.atomic() needs a writable array, but this "
                           f"{type(value).__name__} is read-only")
     ptr = view.ptr
-    memo = (view.dtype, view.shape, view.strides, ptr & 15, writable)
-    hit = _foreign_keys.get(memo)
-    if hit is None:
-        hit = _foreign_key(view, writable)
-        if len(_foreign_keys) >= 4096:
-            _foreign_keys.clear()
-        _foreign_keys[memo] = hit
-    key, slots, span = hit
+    key, slots, span, _ = array_key("tensor", view.dtype, view.shape, view.strides, ptr, writable)
     if view.stream is not None:
         stream.wait_raw(view.stream)
     info = ForeignInfo()
@@ -367,17 +388,6 @@ def foreign_info(view, writable: bool, value, stream) -> ForeignInfo:
     info.device = view.device
     info.writable = writable
     return info
-
-
-def _foreign_key(view, writable: bool):
-    shape, strides = tuple(view.shape), tuple(view.strides)
-    if any(s < 0 for s in strides):
-        raise TensorError(f"negative strides {strides} are not supported by tilejit kernels; pass "
-                          f"a contiguous copy (e.g. t.contiguous() or cupy.ascontiguousarray(a))")
-    facts = Facts.of(view.ptr, shape, strides)
-    key = _keys.tensor_key(view.dtype.name, len(shape), facts, writable)
-    span = _span(0, shape, strides, view.dtype.itemsize)[1]
-    return key, array_slots(len(shape), facts[0]), span
 
 
 def _wrap_foreign(obj, stream) -> Tensor:

@@ -22,6 +22,11 @@ from .. import layout as _layout
 from ..errors import TensorError
 from . import backend as _backend
 from . import foreign as _foreign
+from .device import Device
+from .memory import Storage
+from .partition import Partition
+from .stream import Stream
+from .tensor import Tensor
 
 kDLCPU, kDLCUDA, kDLCUDAHost, kDLCUDAManaged = 1, 2, 3, 13
 _FLAG_READ_ONLY = 1
@@ -174,7 +179,6 @@ def _make_stream_wait(t, stream) -> None:
     st = t.storage
     if not st.is_pending():
         return
-    from .stream import Stream
     st.order_before(Stream.borrow_raw(int(stream), t.device))
 
 
@@ -221,12 +225,18 @@ def from_dlpack(obj, *, stream=None, device=None):
     """Wrap ``obj`` as a ``tile.Tensor``: zero-copy for device memory, a copy for host memory.
 
     ``obj``: a tile.Tensor (returned as is), anything with ``__dlpack__`` (PyTorch, CuPy, JAX,
-    NumPy), or anything with ``__cuda_array_interface__``. ``stream`` (optional, a tile.Stream or
-    anything ``Stream.borrow_raw`` accepts): the stream tilejit will first use the data on;
-    by default a tilejit-internal stream, which later launches wait for as needed.
+    NumPy), or anything with ``__cuda_array_interface__``. GPU arrays of known producers (PyTorch,
+    CuPy, ``__cuda_array_interface__`` objects) are read from their metadata, without exporting a
+    capsule. ``stream`` (optional, a tile.Stream or anything ``Stream.borrow_raw`` accepts): the
+    stream tilejit will first use the data on; by default the first use, on whatever stream,
+    waits for the producer's pending work.
     """
-    from .tensor import Tensor
-    from .partition import Partition
+    tp = type(obj)
+    reader = _foreign.reader_for(tp)
+    if reader is not None and _backend.current() == _backend.CUDA:
+        view = reader(obj)
+        if view.device >= 0:
+            return _tensor_from_view(view, obj, stream, device)
     if isinstance(obj, Tensor):
         obj._check_usable("import")
         return obj
@@ -234,50 +244,40 @@ def from_dlpack(obj, *, stream=None, device=None):
         raise TensorError("from_dlpack got a Partition; use p.tensor or p.unpartition()")
     if isinstance(obj, np.ndarray):
         return _copy_from_host(obj)
-    reader = _foreign.reader_for(type(obj))
-    if reader is not None and _backend.current() == _backend.CUDA:
-        view = reader(obj)
-        if view.device >= 0:
-            return _tensor_from_view(view, obj, stream, device)
     if hasattr(obj, "__dlpack__"):
         return _import_dlpack(obj, stream, device)
     if hasattr(obj, "__cuda_array_interface__"):
         return from_cuda_array_interface(obj, stream=stream)
-    raise TypeError(f"cannot convert {type(obj).__name__} to a tile.Tensor: it implements neither "
+    raise TypeError(f"cannot convert {tp.__name__} to a tile.Tensor: it implements neither "
                     f"__dlpack__ nor __cuda_array_interface__ (NumPy arrays are copied)")
 
 
 def _tensor_from_view(view, obj, stream, device):
     """A Tensor over a foreign GPU array read from its metadata (no capsule). The producer's
     stream is waited for at the first use (``Storage.use``), on whatever stream that is."""
-    from .device import Device
-    from .memory import foreign
-    from .stream import Stream
-    from .tensor import Tensor
     dev = Device(view.device)
     if device is not None and Device(device) is not dev:
         raise TensorError(f"from_dlpack: the array is on cuda:{view.device}, not on "
                           f"{Device(device)!r}; copy it to that device first")
     shape, strides = tuple(view.shape), tuple(view.strides)
-    if any(s < 0 for s in strides):
-        raise TensorError(f"from_dlpack: negative strides {strides} are not supported; make the "
-                          f"array contiguous first")
+    for s in strides:
+        if s < 0:
+            raise TensorError(f"from_dlpack: negative strides {strides} are not supported; make "
+                              f"the array contiguous first")
     nbytes = _layout.span_elements(shape, strides) * view.dtype.itemsize
-    st = foreign(view.ptr, nbytes, dev, obj, producer=view.stream)
+    st = Storage(view.ptr, nbytes, dev, None, obj, view.stream)
     if stream is not None:
         st.use(Stream.borrow_raw(stream, dev))
-    return Tensor._new(st, shape, strides, 0, view.dtype)
+    return Tensor._wrap(st, shape, strides, 0, view.dtype)
 
 
 def _import_stream(dev, stream):
-    from .stream import Stream
     if stream is None:
         return dev.internal_stream()
     return Stream.borrow_raw(stream, dev)
 
 
 def _import_dlpack(obj, stream, device):
-    from .device import Device
     dev_type, dev_id = _dlpack_device(obj)
     if dev_type in (kDLCPU, kDLCUDAHost) or _backend.current() == _backend.SIMULATOR:
         if dev_type not in (kDLCPU, kDLCUDAHost):
@@ -309,8 +309,6 @@ def _call_dlpack(obj, stream_handle: int):
 
 
 def _tensor_from_capsule(capsule, dev, stream, producer):
-    from .memory import foreign
-    from .tensor import Tensor
     if _PyCapsule_IsValidObj(capsule, _P_NAME_V):
         ptr = _PyCapsule_GetPointer(capsule, _P_NAME_V)
         m = DLManagedTensorVersioned.from_address(ptr)
@@ -343,7 +341,7 @@ def _tensor_from_capsule(capsule, dev, stream, producer):
                           f"array contiguous first")
     data = (dl.data or 0) + dl.byte_offset
     nbytes = _layout.span_elements(shape, strides) * dtype.itemsize
-    st = foreign(data, nbytes, dev, owner_chain, stream)
+    st = Storage(data, nbytes, dev, stream, owner_chain)
     return Tensor._new(st, shape, strides, 0, dtype)
 
 
@@ -353,9 +351,6 @@ def from_cuda_array_interface(obj, stream=None):
     view = _foreign.view_of_cai(obj.__cuda_array_interface__, device=0 if simulated else None)
     if not simulated:
         return _tensor_from_view(view, obj, stream, None)
-    from .device import Device
-    from .memory import foreign
-    from .tensor import Tensor
     from ..simulator.memory import memory as sim
     if any(s < 0 for s in view.strides):
         raise TensorError(f"negative strides {view.strides} are not supported")
@@ -364,13 +359,12 @@ def from_cuda_array_interface(obj, stream=None):
                           f"device memory (on the simulator backend only tilejit memory can be "
                           f"wrapped)")
     nbytes = _layout.span_elements(view.shape, view.strides) * view.dtype.itemsize
-    st = foreign(view.ptr, nbytes, Device(0), obj)
+    st = Storage(view.ptr, nbytes, Device(0), None, obj)
     return Tensor._new(st, view.shape, view.strides, 0, view.dtype)
 
 
 def _copy_from_host(arr: np.ndarray):
     """A device copy of a host array, queued on the device's internal stream (no sync needed)."""
-    from .device import Device
     from .transfer import upload
     dev = Device(0)
     return upload(np.asarray(arr), dev.internal_stream())

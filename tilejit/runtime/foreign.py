@@ -30,6 +30,7 @@ from typing import Callable, Dict, NamedTuple, Optional, Tuple
 import numpy as np
 
 from .. import dtypes as _dt
+from .. import native
 from ..errors import TensorError
 
 
@@ -82,6 +83,8 @@ def torch_stream_of(values) -> Optional[Tuple[int, int]]:
 
 def _find_reader(tp: type) -> Optional[Callable]:
     root = (tp.__module__ or "").split(".", 1)[0]
+    if root == "tilejit":
+        return None
     if root == "torch":
         import torch
         if issubclass(tp, torch.Tensor):
@@ -123,7 +126,19 @@ def _torch_reader(torch):
         return View(t.data_ptr(), t.shape, t.stride(), dtype_of(t.dtype), dev, False,
                     current_stream(dev) if current_stream is not None else None)
     read_torch.torch_streams = True
+    ext = native.ext()
+    if ext is not None and current_stream is not None:      # the C launcher reads them too
+        names = {}
+        for n in _TORCH_DTYPES:
+            tdt = getattr(torch, n, None)
+            if tdt is not None:
+                names[tdt] = dtype_of(tdt).name
+        ext.set_torch(torch.Tensor, names, current_stream)
     return read_torch
+
+
+_TORCH_DTYPES = ("float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64",
+                 "uint8", "uint16", "uint32", "uint64", "bool", "float8_e4m3fn", "float8_e5m2")
 
 
 # --- CuPy ----------------------------------------------------------------------------------------

@@ -57,14 +57,21 @@ class Tensor:
     # --- construction ------------------------------------------------------------------------------
     @classmethod
     def _new(cls, storage: Storage, shape, strides, offset_bytes: int, dtype) -> "Tensor":
+        return cls._wrap(storage, tuple([int(n) for n in shape]), tuple([int(s) for s in strides]),
+                         int(offset_bytes), dtype)
+
+    @classmethod
+    def _wrap(cls, storage: Storage, shape: tuple, strides: tuple, offset_bytes: int,
+              dtype) -> "Tensor":
+        """``_new`` for callers that already hold tuples of ints (the foreign-array hot path)."""
         t = object.__new__(cls)
         t._storage = storage
-        t._shape = tuple(int(n) for n in shape)
-        t._strides = tuple(int(s) for s in strides)
-        t._offset_bytes = int(offset_bytes)
+        t._shape = shape
+        t._strides = strides
+        t._offset_bytes = offset_bytes
         t._dtype = dtype
         t._moved = False
-        t._contig = _layout.is_contiguous(t._shape, t._strides)
+        t._contig = None        # computed on first use (is_contiguous)
         t._share_count = 0
         t._info = None          # cached argspec.ArgInfo (read-only use)
         t._info_w = None        # cached argspec.ArgInfo (tile.atomic use)
@@ -109,7 +116,10 @@ class Tensor:
 
     @property
     def is_contiguous(self) -> bool:
-        return self._contig
+        c = self._contig
+        if c is None:
+            c = self._contig = _layout.is_contiguous(self._shape, self._strides)
+        return c
 
     @property
     def offset(self) -> int:
@@ -174,7 +184,7 @@ class Tensor:
             shape = _layout.infer_reshape(shape, self.size)
         except ValueError as e:
             raise TensorError(f"{e} (tensor shape {self._shape})") from None
-        if not self._contig:
+        if not self.is_contiguous:
             raise TensorError(f"reshape needs a contiguous tensor, but this view has shape "
                               f"{self._shape} and strides {self._strides}; make a contiguous copy "
                               f"first with api.dup(t)")
@@ -192,7 +202,7 @@ class Tensor:
         """
         self._check_usable("reinterpret")
         dt = _dt.as_dtype(dtype)
-        if not self._contig:
+        if not self.is_contiguous:
             raise TensorError(f"reinterpret needs a contiguous tensor, but this view has shape "
                               f"{self._shape} and strides {self._strides}; copy it with api.dup(t)")
         if shape is None:
@@ -318,7 +328,7 @@ class Tensor:
             dev = self._storage.device
             where = f"{'sim' if dev.is_simulated else 'cuda'}:{dev.ordinal}"
             head = f"tile.Tensor(shape={self._shape}, dtype={self._dtype.name}, device={where}"
-            if not self._contig:
+            if not self.is_contiguous:
                 head += f", strides={self._strides}"
             if self._moved:
                 return head + ", moved into a partition)"
