@@ -219,12 +219,6 @@ def allocate(nbytes: int, stream, device: Optional[Device] = None) -> Storage:
     return st
 
 
-def foreign(ptr: int, nbytes: int, device: Device, owner, stream=None, producer=None) -> Storage:
-    """Storage for memory owned by someone else (kept alive through ``owner``; never freed).
-    ``producer``: the raw stream handle whose queued work the first use must wait for."""
-    return Storage(ptr, nbytes, device, stream, owner=owner, producer=producer)
-
-
 class forbid_allocation:
     """Context manager: any :func:`allocate` on this thread raises SchedulingError (graph capture)."""
 
@@ -327,4 +321,4 @@ def _free_simulated(ptr: int) -> None:
         pass
 
 
-__all__ = ["Storage", "Capture", "use_all", "allocate", "foreign", "forbid_allocation", "trim"]
+__all__ = ["Storage", "Capture", "use_all", "allocate", "forbid_allocation", "trim"]
