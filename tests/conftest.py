@@ -2,10 +2,16 @@
 from every test directory, and the fixtures several modules share."""
 import os
 import sys
+import tempfile
 
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+# Every test session starts from an empty disk cache (cubins and the warm-start index), so compile
+# counts are the same on a fresh machine and on the tenth run; tests of the cache set their own.
+if "TILEJIT_TEST_KEEP_CACHE" not in os.environ:
+    os.environ["TILEJIT_CACHE_DIR"] = tempfile.mkdtemp(prefix="tilejit-test-cache-")
 
 
 @pytest.fixture

@@ -750,6 +750,45 @@ static PyObject *py_set_scalar_keys(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* --- DLPack export deleters (runtime/dlpack.py; the pure-Python build compiles them with Numba) -- */
+/* Each export's manager_ctx holds one reference to its keep-alive object; dropping it frees the
+   export. They may be called without the GIL and with an exception pending: take the GIL, keep
+   the error state untouched. */
+static void drop_ctx(void *ctx) {
+    if (!ctx) return;
+    PyGILState_STATE g = PyGILState_Ensure();
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    Py_DECREF((PyObject *)ctx);
+    PyErr_Restore(et, ev, tb);
+    PyGILState_Release(g);
+}
+
+static void dl_deleter(void *managed) {          /* DLManagedTensor: manager_ctx at 48 */
+    if (managed) drop_ctx(*(void **)((char *)managed + 48));
+}
+
+static void dl_deleter_versioned(void *managed) { /* DLManagedTensorVersioned: at 8 */
+    if (managed) drop_ctx(*(void **)((char *)managed + 8));
+}
+
+static void dl_capsule_destructor(PyObject *capsule) {
+    /* consumed capsules are renamed "used_dltensor..." and their consumer calls the deleter */
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    if (PyCapsule_IsValid(capsule, "dltensor"))
+        dl_deleter(PyCapsule_GetPointer(capsule, "dltensor"));
+    else if (PyCapsule_IsValid(capsule, "dltensor_versioned"))
+        dl_deleter_versioned(PyCapsule_GetPointer(capsule, "dltensor_versioned"));
+    PyErr_Restore(et, ev, tb);
+}
+
+static PyObject *py_dlpack_deleters(PyObject *self, PyObject *noargs) {
+    return Py_BuildValue("(KKK)", (unsigned long long)(uintptr_t)dl_deleter,
+                         (unsigned long long)(uintptr_t)dl_deleter_versioned,
+                         (unsigned long long)(uintptr_t)dl_capsule_destructor);
+}
+
 static PyObject *py_set_torch(PyObject *self, PyObject *args) {
     PyObject *tt, *dmap, *fn;
     if (!PyArg_ParseTuple(args, "O!O!O", &PyType_Type, &tt, &PyDict_Type, &dmap, &fn))
@@ -761,6 +800,8 @@ static PyObject *py_set_torch(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef module_methods[] = {
+    {"dlpack_deleters", py_dlpack_deleters, METH_NOARGS,
+     "(deleter, versioned deleter, capsule destructor) addresses for DLPack exports"},
     {"set_torch", py_set_torch, METH_VARARGS,
      "set_torch(Tensor, {torch dtype: dtype name}, current_raw_stream): read torch tensors in C"},
     {"launch", py_launch, METH_VARARGS,

@@ -10,11 +10,13 @@ from ``tileiras`` through the disk cache (``toolchain``). The ``"sim"`` target s
 verified Tile IR module, which the simulator interprets. ``TILEJIT_DUMP`` prints or writes the
 intermediate forms; every stage is timed (``Compiled.timings``).
 
-The front end (typing, lowering) imports Numba: it is imported here on first use only, so a
-process that never compiles never pays for it.
+The front end (typing, lowering) imports Numba: it is imported here on first use only. For an
+architecture target the warm-start index (``toolchain.index``, keyed by :func:`index_key`) is
+tried first, so a process whose kernels were all compiled before never imports Numba.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 import time
@@ -24,7 +26,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 from . import keys as _keys
 
 SIM_TARGET = "sim"          # the simulator's compile target (others are architectures: "sm_90")
-DUMP_STAGES = ("typed", "tileir", "bytecode")
+DUMP_STAGES = ("typed", "tileir", "bytecode", "timings")
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,7 @@ def bytecode_version(target: str):
 def front_end(pyfunc, keys: Sequence, constants: dict, target: str, options: CompileOptions,
               const_grid=None, name: Optional[str] = None, version=None):
     """Typing, structurizing, lowering and verifying: ``(typed, module, timings)``."""
+    ti = time.perf_counter()
     from .lowering.lower import lower_kernel
     from .lowering.structurize import structurize
     from .tileir import print_module, verify_module
@@ -122,16 +125,62 @@ def front_end(pyfunc, keys: Sequence, constants: dict, target: str, options: Com
         print(typed.dump(), file=sys.stderr)
     if "tileir" in dumps:
         print(print_module(module), file=sys.stderr)
-    return typed, module, {"typing": t1 - t0, "lowering": t2 - t1}
+    timings = {"typing": t1 - t0, "lowering": t2 - t1}
+    if t0 - ti > 1e-3:          # the first compile of a process imports Numba
+        timings = {"import": t0 - ti, **timings}
+    return typed, module, timings
+
+
+def index_key(pyfunc, keys, constants: dict, target: str, options: CompileOptions,
+              const_grid, name: Optional[str]) -> Optional[str]:
+    """The warm-start index key of a compile (``toolchain.index``): everything that determines the
+    bytecode and the cubin, computed without the front end. None when the kernel reads a global
+    that cannot be hashed by value, or when ``TILEJIT_DUMP`` asks for the intermediate forms."""
+    from . import fingerprint
+    from .toolchain import tileiras
+    if dump_stages() - {"timings"}:
+        return None
+    digest = fingerprint.function_digest(pyfunc)
+    if digest is None:
+        return None
+    tc = tileiras.find_toolchain()
+    st = os.stat(tc.tileiras)
+    pinned = os.environ.get("TILEJIT_BYTECODE_VERSION", "") + repr(tileiras._PINNED)
+    parts = ("tilejit-index-v1", fingerprint.build_id(), digest, repr(tuple(keys)),
+             repr(_keys.constant_key(constants)), repr(options), target, repr(const_grid),
+             name or pyfunc.__name__, f"{tc.tileiras}:{st.st_size}:{st.st_mtime_ns}", pinned)
+    h = hashlib.sha256()
+    for part in parts:
+        b = part.encode()
+        h.update(len(b).to_bytes(8, "little"))
+        h.update(b)
+    return h.hexdigest()
 
 
 def compile(pyfunc, keys: Sequence, constants: dict, target: str,
             options: Optional[CompileOptions] = None, *, const_grid=None,
             name: Optional[str] = None, key=None, use_disk_cache: bool = True) -> Compiled:
     """Compile ``pyfunc`` for argument ``keys``, ``constants`` and ``target`` (``"sim"`` or an
-    architecture such as ``"sm_90"``). ``const_grid`` (a 3-tuple) is baked in."""
+    architecture such as ``"sm_90"``). ``const_grid`` (a 3-tuple) is baked in.
+
+    For an architecture target the warm-start index is tried first: a hit returns the cubin with
+    no front end at all (``Compiled.module`` is then None)."""
     options = options or CompileOptions()
     keys = [_keys.as_key(k) for k in keys]
+    index = ikey = None
+    if target != SIM_TARGET and use_disk_cache:
+        from .toolchain import index as _index
+        index = _index.current()
+        if index is not None:
+            t0 = time.perf_counter()
+            ikey = index_key(pyfunc, keys, constants, target, options, const_grid, name)
+            hit = index.get(ikey) if ikey is not None else None
+            if hit is not None:
+                symbol, slots, cubin = hit
+                c = Compiled(key, symbol, target, slots, cubin=cubin, disk_hit=True,
+                             timings={"index": time.perf_counter() - t0})
+                _report_timings(c)
+                return c
     version = bytecode_version(target)
     typed, module, timings = front_end(pyfunc, keys, constants, target, options, const_grid,
                                        name, version)
@@ -139,10 +188,13 @@ def compile(pyfunc, keys: Sequence, constants: dict, target: str,
     c = Compiled(key, fname, target, _keys.abi_slots(keys), module=module, typed=typed,
                  timings=timings)
     if target == SIM_TARGET:
+        _report_timings(c)
         return c
     from .tileir import write_bytecode
     from .toolchain import compile_cubin
+    t0 = time.perf_counter()
     c.bytecode = write_bytecode(module, version)
+    c.timings["bytecode"] = time.perf_counter() - t0
     if "bytecode" in dump_stages():
         path = os.path.join(os.environ.get("TILEJIT_DUMP_DIR", "."), f"{fname}.tileirbc")
         with open(path, "wb") as f:
@@ -152,8 +204,21 @@ def compile(pyfunc, keys: Sequence, constants: dict, target: str,
     c.cubin, c.disk_hit = compile_cubin(c.bytecode, target, opt_level=options.opt_level,
                                         name=fname, use_cache=use_disk_cache)
     c.timings["tileiras"] = time.perf_counter() - t0
+    if ikey is not None:
+        index.put(ikey, c.name, c.slots, c.cubin)
+    _report_timings(c)
     return c
 
 
-__all__ = ["CompileOptions", "Compiled", "compile", "front_end", "symbol", "dump_stages",
-           "bytecode_version", "SIM_TARGET"]
+def _report_timings(c: Compiled) -> None:
+    """``TILEJIT_DUMP=timings``: one line per compile with the time of each stage."""
+    if "timings" not in dump_stages():
+        return
+    stages = ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in c.timings.items())
+    how = " (warm-start index hit)" if "index" in c.timings else \
+        " (cubin from the disk cache)" if c.disk_hit else ""
+    print(f"tilejit: compiled {c.name} for {c.target}: {stages}{how}", file=sys.stderr)
+
+
+__all__ = ["CompileOptions", "Compiled", "compile", "front_end", "index_key", "symbol",
+           "dump_stages", "bytecode_version", "SIM_TARGET"]

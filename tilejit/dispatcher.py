@@ -47,20 +47,23 @@ _new_launch = object.__new__
 class KernelStats:
     """Counters of one kernel object (``kernel.stats``)."""
 
-    compiles: int = 0
+    compiles: int = 0             # specializations built by the front end
     cache_hits: int = 0           # in-memory hits
-    disk_hits: int = 0            # cubins taken from the disk cache
+    disk_hits: int = 0            # cubins taken from the disk cache (tileiras skipped)
+    index_hits: int = 0           # warm-start index hits (no front end at all)
     launches: int = 0
     typing_s: float = 0.0
     lowering_s: float = 0.0
     tileiras_s: float = 0.0
+    index_s: float = 0.0
     load_s: float = 0.0
 
     def __repr__(self) -> str:
         return (f"KernelStats(compiles={self.compiles}, cache_hits={self.cache_hits}, "
-                f"disk_hits={self.disk_hits}, launches={self.launches}, "
-                f"typing={self.typing_s * 1e3:.1f} ms, lowering={self.lowering_s * 1e3:.1f} ms, "
-                f"tileiras={self.tileiras_s * 1e3:.1f} ms, load={self.load_s * 1e3:.1f} ms)")
+                f"disk_hits={self.disk_hits}, index_hits={self.index_hits}, "
+                f"launches={self.launches}, typing={self.typing_s * 1e3:.1f} ms, "
+                f"lowering={self.lowering_s * 1e3:.1f} ms, tileiras={self.tileiras_s * 1e3:.1f} ms, "
+                f"index={self.index_s * 1e3:.1f} ms, load={self.load_s * 1e3:.1f} ms)")
 
 
 class Kernel:
@@ -196,11 +199,16 @@ class Kernel:
         c = _compiler.compile(self.py_func, keys, consts, target, options, const_grid=const_grid,
                               name=self.__name__, key=key, use_disk_cache=self.use_disk_cache)
         st = self.stats
-        st.compiles += 1
-        st.typing_s += c.timings.get("typing", 0.0)
-        st.lowering_s += c.timings.get("lowering", 0.0)
-        st.tileiras_s += c.timings.get("tileiras", 0.0)
-        st.disk_hits += int(c.disk_hit)
+        t = c.timings
+        if "index" in t:
+            st.index_hits += 1
+            st.index_s += t["index"]
+        else:
+            st.compiles += 1
+            st.disk_hits += int(c.disk_hit)
+        st.typing_s += t.get("typing", 0.0)
+        st.lowering_s += t.get("lowering", 0.0)
+        st.tileiras_s += t.get("tileiras", 0.0)
         return c
 
     def executable(self, compiled: Compiled, device):

@@ -1,4 +1,4 @@
-"""Native (C ABI) DLPack deleters, compiled once with Numba.
+"""Native (C ABI) DLPack deleters: from tilejit's C extension, or compiled once with Numba.
 
 A DLPack producer's deleter and capsule destructor are called from C, possibly without the GIL and
 possibly while the consumer has an exception pending (e.g. NumPy rejecting a CUDA capsule).
@@ -17,6 +17,8 @@ from __future__ import annotations
 import ctypes
 import threading
 
+from .. import native
+
 _HEAD = object.__basicsize__                      # PyObject_HEAD size (16 on regular builds)
 CAPSULE_POINTER_OFFSET = _HEAD
 CAPSULE_NAME_OFFSET = _HEAD + ctypes.sizeof(ctypes.c_void_p)
@@ -29,12 +31,14 @@ _compiled = None
 
 
 def addresses():
-    """``(deleter, deleter_versioned, capsule_destructor)`` function addresses (compiled lazily)."""
+    """``(deleter, deleter_versioned, capsule_destructor)`` function addresses: tilejit's C
+    extension's when it is built (no Numba import), else compiled with Numba on first use."""
     global _compiled
     if _compiled is None:
         with _lock:
             if _compiled is None:
-                _compiled = _compile()
+                ext = native.ext()
+                _compiled = ext.dlpack_deleters() if ext is not None else _compile()
     return _compiled
 
 
