@@ -598,6 +598,15 @@ static PyObject *Launcher_launch(Launcher *self, PyObject *const *argv, Py_ssize
     if (!exe) { ok = PyErr_Occurred() ? -1 : 0; goto done; }
     Py_INCREF(exe);
 
+    /* every array on the launch's device (else the Python path explains) */
+    for (Py_ssize_t i = 0; i < n && ok == 1; i++) {
+        if (!a[i].storage) continue;
+        PyObject *d = PyObject_GetAttr(a[i].storage, S_device);
+        if (!d) { ok = -1; break; }
+        if (d != device) ok = 0;
+        Py_DECREF(d);
+    }
+    if (ok != 1) { Py_DECREF(exe); goto done; }
     /* outputs may not alias other arguments: anything that might is left to the Python check */
     for (Py_ssize_t i = 0; i < n && ok == 1; i++) {
         if (!a[i].writable) continue;

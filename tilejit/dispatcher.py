@@ -27,8 +27,8 @@ from .ops.deviceop import DeviceFuture, DeviceOp, _as_stream, _sync_quietly
 from .ops.execution import ExecutionContext
 from .ops.scheduling import default_stream, has_user_policy
 from .runtime import argspec
-from .runtime.argspec import (check_launch_aliasing, classify, grid_from_partitions,
-                               release_partitions)
+from .runtime.argspec import (check_launch_aliasing, check_launch_devices, classify,
+                               grid_from_partitions, release_partitions)
 from .runtime import foreign as _foreign
 from .runtime.device import Device, default_arch
 from .runtime.launch import launch_infos
@@ -336,11 +336,18 @@ class KernelLaunch(DeviceOp):
         return out
 
     def _default_stream(self):
-        # DLPack producers order their consumers after their pending work; when torch made the
-        # tensors, running on torch's current stream needs no ordering at all.
+        # The device of the arguments, and there: DLPack producers order their consumers after
+        # their pending work, so when torch made the tensors, running on torch's current stream
+        # needs no ordering at all.
         prod = _foreign.torch_stream_of(self.args)
-        if prod is not None and not has_user_policy(prod[0]):
-            return Stream.of_producer(prod[1], Device(prod[0]))
+        if prod is not None:
+            if not has_user_policy(prod[0]):
+                return Stream.of_producer(prod[1], Device(prod[0]))
+            return default_stream(prod[0])
+        for a in self.args:
+            t = a._tensor if type(a) is Partition else a
+            if type(t) is Tensor:
+                return default_stream(t._storage.device)
         return default_stream()
 
     def _launch_plain(self, stream):
@@ -429,9 +436,10 @@ class KernelLaunch(DeviceOp):
         on the stream's device: ``(grid, executable)``. The caller releases the partitions on
         error."""
         k = self.kernel
+        device = stream.device
+        check_launch_devices(infos, device, k.runtime_names)
         check_launch_aliasing(infos, k.runtime_names)
         grid = grid_from_partitions(infos, self._grid, k.runtime_names)
-        device = stream.device
         keys = tuple([i.key for i in infos])
         if simple:
             # hot path: a plain dict hit on (argument keys, device)

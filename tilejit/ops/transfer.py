@@ -18,9 +18,11 @@ import numpy as np
 from .. import dtypes as _dt
 from ..runtime import copy as _copy
 from ..runtime import tensor as _tensor
+from ..runtime.device import Device
 from ..runtime.tensor import Tensor
 from ..runtime.transfer import check_shape, new_tensor, upload
 from .deviceop import DeviceOp, execute_input
+from .scheduling import default_stream
 
 
 # --- ops ------------------------------------------------------------------------------------------------
@@ -87,22 +89,37 @@ to_numpy = to_host
 class Dup(DeviceOp):
     allocates = True
 
-    def __init__(self, tensor):
+    def __init__(self, tensor, device=None):
         self.tensor = tensor
+        self.device = None if device is None else Device(device)
 
     def _execute(self, ctx):
         src = execute_input(self.tensor, ctx)
         if not isinstance(src, Tensor):
             raise TypeError(f"dup needs a tile.Tensor, got {type(src).__name__}")
         src._check_usable("dup")
-        dst = new_tensor(src.shape, src.dtype, ctx.stream)
+        dev = self.device
+        if dev is None or dev is ctx.device:
+            dst = new_tensor(src.shape, src.dtype, ctx.stream)
+        else:               # allocated on the target device, copied on this op's stream
+            dst = new_tensor(src.shape, src.dtype, dev.internal_stream())
         _copy.copy_tensor(dst, src, ctx.stream)
         return dst
 
+    def _default_stream(self):
+        return default_stream(self.device) if self.device is not None else default_stream()
 
-def dup(tensor) -> Dup:
-    """An op producing a contiguous device copy of ``tensor``."""
-    return Dup(tensor)
+
+def dup(tensor, device=None) -> Dup:
+    """An op producing a contiguous copy of ``tensor``, on ``device`` (an ordinal or a
+    ``tile.Device``) when given, else on the device the op runs on. Copies between GPUs use peer
+    access where available (``cuMemcpyPeerAsync``)."""
+    return Dup(tensor, device)
+
+
+def to_device(tensor, device) -> Dup:
+    """``t.to(device)``: a contiguous copy of ``tensor`` on ``device`` (a DeviceOp)."""
+    return Dup(tensor, device)
 
 
 class Memcpy(DeviceOp):
@@ -150,7 +167,7 @@ def copy_from_host(dst, arr) -> CopyFromHost:
 
 
 # Tensor.to_host() / Tensor.dup() return these ops; runtime sits below ops and cannot import them.
-_tensor.bind_ops(to_host=to_host, dup=dup)
+_tensor.bind_ops(to_host=to_host, dup=dup, to=to_device)
 
-__all__ = ["empty", "from_numpy", "copy_host_to_device", "to_host", "to_numpy", "dup", "memcpy",
-           "copy_from_host"]
+__all__ = ["empty", "from_numpy", "copy_host_to_device", "to_host", "to_numpy", "dup", "to_device",
+           "memcpy", "copy_from_host"]

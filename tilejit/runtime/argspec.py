@@ -501,6 +501,18 @@ def release_partitions(values) -> None:
             v._release()
 
 
+def check_launch_devices(infos, device, names: Optional[Sequence[str]] = None) -> None:
+    """TensorError when an array argument lives on another device than the launch's."""
+    for k, info in enumerate(infos):
+        st = info.storage
+        if st is not None and st.device is not device and not st.device.is_simulated:
+            raise TensorError(
+                f"{_name(names, k)} is on cuda:{st.device.ordinal} but the launch runs on "
+                f"cuda:{device.ordinal}: every array of a launch must be on the launch's device. "
+                f"Copy it first (t.to({device.ordinal}) or api.dup(t, device={device.ordinal})), "
+                f"or launch on a stream of tile.Device({st.device.ordinal})")
+
+
 def check_launch_aliasing(infos, names: Optional[Sequence[str]] = None) -> None:
     """TensorError when an output (partition or tile.atomic tensor) shares memory with another
     argument of the same launch."""
@@ -535,4 +547,4 @@ def _aliases(a: ArgInfo, b: ArgInfo) -> bool:
 
 __all__ = ["ArgInfo", "atomic", "classify", "key_of", "flatten_params",
            "abi_slots", "slots_from_key", "grid_from_partitions", "normalize_grid",
-           "check_launch_aliasing", "release_partitions", "MAX_GRID_DIM"]
+           "check_launch_aliasing", "check_launch_devices", "release_partitions", "MAX_GRID_DIM"]

@@ -148,6 +148,9 @@ def copy_tensor(dst, src, stream) -> None:
                           f"tensors contiguous; reshape a contiguous copy instead")
     if dst.size == 0:
         return
+    if dst.device is not src.device:
+        _copy_between_devices(dst, src, stream)
+        return
     dst.storage.use(stream)
     src.storage.use(stream)
     if stream.is_simulated:
@@ -161,6 +164,34 @@ def copy_tensor(dst, src, stream) -> None:
         return
     copy_strided_d2d(dst.device_pointer, dst.strides, src.device_pointer, src.strides, src.shape,
                      src.itemsize, stream)
+
+
+def _copy_between_devices(dst, src, stream) -> None:
+    """``dst[...] = src`` for tensors on two GPUs: one ``cuMemcpyPeerAsync`` on ``stream`` (the
+    driver uses peer access where the GPUs have it and stages through the host otherwise).
+    Non-contiguous sides are staged through a contiguous buffer on their own device."""
+    from .transfer import new_tensor
+    if not src.is_contiguous:
+        s_src = src.device.internal_stream()
+        tmp = new_tensor(src.shape, src.dtype, s_src)
+        copy_tensor(tmp, src, s_src)
+        src = tmp
+    if not dst.is_contiguous:
+        s_dst = dst.device.internal_stream()
+        tmp = new_tensor(dst.shape, dst.dtype, s_dst)
+        _copy_between_devices(tmp, src, stream)
+        copy_tensor(dst, tmp, s_dst)
+        return
+    for st in (dst.storage, src.storage):
+        st.use(stream)
+    drv = _d.drv
+    _d.check(drv.cuMemcpyPeerAsync(drv.CUdeviceptr(dst.device_pointer), dst.device._ctx,
+                                   drv.CUdeviceptr(src.device_pointer), src.device._ctx,
+                                   dst.nbytes, stream._cu), "cuMemcpyPeerAsync")
+    # memory is freed on the stream that used it last: keep that a stream of its own device
+    for st in (dst.storage, src.storage):
+        if st.device is not stream.device:
+            st.use(st.device.internal_stream())
 
 
 def upload_into(dst, arr: np.ndarray, stream) -> None:

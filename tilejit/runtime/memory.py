@@ -212,6 +212,7 @@ def allocate(nbytes: int, stream, device: Optional[Device] = None) -> Storage:
         st._finalizer.atexit = False
         return st
     _ensure_pool(device)
+    device.make_current()
     ptr = _cuda_alloc(max(nbytes, 1), stream)
     st = Storage(ptr, nbytes, device, stream)
     st._finalizer = weakref.finalize(st, _free_cuda, st._h)

@@ -303,6 +303,12 @@ class Tensor:
         """A DeviceOp producing a contiguous copy of this tensor on the same device."""
         return _ops["dup"](self)
 
+    def to(self, device):
+        """A DeviceOp producing a contiguous copy of this tensor on ``device`` (an ordinal or a
+        ``tile.Device``): ``t1 = t.to(1).sync()``."""
+        self._check_usable("copy")
+        return _ops["to"](self, device)
+
     def __array__(self, dtype=None, copy=None):
         raise TypeError("implicit conversion of a tile.Tensor to a NumPy array is not allowed: "
                         "use t.to_numpy() (a synchronizing copy)")
