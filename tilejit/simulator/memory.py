@@ -44,8 +44,9 @@ def _round_up(n: int, a: int) -> int:
 class SimulatedMemory:
     """A simulated device address space: allocations are NumPy ``uint8`` buffers keyed by address.
 
-    Thread-safe for allocation and freeing; loads and stores from several threads work like racy
-    device accesses (no tearing within NumPy's own copy, no ordering guarantees between threads).
+    Thread-safe: allocation and freeing take a lock, and every access resolves its addresses
+    against one snapshot of the allocation tables. Loads and stores from several threads to the
+    same bytes work like racy device accesses (no ordering guarantees between threads).
     Finalizers free through :meth:`release`, which only queues the address: a finalizer may run
     from a garbage collection triggered while this thread holds the lock or iterates the tables.
     """
@@ -57,11 +58,11 @@ class SimulatedMemory:
         self._freed: Dict[int, int] = {}                # base -> size (freed allocations, for messages)
         self._pending: collections.deque = collections.deque()   # released, not yet freed
         self._bytes_in_use = 0
-        # Sorted lookup tables over live allocations, rebuilt lazily after alloc/free.
+        # Sorted lookup tables over live allocations, rebuilt lazily after alloc/free, as one
+        # immutable snapshot (bases, ends, buffers) that is replaced whole: a reader resolves its
+        # addresses and picks its buffers from the same snapshot, whatever other threads do.
         self._dirty = True
-        self._bases = np.zeros(0, np.int64)
-        self._ends = np.zeros(0, np.int64)
-        self._order: list = []                          # buffers, in the order of _bases
+        self._snapshot = (np.zeros(0, np.int64), np.zeros(0, np.int64), [])
 
     # --- allocation -------------------------------------------------------------------------------
     def alloc(self, nbytes: int) -> int:
@@ -223,17 +224,19 @@ class SimulatedMemory:
 
     # --- internals ---------------------------------------------------------------------------------
     def _tables(self):
+        """The current ``(bases, ends, buffers)`` snapshot (never mutated once published)."""
         if self._dirty or self._pending:
             with self._lock:
                 self._drain_locked()
                 if self._dirty:
                     bases = sorted(self._buffers)
-                    self._order = [self._buffers[b] for b in bases]
-                    self._bases = np.asarray(bases, dtype=np.int64)
-                    self._ends = np.asarray([b + self._buffers[b].size for b in bases],
-                                            dtype=np.int64)
+                    order = [self._buffers[b] for b in bases]
+                    ends = [b + self._buffers[b].size for b in bases]
+                    self._snapshot = (np.asarray(bases, dtype=np.int64),
+                                      np.asarray(ends, dtype=np.int64), order)
                     self._dirty = False
-        return self._bases, self._ends, self._order
+                return self._snapshot
+        return self._snapshot
 
     def _locate(self, addr: int, nbytes: int):
         """(base, buffer) of the live allocation holding [addr, addr + nbytes)."""
@@ -243,9 +246,9 @@ class SimulatedMemory:
             return int(bases[i]), order[i]
         raise DeviceError(self._describe_fault(addr, nbytes))
 
-    def _resolve(self, addrs: np.ndarray, itemsize: int):
-        """Allocation index of every address; raises on the first bad one."""
-        bases, ends, _ = self._tables()
+    def _resolve(self, addrs: np.ndarray, itemsize: int, tables):
+        """Allocation index of every address in ``tables``; raises on the first bad one."""
+        bases, ends, _ = tables
         idx = np.searchsorted(bases, addrs, side="right") - 1
         safe = np.maximum(idx, 0)
         ok = (idx >= 0) & (addrs + itemsize <= ends[safe]) if bases.size else np.zeros(
@@ -263,8 +266,9 @@ class SimulatedMemory:
 
     def _groups(self, addrs: np.ndarray, itemsize: int):
         """Yield (buffer, base, lane selector or None) per allocation touched by ``addrs``."""
-        idx = self._resolve(addrs, itemsize)
-        bases, _, order = self._tables()
+        tables = self._tables()
+        idx = self._resolve(addrs, itemsize, tables)
+        bases, _, order = tables
         first = int(idx[0])
         if (idx == first).all():                       # common case: one allocation
             yield order[first], int(bases[first]), None
