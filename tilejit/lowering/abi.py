@@ -64,6 +64,15 @@ class ArrayParam:
 
 
 @dataclass
+class ViewRef:
+    """``x.partition(shape)`` inside a kernel: a tile view of an array parameter."""
+
+    array: ArrayParam
+    tile_shape: Tuple[int, ...]
+    padding: Optional[str] = "zero"
+
+
+@dataclass
 class ScalarParam:
     name: str
     dtype: DType

@@ -15,6 +15,7 @@ text. Two mechanisms get it back out:
 from __future__ import annotations
 
 import ast
+import inspect
 import linecache
 import operator
 import re
@@ -23,9 +24,13 @@ from contextlib import contextmanager
 from typing import Dict, List, Optional
 
 from numba.core import ir, types
+from numba.core.analysis import compute_cfg_from_blocks
 from numba.core.errors import TypingError as NumbaTypingError
+from numba.core.typeinfer import (CallConstraint, GetAttrConstraint, IntrinsicCallConstraint,
+                                  Propagate, StaticGetItemConstraint)
 
-from ..errors import SourceLocation, strip_ansi
+from ..errors import CompileError, SourceLocation, TypingError, strip_ansi
+from .reject import unsupported
 
 
 # --------------------------------------------------------------------------------------------------
@@ -371,3 +376,170 @@ def condense(text: str) -> str:
         return f"the global '{m.group(1)}' cannot be used in a tile kernel ({m.group(2).strip()})"
     line = first_line(text)
     return line.split(" File \"")[0].rstrip(":")
+
+
+# --------------------------------------------------------------------------------------------------
+# Error formatting: failed constraints and Numba errors -> located tilejit errors
+_INTRINSIC_KIND = {}
+for _fn, _node in _AST_BINOPS.items():
+    _INTRINSIC_KIND[_fn] = ("binop", _node)
+for _fn, _node in _AST_INPLACE.items():
+    _INTRINSIC_KIND[_fn] = ("inplace", _node)
+for _fn, _node in _AST_CMP.items():
+    _INTRINSIC_KIND[_fn] = ("compare", _node)
+for _fn, _node in _AST_UNARY.items():
+    _INTRINSIC_KIND[_fn] = ("unary", _node)
+
+
+def _message_of(exc) -> str:
+    if isinstance(exc, TileTypingError):
+        return exc.tile_message
+    return condense(str(exc))
+
+
+def constraint_error(constraint, exc, infer, func_ir, pyfunc, texts: "ExprText",
+                     sites: dict) -> CompileError:
+    """The located TypingError of a failed typing constraint (``sites``: the @tile.function
+    inlining sites, for the "inlined into" lines)."""
+    fname = pyfunc.__name__
+    msg = _message_of(exc)
+    loc = getattr(constraint, "loc", None) or getattr(exc, "loc", None)
+    typevars = infer.typevars
+
+    def tyof(var):
+        name = var if isinstance(var, str) else var.name
+        tv = typevars.get(name) if hasattr(typevars, "get") else None
+        try:
+            return typevars[name].type if tv is not None else None
+        except Exception:   # pragma: no cover
+            return None
+
+    def operand_lines(vars_):
+        lines = []
+        seen = set()
+        for v in vars_:
+            if v is None:
+                continue
+            label = texts.of(v)
+            t = tyof(v)
+            if t is None or label in seen or isinstance(t, (types.Module, types.Function,
+                                                            types.BoundFunction)):
+                continue
+            seen.add(label)
+            lines.append(f"    {label}: {describe_type(t)}")
+        return lines
+
+    kind = detail = expr_text = None
+    operands: list = []
+    if isinstance(constraint, Propagate) and "Cannot unify" in str(exc):
+        return _merge_error(constraint, infer, func_ir, pyfunc)
+    if isinstance(constraint, IntrinsicCallConstraint):
+        stmt = texts.defs.get(constraint.target)
+        expr_text = texts.value(stmt.value) if stmt is not None else None
+        kind, detail = _INTRINSIC_KIND.get(constraint.func, (None, None))
+        operands = list(constraint.args)
+        if not isinstance(exc, TileTypingError) and constraint.func in OPERATOR_SYMBOLS:
+            shown = " and ".join(describe_type(tyof(a)) for a in constraint.args)
+            msg = (f"operator '{operator_symbol(constraint.func)}' is not "
+                   f"supported for {shown}")
+    elif isinstance(constraint, CallConstraint):
+        stmt = texts.defs.get(constraint.target)
+        expr_text = texts.value(stmt.value) if stmt is not None else None
+        fdef = texts.defs.get(constraint.func)
+        name = None
+        if fdef is not None:
+            fv = fdef.value
+            if isinstance(fv, ir.Expr) and fv.op == "getattr":
+                name = fv.attr
+                operands.append(fv.value)
+            elif isinstance(fv, (ir.Global, ir.FreeVar)):
+                name = fv.name
+        kind, detail = "call", name
+        operands += list(constraint.args) + [v for _, v in constraint.kws]
+    elif isinstance(constraint, GetAttrConstraint):
+        kind, detail = "attr", constraint.attr
+        expr_text = f"{texts.of(constraint.value)}.{constraint.attr}"
+        operands = [constraint.value]
+    elif isinstance(constraint, StaticGetItemConstraint):
+        kind = "subscript"
+        stmt = texts.defs.get(constraint.target)
+        expr_text = texts.value(stmt.value) if stmt is not None else None
+        operands = [constraint.value]
+    else:
+        cls = type(constraint).__name__
+        if cls in ("SetItemConstraint", "StaticSetItemConstraint"):
+            kind = "subscript"
+            tgt = constraint.target
+            expr_text = f"{texts.of(tgt)}[...] = {texts.of(constraint.value)}"
+            operands = [tgt, constraint.value]
+        elif cls == "PrintConstraint":
+            kind, detail = "call", "print"
+            expr_text = "print(" + ", ".join(texts.of(a) for a in constraint.args) + ")"
+            operands = list(constraint.args)
+        elif cls == "ExhaustIterConstraint":
+            expr_text = None
+            operands = [constraint.iterator]
+            msg = (f"cannot unpack {describe_type(tyof(constraint.iterator))} into "
+                   f"{constraint.count} values" + ("" if isinstance(exc, TileTypingError) else
+                                                   " (only tuples of the right length unpack)"))
+    where = locate(loc, fname, kind, detail, expr_text)
+    text = f"in `{expr_text}`: {msg}" if expr_text and expr_text != "…" else msg
+    lines = operand_lines(operands)
+    target = getattr(constraint, "target", None)
+    lines += _inline_chain(target if isinstance(target, str) else None, sites)
+    if lines:
+        text += "\n" + "\n".join(lines)
+    return TypingError(text, where)
+
+
+def _inline_chain(name: Optional[str], sites: dict) -> List[str]:
+    """``inlined into ...`` lines for a variable that came from @tile.function helpers."""
+    if not name or "~" not in name or not sites:
+        return []
+    out = []
+    for part in name.split("~")[1:]:
+        sid = part.split(".")[0]
+        if sid.isdigit() and int(sid) in sites:
+            helper, loc, caller = sites[int(sid)]
+            out.append(f"    (in @tile.function '{helper}', inlined into '{caller}' at "
+                       f"{loc.filename}:{loc.line})")
+    return out
+
+
+def _merge_error(constraint, infer, func_ir, pyfunc) -> CompileError:
+    dst = constraint.dst
+    t_dst = infer.typevars[dst].type
+    t_src = infer.typevars[constraint.src].type
+    headers = set(compute_cfg_from_blocks(func_ir.blocks).loops())
+    phi_block = next((label for label, b in func_ir.blocks.items()
+                      for s in b.body if isinstance(s, ir.Assign) and s.target.name == dst), None)
+    name = user_name(dst)
+    if phi_block in headers:
+        where = "it changes type from one loop iteration to the next"
+    else:
+        where = "it is assigned different types on different control-flow paths (if/else branches " \
+                "or before/inside a loop)"
+    msg = (f"variable '{name}' has type {describe_type(t_dst)} on one path and "
+           f"{describe_type(t_src)} on another: {where}. A variable that flows through an if/else "
+           f"or a loop must keep one tile type; convert with .astype(...) or "
+           f"tile.broadcast_to(...) so both agree")
+    return TypingError(msg, source_location(constraint.loc, pyfunc.__name__))
+
+
+def plain_error(e, pyfunc) -> CompileError:
+    """Errors raised outside constraints (undefined globals, unresolved types)."""
+    loc = source_location(getattr(e, "loc", None), pyfunc.__name__)
+    text = strip_ansi(str(e))
+    m = UNTYPED_GLOBAL.search(text)
+    if m:
+        name = m.group(1)
+        value = pyfunc.__globals__.get(name)
+        if inspect.isfunction(value):
+            return unsupported("plain_function", loc, name=name)
+        why = " ".join(m.group(2).split())
+        return TypingError(f"the global '{name}' ({why}) cannot be used inside a tile kernel; "
+                           f"pass it as an argument or a tile.Constant parameter", loc)
+    if "undefined variable" in text or "cannot be determined" in text:
+        return TypingError(f"a variable may be used before it is assigned: {condense(text)}",
+                           loc)
+    return TypingError(condense(text), loc)

@@ -26,22 +26,20 @@ import time
 from typing import Dict, List, NamedTuple, Optional, Sequence
 
 from numba.core import bytecode, errors as numba_errors, interpreter, ir, postproc, ssa, types
-from numba.core.analysis import compute_cfg_from_blocks, dead_branch_prune
+from numba.core.analysis import dead_branch_prune
 from numba.core.compiler_lock import global_compiler_lock
 from numba.core.ir_utils import build_definitions
-from numba.core.typeinfer import (CallConstraint, ConstraintNetwork, GetAttrConstraint,
-                                  IntrinsicCallConstraint, Propagate, StaticGetItemConstraint,
-                                  TypeInferer)
+from numba.core.typeinfer import ConstraintNetwork, TypeInferer
 
 from .. import language
-from ..errors import CompileError, TypingError, UnsupportedError, strip_ansi
+from ..errors import CompileError, TypingError, UnsupportedError
 from . import diagnostics as diag
 from .context import TileTarget, get_context
-from .diagnostics import Collector, ExprText, TileTypingError, describe_type, user_name
+from .diagnostics import Collector, ExprText, describe_type
 from .inline import inline_helpers
 from .keys import arg_type, check_constant, constant_type
 from .passes import apply_rewrites, freeze_constants, unify_returns
-from .reject import check_ir, check_source, unsupported
+from .reject import check_ir, check_source
 
 
 # --------------------------------------------------------------------------------------------------
@@ -100,9 +98,12 @@ class TypedKernel:
     def type_of(self, var) -> types.Type:
         return self.typemap[var if isinstance(var, str) else var.name]
 
-    def call_info(self, expr) -> CallInfo:
-        """Resolve a typed call / binop / unary expression to its op, stub and bound arguments."""
-        sig = self.calltypes[expr]
+    def call_info(self, expr, calltypes=None, typemap=None, definitions=None) -> CallInfo:
+        """Resolve a typed call / binop / unary expression to its op, stub and bound arguments.
+
+        Lowering passes the structured kernel's ``calltypes``/``typemap`` and ``definitions``
+        (variable name -> defining expression), which know the statements structurizing added."""
+        sig = (calltypes or self.calltypes)[expr]
         if expr.op in ("binop", "inplace_binop"):
             return CallInfo(f"operator.{expr.fn.__name__}", None, sig,
                             {"lhs": expr.lhs, "rhs": expr.rhs}, None)
@@ -110,14 +111,15 @@ class TypedKernel:
             return CallInfo(f"operator.{expr.fn.__name__}", None, sig, {"value": expr.value}, None)
         if expr.op != "call":
             raise ValueError(f"not a call: {expr}")
-        fnty = self.typemap[expr.func.name]
+        fnty = (typemap or self.typemap)[expr.func.name]
         receiver = None
         if isinstance(fnty, types.BoundFunction):
             template = fnty.template
-            defs = self.func_ir._definitions.get(expr.func.name) or []
-            getattr_expr = next((d for d in defs if isinstance(d, ir.Expr) and
-                                 d.op == "getattr"), None)
-            receiver = getattr_expr.value if getattr_expr is not None else None
+            d = (definitions or {}).get(expr.func.name)
+            if not (isinstance(d, ir.Expr) and d.op == "getattr"):
+                defs = self.func_ir._definitions.get(expr.func.name) or []
+                d = next((x for x in defs if isinstance(x, ir.Expr) and x.op == "getattr"), None)
+            receiver = d.value if d is not None else None
         else:
             template = _op_template(fnty)
         op = _op_name(template, fnty)
@@ -339,178 +341,14 @@ def _infer(func_ir, arg_types: Dict[str, types.Type], pyfunc):
             if errs:
                 texts = ExprText(func_ir.blocks)
                 constraint, exc = net.failures[0] if net.failures else (None, errs[0])
-                raise _constraint_error(constraint, exc, infer, func_ir, pyfunc, texts)
+                sites = _build.stack[-1].get("sites", {}) if _build.stack else {}
+                raise diag.constraint_error(constraint, exc, infer, func_ir, pyfunc, texts, sites)
             typemap, restype, calltypes = infer.unify(raise_errors=True)
     except CompileError:
         raise
     except numba_errors.TypingError as e:
-        raise _plain_error(e, pyfunc) from None
+        raise diag.plain_error(e, pyfunc) from None
     return dict(typemap), restype, dict(calltypes)
-
-
-# --------------------------------------------------------------------------------------------------
-# Error formatting
-_INTRINSIC_KIND = {}
-for _fn, _node in diag._AST_BINOPS.items():
-    _INTRINSIC_KIND[_fn] = ("binop", _node)
-for _fn, _node in diag._AST_INPLACE.items():
-    _INTRINSIC_KIND[_fn] = ("inplace", _node)
-for _fn, _node in diag._AST_CMP.items():
-    _INTRINSIC_KIND[_fn] = ("compare", _node)
-for _fn, _node in diag._AST_UNARY.items():
-    _INTRINSIC_KIND[_fn] = ("unary", _node)
-
-
-def _message_of(exc) -> str:
-    if isinstance(exc, TileTypingError):
-        return exc.tile_message
-    return diag.condense(str(exc))
-
-
-def _constraint_error(constraint, exc, infer, func_ir, pyfunc, texts: ExprText) -> CompileError:
-    fname = pyfunc.__name__
-    msg = _message_of(exc)
-    loc = getattr(constraint, "loc", None) or getattr(exc, "loc", None)
-    typevars = infer.typevars
-
-    def tyof(var):
-        name = var if isinstance(var, str) else var.name
-        tv = typevars.get(name) if hasattr(typevars, "get") else None
-        try:
-            return typevars[name].type if tv is not None else None
-        except Exception:   # pragma: no cover
-            return None
-
-    def operand_lines(vars_):
-        lines = []
-        seen = set()
-        for v in vars_:
-            if v is None:
-                continue
-            label = texts.of(v)
-            t = tyof(v)
-            if t is None or label in seen or isinstance(t, (types.Module, types.Function,
-                                                            types.BoundFunction)):
-                continue
-            seen.add(label)
-            lines.append(f"    {label}: {describe_type(t)}")
-        return lines
-
-    kind = detail = expr_text = None
-    operands: list = []
-    if isinstance(constraint, Propagate) and "Cannot unify" in str(exc):
-        return _merge_error(constraint, infer, func_ir, pyfunc)
-    if isinstance(constraint, IntrinsicCallConstraint):
-        stmt = texts.defs.get(constraint.target)
-        expr_text = texts.value(stmt.value) if stmt is not None else None
-        kind, detail = _INTRINSIC_KIND.get(constraint.func, (None, None))
-        operands = list(constraint.args)
-        if not isinstance(exc, TileTypingError) and constraint.func in diag.OPERATOR_SYMBOLS:
-            shown = " and ".join(describe_type(tyof(a)) for a in constraint.args)
-            msg = (f"operator '{diag.operator_symbol(constraint.func)}' is not "
-                   f"supported for {shown}")
-    elif isinstance(constraint, CallConstraint):
-        stmt = texts.defs.get(constraint.target)
-        expr_text = texts.value(stmt.value) if stmt is not None else None
-        fdef = texts.defs.get(constraint.func)
-        name = None
-        if fdef is not None:
-            fv = fdef.value
-            if isinstance(fv, ir.Expr) and fv.op == "getattr":
-                name = fv.attr
-                operands.append(fv.value)
-            elif isinstance(fv, (ir.Global, ir.FreeVar)):
-                name = fv.name
-        kind, detail = "call", name
-        operands += list(constraint.args) + [v for _, v in constraint.kws]
-    elif isinstance(constraint, GetAttrConstraint):
-        kind, detail = "attr", constraint.attr
-        expr_text = f"{texts.of(constraint.value)}.{constraint.attr}"
-        operands = [constraint.value]
-    elif isinstance(constraint, StaticGetItemConstraint):
-        kind = "subscript"
-        stmt = texts.defs.get(constraint.target)
-        expr_text = texts.value(stmt.value) if stmt is not None else None
-        operands = [constraint.value]
-    else:
-        cls = type(constraint).__name__
-        if cls in ("SetItemConstraint", "StaticSetItemConstraint"):
-            kind = "subscript"
-            tgt = constraint.target
-            expr_text = f"{texts.of(tgt)}[...] = {texts.of(constraint.value)}"
-            operands = [tgt, constraint.value]
-        elif cls == "PrintConstraint":
-            kind, detail = "call", "print"
-            expr_text = "print(" + ", ".join(texts.of(a) for a in constraint.args) + ")"
-            operands = list(constraint.args)
-        elif cls == "ExhaustIterConstraint":
-            expr_text = None
-            operands = [constraint.iterator]
-            msg = (f"cannot unpack {describe_type(tyof(constraint.iterator))} into "
-                   f"{constraint.count} values" + ("" if isinstance(exc, TileTypingError) else
-                                                   " (only tuples of the right length unpack)"))
-    where = diag.locate(loc, fname, kind, detail, expr_text)
-    text = f"in `{expr_text}`: {msg}" if expr_text and expr_text != "…" else msg
-    lines = operand_lines(operands)
-    target = getattr(constraint, "target", None)
-    lines += _inline_chain(target if isinstance(target, str) else None)
-    if lines:
-        text += "\n" + "\n".join(lines)
-    return TypingError(text, where)
-
-
-def _inline_chain(name: Optional[str]) -> List[str]:
-    """``inlined into ...`` lines for a variable that came from @tile.function helpers."""
-    if not name or "~" not in name or not _build.stack:
-        return []
-    sites = _build.stack[-1].get("sites", {})
-    out = []
-    for part in name.split("~")[1:]:
-        sid = part.split(".")[0]
-        if sid.isdigit() and int(sid) in sites:
-            helper, loc, caller = sites[int(sid)]
-            out.append(f"    (in @tile.function '{helper}', inlined into '{caller}' at "
-                       f"{loc.filename}:{loc.line})")
-    return out
-
-
-def _merge_error(constraint, infer, func_ir, pyfunc) -> CompileError:
-    dst = constraint.dst
-    t_dst = infer.typevars[dst].type
-    t_src = infer.typevars[constraint.src].type
-    headers = set(compute_cfg_from_blocks(func_ir.blocks).loops())
-    phi_block = next((label for label, b in func_ir.blocks.items()
-                      for s in b.body if isinstance(s, ir.Assign) and s.target.name == dst), None)
-    name = user_name(dst)
-    if phi_block in headers:
-        where = "it changes type from one loop iteration to the next"
-    else:
-        where = "it is assigned different types on different control-flow paths (if/else branches " \
-                "or before/inside a loop)"
-    msg = (f"variable '{name}' has type {describe_type(t_dst)} on one path and "
-           f"{describe_type(t_src)} on another: {where}. A variable that flows through an if/else "
-           f"or a loop must keep one tile type; convert with .astype(...) or "
-           f"tile.broadcast_to(...) so both agree")
-    return TypingError(msg, diag.source_location(constraint.loc, pyfunc.__name__))
-
-
-def _plain_error(e, pyfunc) -> CompileError:
-    """Errors raised outside constraints (undefined globals, unresolved types)."""
-    loc = diag.source_location(getattr(e, "loc", None), pyfunc.__name__)
-    text = strip_ansi(str(e))
-    m = diag.UNTYPED_GLOBAL.search(text)
-    if m:
-        name = m.group(1)
-        value = pyfunc.__globals__.get(name)
-        if inspect.isfunction(value):
-            return unsupported("plain_function", loc, name=name)
-        why = " ".join(m.group(2).split())
-        return TypingError(f"the global '{name}' ({why}) cannot be used inside a tile kernel; "
-                           f"pass it as an argument or a tile.Constant parameter", loc)
-    if "undefined variable" in text or "cannot be determined" in text:
-        return TypingError(f"a variable may be used before it is assigned: {diag.condense(text)}",
-                           loc)
-    return TypingError(diag.condense(text), loc)
 
 
 # --------------------------------------------------------------------------------------------------

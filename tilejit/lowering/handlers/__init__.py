@@ -1,0 +1,68 @@
+"""Lowering handlers, one module per op family (the same families as ``typing/templates``).
+
+A handler lowers one typed call: ``handler(lw, info, args, rty)`` gets the walker
+(:class:`~tilejit.lowering.lower.Lowering`), the call's :class:`~tilejit.typing.pipeline.CallInfo`,
+its arguments by parameter name (Numba variables: ``lw.arg``/``lw.static_arg`` read them) and the
+typed result, and returns the result value. ``@handles("tile.op", ...)`` registers it under the op
+names the typing templates give (``CALLS``).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from ... import dtypes as D
+from ... import language as L
+from ...dtypes import DType
+from ...tileir import OptHints
+from ...typing.types import dtype_of
+from ..emit import TV
+
+CALLS = {}
+PADDING = {"ZERO": "zero", "NEG_ZERO": "neg_zero", "NAN": "nan", "POS_INF": "pos_inf",
+           "NEG_INF": "neg_inf"}
+ORDER = {"WEAK": "weak", "RELAXED": "relaxed", "ACQUIRE": "acquire", "RELEASE": "release",
+         "ACQ_REL": "acq_rel"}
+SCOPE = {"BLOCK": "tl_blk", "DEVICE": "device", "SYS": "sys", "SYSTEM": "sys"}
+
+
+def handles(*ops):
+    """Register the decorated function as the handler of ``ops``."""
+    def deco(fn):
+        for o in ops:
+            CALLS[o] = fn
+        return fn
+    return deco
+
+
+def dt_of(rty) -> DType:
+    """The dtype of a typed result."""
+    return dtype_of(rty)
+
+
+def padding_arg(lw, info, args) -> Optional[str]:
+    """The Tile IR padding value of a ``padding=`` argument (None: no padding)."""
+    pad = lw.static_arg(info, args, "padding", L.PaddingMode.ZERO)
+    return PADDING.get(getattr(pad, "name", "ZERO"), "zero") if pad is not None else None
+
+
+def load_hints(lw, info, args) -> Optional[OptHints]:
+    """The optimization hints of a load's ``latency=`` and ``allow_tma=`` arguments."""
+    return lw.hints(lw.static_arg(info, args, "latency", None),
+                    lw.static_arg(info, args, "allow_tma", True))
+
+
+def and_user_mask(lw, args, mask: TV, shape) -> TV:
+    """``mask`` and the call's ``mask=`` argument (broadcast to ``shape``), if any."""
+    user_mask = lw.arg(args, "mask")
+    if user_mask is None:
+        return mask
+    return lw.em.binary("&", mask, lw.em.broadcast(lw.tv(user_mask, D.bool_), shape), D.bool_)
+
+
+
+# the families register their handlers when imported
+import importlib as _importlib  # noqa: E402
+
+for _family in ("grid", "memory", "atomics", "creation", "elementwise", "dtype", "shape",
+                "reduction", "matmul", "misc"):
+    _importlib.import_module(f"{__name__}.{_family}")

@@ -1,0 +1,158 @@
+"""Loads and stores: tensors, partitions, tile views, gather and scatter."""
+from __future__ import annotations
+
+import numpy as np
+
+from ... import dtypes as D
+from ... import language as L
+from ...typing.types import TileType as NbTile
+from ..abi import ArrayParam, ViewRef
+from ..emit import TV
+from . import and_user_mask, handles, load_hints, padding_arg, ORDER, SCOPE
+
+
+
+@handles("tile.load_tile_like")
+def _load_tile_like(lw, info, args, rty):
+    x = lw.arg(args, "x")
+    z = lw.arg(args, "z")
+    if not isinstance(x, ArrayParam) or not isinstance(z, ArrayParam) or z.tile_shape is None:
+        raise lw.error("tile.load_tile_like(x, z) needs a tensor x and a partition z")
+    # API.md: out-of-bounds elements are unspecified here (the store that follows is masked);
+    # no padding value lets tileiras skip the masking of loads.
+    view = x.partition_view(lw.hoist, z.tile_shape, None)
+    idx = [lw.bid(i) for i in range(len(z.tile_shape))]
+    return lw.load_view(x, view, idx)
+
+
+@handles("Tensor.load", "tile.load")
+def _tensor_load(lw, info, args, rty):
+    x = lw.arg(args, "x") if "x" in args else lw.value(info.receiver)
+    if isinstance(x, ViewRef):
+        x = x.array
+    shape = tuple(lw.static_arg(info, args, "shape"))
+    padding = padding_arg(lw, info, args)
+    index = lw.arg(args, "index")
+    view = x.partition_view(lw.hoist, shape, padding)
+    return lw.load_view(x, view, lw.index_tvs(index, D.int32), load_hints(lw, info, args))
+
+
+@handles("Tensor.partition")
+def _tensor_partition(lw, info, args, rty):
+    x = lw.value(info.receiver)
+    shape = tuple(lw.static_arg(info, args, "shape"))
+    return ViewRef(x, shape, padding_arg(lw, info, args))
+
+
+@handles("TileView.load")
+def _view_load(lw, info, args, rty):
+    v: ViewRef = lw.value(info.receiver)
+    view = v.array.partition_view(lw.hoist, v.tile_shape, v.padding)
+    hints = load_hints(lw, info, args)
+    return lw.load_view(v.array, view, lw.index_tvs(lw.arg(args, "index"), D.int32), hints)
+
+
+@handles("TileView.store")
+def _view_store(lw, info, args, rty):
+    v: ViewRef = lw.value(info.receiver)
+    view = v.array.partition_view(lw.hoist, v.tile_shape, None)
+    t = lw.tv(lw.arg(args, "t") if "t" in args else lw.arg(args, "tile"), v.array.dtype)
+    lw.store_view(v.array, view, lw.index_tvs(lw.arg(args, "index"), D.int32), t)
+    return None
+
+
+@handles("TileView.num_tiles")
+def _view_num_tiles(lw, info, args, rty):
+    v: ViewRef = lw.value(info.receiver)
+    axis = lw.static_arg(info, args, "axis")
+    view = v.array.partition_view(lw.hoist, v.tile_shape, v.padding)
+    return TV(lw.b.get_index_space_shape(view, "i32")[axis], D.int32)
+
+
+@handles("Partition.load")
+def _partition_load(lw, info, args, rty):
+    z: ArrayParam = lw.value(info.receiver)
+    view = z.partition_view(lw.hoist, z.tile_shape, "zero")
+    return lw.load_view(z, view, [lw.bid(i) for i in range(len(z.tile_shape))])
+
+
+@handles("Partition.store")
+def _partition_store(lw, info, args, rty):
+    z: ArrayParam = lw.value(info.receiver)
+    name = [k for k in args if k != list(info.signature.pysig.parameters)[0]][0]
+    t = lw.tv(lw.arg(args, name), z.dtype)
+    t = lw.em.broadcast(t, z.tile_shape)
+    view = z.partition_view(lw.hoist, z.tile_shape, None)
+    lw.store_view(z, view, [lw.bid(i) for i in range(len(z.tile_shape))], t)
+    return None
+
+
+@handles("tile.store")
+def _store(lw, info, args, rty):
+    target = lw.arg(args, "target")
+    index = lw.arg(args, "index")
+    if isinstance(target, ViewRef):
+        arr, shape = target.array, target.tile_shape
+    elif isinstance(target, ArrayParam) and target.tile_shape is not None:
+        arr, shape = target, target.tile_shape
+    else:
+        raise lw.error("tile.store(view, index, t) needs a partition or a view of a writable "
+                       "tensor")
+    t = lw.em.broadcast(lw.tv(lw.arg(args, "t"), arr.dtype), shape)
+    view = arr.partition_view(lw.hoist, shape, None)
+    lw.store_view(arr, view, lw.index_tvs(index, D.int32), t)
+    return None
+
+
+def _gather_scatter_target(lw, target):
+    if isinstance(target, ViewRef):
+        target = target.array
+    if not isinstance(target, ArrayParam):
+        raise lw.error("gather/scatter need a tensor or partition argument")
+    return target
+
+
+@handles("tile.gather")
+def _gather(lw, info, args, rty):
+    x = _gather_scatter_target(lw, lw.arg(args, "x"))
+    shape = rty.shape if isinstance(rty, NbTile) else ()
+    ptrs, mask = lw.element_pointers(x, lw.arg(args, "indices"), shape)
+    mask = and_user_mask(lw, args, mask, shape)
+    mdt = D.uint8 if x.dtype.is_bool else x.dtype
+    other = lw.arg(args, "other")
+    if isinstance(other, TV):
+        other = lw.em.broadcast(lw.tv(other, mdt), shape)
+    else:
+        other = lw.em.const(lw.static_arg(info, args, "other", 0), mdt, shape)
+    return lw.ordered_read(x, lambda t: lw.b.load_ptr_tko(ptrs, mask=mask.value,
+                                                           padding=other.value, token=t))
+
+
+def element_access(lw, info, args, value_names):
+    """Target, pointers, in-bounds-and-user mask and the broadcast value tiles of a scatter or an
+    atomic: ``values`` (names in ``value_names``) and index tiles broadcast together."""
+    x = _gather_scatter_target(lw, lw.arg(args, "target"))
+    vals = [lw.tv(lw.arg(args, n), x.dtype) for n in value_names]
+    idx = lw.arg(args, "indices")
+    shape = np.broadcast_shapes(*[v.shape for v in vals], *[
+        i.shape for i in (idx if isinstance(idx, tuple) else (idx,)) if isinstance(i, TV)])
+    ptrs, mask = lw.element_pointers(x, idx, shape)
+    mask = and_user_mask(lw, args, mask, shape)
+    return x, ptrs, mask, [lw.em.broadcast(v, shape) for v in vals]
+
+
+def memory_semantics(lw, info, args):
+    order = ORDER.get(getattr(lw.static_arg(info, args, "memory_order", L.MemoryOrder.ACQ_REL),
+                               "name", "ACQ_REL"))
+    scope = SCOPE.get(getattr(lw.static_arg(info, args, "memory_scope", L.MemoryScope.DEVICE),
+                               "name", "DEVICE"), "device")
+    return order, scope
+
+
+@handles("tile.scatter")
+def _scatter(lw, info, args, rty):
+    x, ptrs, mask, (vals,) = element_access(lw, info, args, ("values",))
+    vals = lw._to_mem(vals, x)
+    lw.ordered_write(x, lambda t: (None, lw.b.store_ptr_tko(ptrs, vals.value, mask=mask.value,
+                                                            token=t)))
+    return None

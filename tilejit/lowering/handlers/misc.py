@@ -1,0 +1,50 @@
+"""Debugging and assumptions: printf, assert_, static_assert, assume_divisible_by."""
+from __future__ import annotations
+
+from ... import dtypes as D
+from ...tileir import attrs as A
+from ..emit import TV
+from . import handles
+
+
+
+# --- misc --------------------------------------------------------------------------------------
+@handles("tile.printf", "print")
+def _printf(lw, info, args, rty):
+    if info.op == "print":
+        vals = [lw.value(v) for v in (args.get("args") or ())] if "args" in args else \
+            [lw.value(v) for v in args.values()]
+        flat = []
+        for v in vals:
+            flat.extend(v if isinstance(v, tuple) else (v,))
+        lw._printf(" ".join(lw._fmt_for(v) for v in flat) + "\n", flat)
+        return None
+    fmt = lw.static_arg(info, args, "fmt")
+    vals = lw.arg(args, "args") or ()
+    if not isinstance(vals, tuple):
+        vals = (vals,)
+    lw._printf(fmt, list(vals))
+    return None
+
+
+@handles("tile.assert_")
+def _assert(lw, info, args, rty):
+    c = lw.tv(lw.arg(args, "cond"), D.bool_)
+    msg = lw.static_arg(info, args, "msg", None) or "assertion failed"
+    loc = lw.loc
+    if loc is not None:
+        msg = f"{msg} ({loc.filename}:{loc.line})"
+    lw.b.assert_(c.value, msg)
+    return None
+
+
+@handles("tile.static_assert")
+def _static_assert(lw, info, args, rty):
+    return None
+
+
+@handles("tile.assume_divisible_by")
+def _assume_div(lw, info, args, rty):
+    x = lw.tv(lw.arg(args, "x"))
+    d = lw.static_arg(info, args, "d")
+    return TV(lw.b.assume(x.value, A.DivBy(int(d))), x.dtype)

@@ -1,0 +1,57 @@
+"""Shape ops: reshape, permute, transpose, broadcast, expand_dims, cat, extract."""
+from __future__ import annotations
+
+from ... import dtypes as D
+from ..emit import TV
+from . import dt_of, handles
+
+
+
+# --- shapes ----------------------------------------------------------------------------------
+@handles("tile.reshape", "Tile.reshape")
+def _reshape(lw, info, args, rty):
+    return lw.em.reshape(lw.tv(lw.arg(args, "t")), rty.shape)
+
+
+@handles("tile.permute", "Tile.permute")
+def _permute(lw, info, args, rty):
+    return lw.em.permute(lw.tv(lw.arg(args, "t")), lw.static_arg(info, args, "axes"))
+
+
+@handles("tile.transpose", "Tile.transpose")
+def _transpose(lw, info, args, rty):
+    t = lw.tv(lw.arg(args, "t"))
+    axes = lw.static_arg(info, args, "axes", None)
+    if isinstance(axes, tuple) and len(axes) == 0:
+        axes = None
+    if axes is None:
+        axes = tuple(reversed(range(len(t.shape))))
+    return lw.em.permute(t, axes)
+
+
+@handles("tile.broadcast_to", "Tile.broadcast_to")
+def _broadcast_to(lw, info, args, rty):
+    return lw.em.broadcast(lw.tv(lw.arg(args, "t")), rty.shape)
+
+
+@handles("tile.expand_dims", "Tile.expand_dims")
+def _expand_dims(lw, info, args, rty):
+    return lw.em.reshape(lw.tv(lw.arg(args, "t")), rty.shape)
+
+
+@handles("tile.cat")
+def _cat(lw, info, args, rty):
+    d = dt_of(rty)
+    a, b = lw.tv(lw.arg(args, "a"), d), lw.tv(lw.arg(args, "b"), d)
+    axis = lw.static_arg(info, args, "axis", 0)
+    if axis < 0:
+        axis += len(a.shape)
+    return lw.em.cat(a, b, axis)
+
+
+@handles("tile.extract", "Tile.extract")
+def _extract(lw, info, args, rty):
+    t = lw.tv(lw.arg(args, "t"))
+    index = lw.arg(args, "index")
+    idx = [lw.tv(i, D.int32).value for i in (index if isinstance(index, tuple) else (index,))]
+    return TV(lw.b.extract(t.value, idx, rty.shape), t.dtype)
