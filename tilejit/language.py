@@ -39,7 +39,7 @@ __all__ = [
     # creation
     "zeros", "ones", "full", "arange",
     # elementwise
-    "where", "minimum", "maximum", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos",
+    "where", "minimum", "maximum", "truediv", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos",
     "tan", "sinh", "cosh", "tanh", "floor", "ceil", "isnan", "atan2", "fma",
     # reductions and scans
     "sum", "max", "min", "prod", "argmax", "argmin", "reduce", "cumsum", "cumprod", "scan",
@@ -376,20 +376,46 @@ def abs(x):
 
 
 @_stub
-def minimum(x, y):
-    """Element-wise minimum with broadcasting and promotion."""
+def minimum(x, y, propagate_nan=True):
+    """Element-wise minimum with broadcasting and promotion. A NaN operand gives NaN (as in
+    NumPy); ``propagate_nan=False`` returns the other operand instead (like ``numpy.fmin``)."""
 
 
 @_stub
-def maximum(x, y):
-    """Element-wise maximum with broadcasting and promotion."""
+def maximum(x, y, propagate_nan=True):
+    """Element-wise maximum with broadcasting and promotion. A NaN operand gives NaN (as in
+    NumPy); ``propagate_nan=False`` returns the other operand instead (like ``numpy.fmax``)."""
+
+
+@_stub
+def truediv(x, y, rounding_mode=None, flush_to_zero=False):
+    """``x / y`` in float (integers divide as float32), with an explicit rounding:
+    ``RoundingMode.RN`` (default), ``RZ``, ``RM``, ``RP``, or ``APPROX`` (fast, about 2 ulp);
+    ``flush_to_zero=True`` treats float32 subnormal inputs and results as zero."""
+
+
+#: Which ``rounding_mode`` each math function accepts (None is always the default).
+MATH_ROUNDING = {"sqrt": ("RN", "RZ", "RM", "RP", "APPROX"), "exp": ("FULL", "APPROX"),
+                 "tanh": ("FULL", "APPROX")}
+#: Math functions that take ``flush_to_zero`` (float32 subnormals read and written as zero).
+MATH_FLUSH_TO_ZERO = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt")
 
 
 def _unary_math(name, what):
-    def f(x, rounding_mode=None):
+    def f(x, rounding_mode=None, flush_to_zero=False):
         pass
+    modes = MATH_ROUNDING.get(name)
+    extra = ""
+    if modes:
+        extra += (" ``rounding_mode``: " + ", ".join(f"``RoundingMode.{m}``" for m in modes)
+                  + " (None: the default).")
+    else:
+        extra += " It takes no ``rounding_mode`` (only None)."
+    if name in MATH_FLUSH_TO_ZERO:
+        extra += " ``flush_to_zero=True`` treats float32 subnormals as zero."
     return _named_stub(f, name, f"Element-wise {what}. Float tiles keep their dtype; integer "
-                                f"and bool inputs compute in float32. Scalars give scalars.")
+                                f"and bool inputs compute in float32. Scalars give scalars."
+                                + extra)
 
 
 exp = _unary_math("exp", "e**x")
@@ -433,12 +459,24 @@ def _reduction(name, what):
                                 f"reduced axes with extent 1.")
 
 
+def _nan_reduction(name, what):
+    def f(t, axis=None, keepdims=False, propagate_nan=True):
+        pass
+    return _named_stub(f, name, f"{what} over ``axis`` (None: all axes; an int or a tuple of "
+                                f"ints; negative counts from the end). ``keepdims`` keeps "
+                                f"reduced axes with extent 1. NaN propagates as in NumPy (a "
+                                f"NaN wins); ``propagate_nan=False`` ignores NaNs like "
+                                f"``numpy.nanmax``.")
+
+
 sum = _reduction("sum", "Sum (bool and integers narrower than 32 bits accumulate in int32)")
 prod = _reduction("prod", "Product (bool and integers narrower than 32 bits accumulate in int32)")
-max = _reduction("max", "Maximum")
-min = _reduction("min", "Minimum")
-argmax = _reduction("argmax", "Index (int32) of the first maximum; flat index when axis is None")
-argmin = _reduction("argmin", "Index (int32) of the first minimum; flat index when axis is None")
+max = _nan_reduction("max", "Maximum")
+min = _nan_reduction("min", "Minimum")
+argmax = _nan_reduction("argmax", "Index (int32) of the first maximum (of the first NaN, "
+                                  "unless ``propagate_nan=False``); flat index when axis is None")
+argmin = _nan_reduction("argmin", "Index (int32) of the first minimum (of the first NaN, "
+                                  "unless ``propagate_nan=False``); flat index when axis is None")
 
 
 @_stub

@@ -191,11 +191,13 @@ class Emitter:
                 r = b.binary("shli", x.value, y.value)
             else:
                 r = b.binary("shri", x.value, y.value, signedness=_sign(dt))
-        elif op in ("min", "max"):
+        elif op in ("min", "max", "nanmin", "nanmax"):
             if fl:
-                r = b.binary("minf" if op == "min" else "maxf", x.value, y.value)
+                # NumPy semantics by default (a NaN operand gives NaN); nan* like numpy.fmin
+                nan = {"propagate_nan": True} if op in ("min", "max") else {}
+                r = b.binary("minf" if op.endswith("min") else "maxf", x.value, y.value, **nan)
             else:
-                r = b.binary("mini" if op == "min" else "maxi", x.value, y.value,
+                r = b.binary("mini" if op.endswith("min") else "maxi", x.value, y.value,
                              signedness=_sign(dt))
         elif op == "atan2":
             r = b.binary("atan2", x.value, y.value)
@@ -299,21 +301,48 @@ class Emitter:
     _FLOAT_UNARY = {"exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tan", "sinh",
                     "cosh", "tanh", "floor", "ceil"}
 
-    def math(self, fn: str, x: TV) -> TV:
+    _FTZ_ATTR = {"exp2", "rsqrt", "sqrt"}      # flush_to_zero is an attribute of these ops
+
+    def math(self, fn: str, x: TV, rounding: Optional[str] = None, ftz: bool = False) -> TV:
+        """``fn(x)``; ``rounding``: a Tile IR rounding keyword (None: the op's default);
+        ``ftz``: float32 subnormals read and written as zero (an attribute where Tile IR has one,
+        explicit flushes elsewhere)."""
         if not x.dtype.is_float:
             x = self.cast(x, D.float32)
         if x.dtype.is_fp8 or x.dtype is D.tfloat32:
             raise TypingError(f"{fn} is not available for {x.dtype}; convert to float32 first")
         b = self.b
-        if fn == "sqrt":
-            return TV(b.sqrt(x.value), x.dtype)
-        if fn in ("exp", "tanh"):
-            return TV(b.unary(fn, x.value, rounding_mode="full"), x.dtype)
-        if fn in self._FLOAT_UNARY:
-            return TV(b.unary(fn, x.value), x.dtype)
+        ftz = ftz and x.dtype is D.float32           # the dialect defines flushing for f32 only
+        attrs = {"flush_to_zero": True} if ftz and fn in self._FTZ_ATTR else {}
         if fn == "isnan":
             return TV(b.cmpf("not_equal", x.value, x.value, "unordered"), D.bool_)
-        raise TypingError(f"unknown math function {fn!r}")
+        if fn not in self._FLOAT_UNARY:
+            raise TypingError(f"unknown math function {fn!r}")
+        if ftz and not attrs:
+            x = self.flush_subnormals(x)
+        if fn == "sqrt":
+            r = b.sqrt(x.value, rounding_mode=rounding or "nearest_even", **attrs)
+        elif fn in ("exp", "tanh"):
+            r = b.unary(fn, x.value, rounding_mode=rounding or "full")
+        else:
+            r = b.unary(fn, x.value, **attrs)
+        out = TV(r, x.dtype)
+        return self.flush_subnormals(out) if ftz and not attrs else out
+
+    def flush_subnormals(self, x: TV) -> TV:
+        """``x`` with float32 subnormals replaced by a zero of the same sign."""
+        tiny = self.const(float(np.finfo(np.float32).tiny), x.dtype, x.shape)
+        small = self.compare("<", self.absolute(x), tiny)
+        zero = TV(self.b.mulf(x.value, self.const(0.0, x.dtype, x.shape).value), x.dtype)
+        return TV(self.b.select(small.value, zero.value, x.value), x.dtype)
+
+    def divide(self, x: TV, y: TV, dt: DType, rounding: Optional[str] = None,
+               ftz: bool = False) -> TV:
+        """Float division ``x / y`` in ``dt`` with an explicit rounding and flushing."""
+        x, y = self._same(x, y, dt)
+        attrs = {"flush_to_zero": True} if ftz and dt is D.float32 else {}
+        return TV(self.b.divf(x.value, y.value, rounding_mode=rounding or "nearest_even",
+                              **attrs), dt)
 
     def fma(self, a: TV, b_: TV, c: TV, dt: DType) -> TV:
         a, b_ = self._same(a, b_, dt)
@@ -339,7 +368,8 @@ class Emitter:
             value = int(value) & ((1 << dt.bits) - 1)
         return A.TypedValue(value, elem(dt))
 
-    def _combine(self, kind: str, lhs: Value, rhs: Value, dt: DType) -> Value:
+    def _combine(self, kind: str, lhs: Value, rhs: Value, dt: DType,
+                 propagate_nan: bool = True) -> Value:
         b = self.b
         fl = dt.is_float
         if kind == "sum":
@@ -350,7 +380,8 @@ class Emitter:
             if dt.is_bool:
                 return b.binary("ori" if kind == "max" else "andi", lhs, rhs)
             if fl:
-                return b.binary("maxf" if kind == "max" else "minf", lhs, rhs)
+                nan = {"propagate_nan": True} if propagate_nan else {}
+                return b.binary("maxf" if kind == "max" else "minf", lhs, rhs, **nan)
             return b.binary("maxi" if kind == "max" else "mini", lhs, rhs, signedness=_sign(dt))
         raise TypingError(f"unknown reduction {kind!r}")
 
@@ -368,29 +399,33 @@ class Emitter:
         shape[axis] = 1
         return self.reshape(r, shape)
 
-    def reduce(self, kind: str, x: TV, axis: int, keepdims: bool = False) -> TV:
+    def reduce(self, kind: str, x: TV, axis: int, keepdims: bool = False,
+               propagate_nan: bool = True) -> TV:
         x = self._widen_sum(kind, x)
         dt = x.dtype
         op = self.b.reduce([x.value], axis, [self._typed_identity(self.identity(kind, dt), dt)])
         lhs, rhs = op.regions[0].args
         with self.b.at(op.regions[0]):
-            self.b.yield_([self._combine(kind, lhs, rhs, dt)])
+            self.b.yield_([self._combine(kind, lhs, rhs, dt, propagate_nan)])
         r = TV(op.results[0], dt)
         return self.keep_dim(r, x.shape, axis) if keepdims else r
 
-    def reduce_all(self, kind: str, x: TV, keepdims: bool = False) -> TV:
+    def reduce_all(self, kind: str, x: TV, keepdims: bool = False,
+                   propagate_nan: bool = True) -> TV:
         """A reduction (``argmax``/``argmin`` included) over every element of ``x``."""
         flat = self.reshape(x, (int(np.prod(x.shape)),))
         if kind in ("argmax", "argmin"):
-            r = self.arg_reduce(kind, flat, 0)
+            r = self.arg_reduce(kind, flat, 0, propagate_nan=propagate_nan)
         else:
-            r = self.reduce(kind, flat, 0)
+            r = self.reduce(kind, flat, 0, propagate_nan=propagate_nan)
         if keepdims:
             r = self.reshape(r, (1,) * len(x.shape))
         return r
 
-    def arg_reduce(self, kind: str, x: TV, axis: int, keepdims: bool = False) -> TV:
-        """argmax / argmin along ``axis`` (first occurrence on ties), as int32 indices."""
+    def arg_reduce(self, kind: str, x: TV, axis: int, keepdims: bool = False,
+                   propagate_nan: bool = True) -> TV:
+        """argmax / argmin along ``axis`` (first occurrence on ties), as int32 indices. With
+        ``propagate_nan`` a NaN wins over every number (NumPy: the index of the first NaN)."""
         b = self.b
         dt = x.dtype
         n = x.shape[axis]
@@ -407,6 +442,12 @@ class Emitter:
             if dt.is_float:
                 better = b.cmpf(better_pred, va, vb)
                 equal = b.cmpf("equal", va, vb)
+                if propagate_nan:
+                    nan_a = b.cmpf("not_equal", va, va, "unordered")
+                    nan_b = b.cmpf("not_equal", vb, vb, "unordered")
+                    not_b = b.binary("xori", nan_b, self.const(True, D.bool_, ()).value)
+                    better = b.binary("ori", better, b.binary("andi", nan_a, not_b))
+                    equal = b.binary("ori", equal, b.binary("andi", nan_a, nan_b))
             else:
                 better = b.cmpi(better_pred, va, vb, _sign(dt))
                 equal = b.cmpi("equal", va, vb, _sign(dt))

@@ -1,18 +1,41 @@
 """Elementwise math: unary functions, where, minimum/maximum, atan2, fma."""
 from __future__ import annotations
 
+from typing import Optional
+
 from ... import dtypes as D
+from ...errors import UnsupportedError
 from ..emit import TV
 from . import CALLS, dt_of, handles
 
 
-
 # --- elementwise -----------------------------------------------------------------------------
+# Tile IR bytecode versions that introduced a math op's rounding_mode attribute
+_ROUNDING_SINCE = {"exp": (13, 3), "tanh": (13, 2)}
+
+
+def rounding_keyword(lw, info, args, op: str) -> Optional[str]:
+    """The Tile IR keyword of a call's ``rounding_mode=`` (None when not given); checks that the
+    target's bytecode version has the attribute."""
+    mode = lw.static_arg(info, args, "rounding_mode", None)
+    if mode is None:
+        return None
+    since = _ROUNDING_SINCE.get(op)
+    if since is not None and lw.version < since and mode.value != "full":
+        raise lw.error(f"tile.{op}(rounding_mode=tile.RoundingMode.{mode.name}) needs Tile IR "
+                       f"bytecode {since[0]}.{since[1]} or newer (tileiras {since[0]}.{since[1]}+)"
+                       f"; this compile targets {lw.version[0]}.{lw.version[1]}",
+                       UnsupportedError)
+    return mode.value
+
+
 def _unary_math(name):
     def handler(lw, info, args, rty):
-        x = lw.tv(lw.arg(args, list(args)[0]), None, lw.arg_type(info, args, list(args)[0]))
-        r = lw.em.math(name, lw.em.cast(x, dt_of(rty)) if dt_of(rty).is_float else x)
-        return r
+        x = lw.tv(lw.arg(args, "x"), None, lw.arg_type(info, args, "x"))
+        rounding = rounding_keyword(lw, info, args, name)
+        ftz = bool(lw.static_arg(info, args, "flush_to_zero", False))
+        return lw.em.math(name, lw.em.cast(x, dt_of(rty)) if dt_of(rty).is_float else x,
+                          rounding, ftz)
     return handler
 
 
@@ -47,17 +70,28 @@ def _where(lw, info, args, rty):
 @handles("tile.minimum", "tile.maximum", "min", "max")
 def _minmax(lw, info, args, rty):
     d = dt_of(rty)
-    names = list(args)
+    names = [n for n in args if n != "propagate_nan"]
     vals = [lw.arg(args, n) for n in names]
     if len(vals) == 1 and isinstance(vals[0], tuple):
         vals = list(vals[0])
     if all(not isinstance(v, TV) for v in vals):
         return (min if info.op in ("tile.minimum", "min") else max)(vals)
     op = "min" if info.op in ("tile.minimum", "min") else "max"
+    if info.op.startswith("tile.") and not lw.static_arg(info, args, "propagate_nan", True):
+        op = "nan" + op
     r = lw.tv(vals[0], d)
     for v in vals[1:]:
         r = lw.em.binary(op, r, lw.tv(v, d), d)
     return r
+
+
+@handles("tile.truediv")
+def _truediv(lw, info, args, rty):
+    d = dt_of(rty)
+    x = lw.tv(lw.arg(args, "x"), d, lw.arg_type(info, args, "x"))
+    y = lw.tv(lw.arg(args, "y"), d, lw.arg_type(info, args, "y"))
+    return lw.em.divide(x, y, d, rounding_keyword(lw, info, args, "truediv"),
+                        bool(lw.static_arg(info, args, "flush_to_zero", False)))
 
 
 @handles("tile.atan2")

@@ -16,16 +16,17 @@ def _reduction(kind):
         t = lw.tv(lw.arg(args, "t"))
         axis = lw.static_arg(info, args, "axis", None)
         keep = lw.static_arg(info, args, "keepdims", False)
+        nan = kind not in ("sum", "prod") and lw.static_arg(info, args, "propagate_nan", True)
         if axis is None:
-            r = lw.em.reduce_all(kind, t, keep)
+            r = lw.em.reduce_all(kind, t, keep, propagate_nan=nan)
         elif kind in ("argmax", "argmin"):
-            r = lw.em.arg_reduce(kind, t, axis % len(t.shape), keep)
+            r = lw.em.arg_reduce(kind, t, axis % len(t.shape), keep, propagate_nan=nan)
         else:
             axes = axis if isinstance(axis, tuple) else (axis,)
             axes = sorted(a % len(t.shape) for a in axes)
             r = t
             for a in reversed(axes):
-                r = lw.em.reduce(kind, r, a, keep)
+                r = lw.em.reduce(kind, r, a, keep, propagate_nan=nan)
         return lw.em.cast(r, dt_of(rty))
     return handler
 

@@ -1,5 +1,5 @@
-"""Element-wise functions: ``where``, ``minimum``, ``maximum``, math functions, ``isnan``, ``atan2``,
-``fma``. Broadcasting and promotion follow ``promotion.py``; math functions compute in the float
+"""Element-wise functions: ``where``, ``minimum``, ``maximum``, ``truediv``, math functions,
+``isnan``, ``atan2``, ``fma``. Broadcasting and promotion follow ``promotion.py``; math functions compute in the float
 dtype of their input (``float32`` for integer and bool inputs). All-scalar inputs give a scalar.
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ from ..diagnostics import TileTypingError, describe_type
 from ..promotion import (elementwise_result, float_result, is_compute_only, materialize_dtype,
                          result_dtype)
 from ..types import TileType, dtype_of, is_scalar
-from ._base import enum_arg, function_rule
+from ._base import bool_arg, enum_arg, function_rule
 
 UNARY_MATH = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tan", "sinh", "cosh",
               "tanh", "floor", "ceil")
@@ -26,12 +26,35 @@ def operand(ty, what):
     raise TileTypingError(f"{what} must be a tile or scalar, got {describe_type(ty)}")
 
 
+def rounding_arg(ty, op: str, allowed) -> None:
+    """Check ``rounding_mode=``: None, or one of ``allowed`` (RoundingMode member names)."""
+    mode = enum_arg(ty, language.RoundingMode, f"{op}: rounding_mode")
+    if mode is None or mode.name in allowed:
+        return
+    if not allowed:
+        raise TileTypingError(f"{op} takes no rounding_mode (Tile IR computes it one way); "
+                              f"remove rounding_mode=tile.RoundingMode.{mode.name}")
+    names = ", ".join(f"tile.RoundingMode.{m}" for m in allowed)
+    raise TileTypingError(f"{op}: rounding_mode=tile.RoundingMode.{mode.name} is not available; "
+                          f"{op} accepts {names} (or None for the default)")
+
+
+def flush_arg(ty, op: str, allowed: bool) -> None:
+    """Check ``flush_to_zero=``: a constant bool, True only where the op supports it."""
+    ftz = bool_arg(ty, f"{op}: flush_to_zero")
+    if ftz and not allowed:
+        raise TileTypingError(f"{op} has no flush_to_zero; flush_to_zero is available on "
+                              f"{', '.join('tile.' + n for n in language.MATH_FLUSH_TO_ZERO)} "
+                              f"and tile.truediv")
+
+
 def _math(name):
     op = f"tile.{name}"
 
     def rule(b):
         x = operand(b.x, f"{op}: x")
-        enum_arg(b.rounding_mode, language.RoundingMode, f"{op}: rounding_mode")
+        rounding_arg(b.rounding_mode, op, language.MATH_ROUNDING.get(name, ()))
+        flush_arg(b.flush_to_zero, op, name in language.MATH_FLUSH_TO_ZERO)
         return elementwise_result(float_result(dtype_of(x)), x)
     return rule
 
@@ -52,6 +75,7 @@ def _binary(name):
     def rule(b):
         x = operand(b.x, f"{op}: x")
         y = operand(b.y, f"{op}: y")
+        bool_arg(b.propagate_nan, f"{op}: propagate_nan")
         d = result_dtype((x, y), op)
         return elementwise_result(d, x, y, what=f"the operands of {op}")
     return rule
@@ -59,6 +83,19 @@ def _binary(name):
 
 function_rule(language.minimum)(_binary("minimum"))
 function_rule(language.maximum)(_binary("maximum"))
+
+
+TRUEDIV_ROUNDING = ("RN", "RZ", "RM", "RP", "APPROX")
+
+
+@function_rule(language.truediv)
+def _truediv(b):
+    x = operand(b.x, "tile.truediv: x")
+    y = operand(b.y, "tile.truediv: y")
+    rounding_arg(b.rounding_mode, "tile.truediv", TRUEDIV_ROUNDING)
+    flush_arg(b.flush_to_zero, "tile.truediv", True)
+    d = float_result(result_dtype((x, y), "tile.truediv"))
+    return elementwise_result(d, x, y, what="the operands of tile.truediv")
 
 
 @function_rule(language.atan2)

@@ -21,6 +21,7 @@ from ..types import TileFunctionType, TileType, dtype_of, is_scalar, scalar_type
 from ._base import axis_arg, bool_arg, function_rule, method_rule, static_value, NOT_STATIC
 
 REDUCTIONS = ("sum", "prod", "max", "min", "argmax", "argmin")
+NAN_REDUCTIONS = ("max", "min", "argmax", "argmin")
 
 
 def tile_input(ty, op):
@@ -60,6 +61,8 @@ def _reduction(name):
         t = tile_input(b.t, op)
         axes = axis_arg(b.axis, t.ndim, f"{op}: axis", allow_none=True, allow_tuple=not is_arg)
         keep = bool_arg(b.keepdims, f"{op}: keepdims")
+        if name in NAN_REDUCTIONS:
+            bool_arg(b.propagate_nan, f"{op}: propagate_nan")
         if is_arg:
             d = dt.int32
         elif name in ("sum", "prod"):
