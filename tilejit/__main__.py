@@ -75,7 +75,7 @@ def info_lines() -> List[Tuple[str, str]]:
     lines.append(("tileiras version", _try(tileiras_version, "not found")))
     lines.append(("max bytecode version", _try(lambda: str(tileiras.max_bytecode_version()),
                                                "not found")))
-    lines.append(("cache directory", cache.cache_dir() or "disabled (TILEJIT_CACHE_DIR)"))
+    lines.append(("cache directory", _try(cache.describe)))
     return lines
 
 

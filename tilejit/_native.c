@@ -612,7 +612,6 @@ static PyObject *Launcher_launch(Launcher *self, PyObject *const *argv, Py_ssize
         if (!a[i].writable) continue;
         for (Py_ssize_t j = 0; j < n; j++) {
             if (j == i || a[j].scalar) continue;
-            if (a[i].storage && a[i].storage == a[j].storage) { ok = 0; break; }
             if (a[i].start < a[j].end && a[j].start < a[i].end && a[i].start != a[i].end &&
                 a[j].start != a[j].end) { ok = 0; break; }
         }

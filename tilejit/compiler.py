@@ -23,10 +23,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Sequence, Tuple
 
+from . import envvars
 from . import keys as _keys
 
 SIM_TARGET = "sim"          # the simulator's compile target (others are architectures: "sm_90")
-DUMP_STAGES = ("typed", "tileir", "bytecode", "timings")
 
 
 @dataclass(frozen=True)
@@ -87,9 +87,7 @@ def symbol(name: str) -> str:
     return "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "kernel"
 
 
-def dump_stages() -> set:
-    """The stages named in ``TILEJIT_DUMP`` (comma separated)."""
-    return {s.strip() for s in os.environ.get("TILEJIT_DUMP", "").split(",") if s.strip()}
+dump_stages = envvars.dump_stages
 
 
 def bytecode_version(target: str):

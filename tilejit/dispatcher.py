@@ -12,12 +12,14 @@ import inspect
 import re
 import threading
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Any, Dict, Optional, Sequence
 
 from . import backends
 from . import compiler as _compiler
 from . import dtypes as D
+from . import fingerprint
 from . import keys as _keys
 from . import language as L
 from . import native
@@ -103,6 +105,8 @@ class Kernel:
         self._lock = threading.Lock()
         self.stats = KernelStats()
         self._native = _native_launcher(self)
+        self._frozen = None           # the global values the first compile froze in
+        self._warned_globals = False
 
     @staticmethod
     def _scalar_annotations(pyfunc):
@@ -196,6 +200,10 @@ class Kernel:
             return c
 
     def _compile(self, keys, consts, target, options, const_grid=None, key=None) -> Compiled:
+        if self._frozen is None:
+            self._frozen = fingerprint.frozen_globals(self.py_func)
+        else:
+            self.check_globals()
         c = _compiler.compile(self.py_func, keys, consts, target, options, const_grid=const_grid,
                               name=self.__name__, key=key, use_disk_cache=self.use_disk_cache)
         st = self.stats
@@ -210,6 +218,21 @@ class Kernel:
         st.lowering_s += t.get("lowering", 0.0)
         st.tileiras_s += t.get("tileiras", 0.0)
         return c
+
+    def check_globals(self) -> None:
+        """Warn (once) when a global the compiled code froze in has changed since: compiled
+        specializations keep the old value (as in Numba); pass it as an argument instead."""
+        if self._frozen is None or self._warned_globals:
+            return
+        changed = fingerprint.changed_globals(self._frozen,
+                                              fingerprint.frozen_globals(self.py_func))
+        if changed:
+            self._warned_globals = True
+            warnings.warn(
+                f"kernel '{self.__name__}' reads global(s) {', '.join(changed)} whose value changed "
+                f"after it was compiled; globals are frozen into the compiled kernel at compile "
+                f"time (as in Numba), so it keeps the old value(s). Pass such values as arguments "
+                f"or tile.Constant parameters", RuntimeWarning, stacklevel=3)
 
     def executable(self, compiled: Compiled, device):
         """``compiled`` loaded on ``device`` by its backend (once per device)."""
@@ -240,7 +263,11 @@ class Kernel:
         from .typing.pipeline import type_kernel
         keys, consts = self._keys_for(args, generics)
         typed = type_kernel(self.py_func, keys, consts)
-        return typed.dump() + "\n\n" + structurize(typed).dump()
+        frozen = fingerprint.frozen_globals(self.py_func)
+        note = ("globals frozen into the compiled code (later changes are not seen): "
+                + ", ".join(f"{k} = {v!r}" for k, v in frozen.items())) if frozen else \
+            "globals frozen into the compiled code: none"
+        return typed.dump() + "\n\n" + structurize(typed).dump() + "\n\n" + note
 
     def inspect_tileir(self, *args, **generics) -> str:
         """The Tile IR text (``tileirdisasm`` syntax) for ``args``; needs no GPU."""
@@ -359,6 +386,8 @@ class KernelLaunch(DeviceOp):
             st = k.stats
             st.cache_hits += 1
             st.launches += 1
+            if not st.launches & 255:       # now and then: did a frozen global change?
+                k.check_globals()
             return self.args
         stream.device.make_current()
         return self._execute(ExecutionContext(stream))
@@ -429,6 +458,8 @@ class KernelLaunch(DeviceOp):
             raise
         launch_infos(exe, infos, grid, stream, rt)
         k.stats.launches += 1
+        if not k.stats.launches & 255:
+            k.check_globals()
         return values
 
     def _specialize_for(self, infos, consts, stream, simple: bool):

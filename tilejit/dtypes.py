@@ -126,8 +126,16 @@ def from_numpy(dt) -> DType:
     try:
         return _BY_NUMPY[npdt]
     except KeyError:
-        raise TypeError(f"NumPy dtype {npdt} has no tilejit equivalent; supported: "
-                        f"{', '.join(d.name for d in ALL_DTYPES)}") from None
+        pass
+    if not npdt.isnative:
+        native = npdt.newbyteorder("=")
+        if native in _BY_NUMPY:
+            raise TypeError(
+                f"NumPy dtype {npdt.str} has non-native byte order (big-endian); GPUs and tilejit "
+                f"use the machine's byte order. Convert the array first: "
+                f"a.astype(a.dtype.newbyteorder('=')) (here {native.name})")
+    raise TypeError(f"NumPy dtype {npdt} has no tilejit equivalent; supported: "
+                    f"{', '.join(d.name for d in ALL_DTYPES)}")
 
 
 def from_dlpack(code: int, bits: int, lanes: int = 1) -> DType:

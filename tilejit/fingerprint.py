@@ -141,6 +141,47 @@ def _value(h, v, seen: set, attr_names) -> None:
         raise _Unhashable(f"{type(v).__module__}.{type(v).__qualname__}")
 
 
+def frozen_globals(pyfunc) -> dict:
+    """``{name: value}`` of the plain global values (numbers, strings, tuples, dtypes, enum
+    members) that ``pyfunc`` and the ``@tile.function`` helpers it calls read: the values a
+    compile freezes into the kernel."""
+    from .language import TileFunction
+    out: dict = {}
+    seen: set = set()
+
+    def visit(fn):
+        if id(fn) in seen:
+            return
+        seen.add(id(fn))
+        g = fn.__globals__
+        for name in sorted(_names(fn.__code__)):
+            if name not in g:
+                continue
+            v = g[name]
+            if isinstance(v, TileFunction):
+                visit(v.py_func)
+            elif isinstance(v, (float, complex, tuple, frozenset, _dt.DType, enum.Enum)
+                            + _PRIMITIVES) and not isinstance(v, type):
+                out.setdefault(name, v)
+    visit(pyfunc)
+    return out
+
+
+def changed_globals(before: dict, now: dict) -> list:
+    """Names whose values differ between two ``frozen_globals`` snapshots (floats by bits)."""
+    def key(v):
+        if isinstance(v, (_dt.DType, enum.Enum)):
+            return repr(v)
+        h = hashlib.sha256()
+        try:
+            _constant(h, v)
+        except _Unhashable:
+            return repr(v)
+        return h.digest()
+    return sorted(n for n in set(before) | set(now)
+                  if n not in before or n not in now or key(before[n]) != key(now[n]))
+
+
 _BUILD_ID: Optional[str] = None
 
 
@@ -163,4 +204,4 @@ def build_id() -> str:
     return _BUILD_ID
 
 
-__all__ = ["function_digest", "build_id"]
+__all__ = ["function_digest", "frozen_globals", "changed_globals", "build_id"]

@@ -16,9 +16,7 @@ otherwise, or with ``TILEJIT_NATIVE=0``, everything runs in pure Python with the
 """
 from __future__ import annotations
 
-import os
-
-_DISABLED = ("0", "false", "no", "off")
+from . import envvars
 
 try:
     from . import _native as _ext
@@ -34,8 +32,7 @@ else:
 
 def enabled() -> bool:
     """Whether the C launch path is used (built, and not disabled with ``TILEJIT_NATIVE=0``)."""
-    return _ext is not None and os.environ.get("TILEJIT_NATIVE", "1").strip().lower() \
-        not in _DISABLED
+    return _ext is not None and envvars.flag("TILEJIT_NATIVE", True)
 
 
 def status() -> str:

@@ -284,6 +284,7 @@ class Lowering:
         start = self.as_dtype_tv(node.start, iv_dt)
         stop = self.as_dtype_tv(node.stop, iv_dt)
         step = self.as_dtype_tv(node.step, iv_dt)
+        self._check_step(node, step, iv_dt)
         inits = [self.value_as(c.init, c.type) for c in dyn] + self.token_values()
         if node.step_sign == 1:
             op = self.b.for_(start.value, stop.value, step.value, inits)
@@ -309,6 +310,15 @@ class Lowering:
         self._bind_results(dyn, op, saved_tokens)
         for r, ev in zip(node.results, node.exit_values):
             self.env[r.name] = self.value(ev)
+
+    def _check_step(self, node: R.For, step: TV, dt: DType) -> None:
+        """A step known only at run time may be zero: Python raises ValueError, so the kernel
+        stops with a device assertion instead of silently running no iteration."""
+        if node.step_sign is not None:
+            return
+        where = f" ({self.loc.filename}:{self.loc.line})" if self.loc is not None else ""
+        ok = self.em.compare("!=", step, self.em.const(0, dt))
+        self.b.assert_(ok.value, f"range() arg 3 must not be zero{where}")
 
     def _iv_dtype(self, node: R.For) -> DType:
         """int32 when every bound fits (faster index math), else the loop variable's dtype."""
@@ -346,6 +356,7 @@ class Lowering:
         start = self.as_dtype_tv(node.start, iv_dt)
         stop = self.as_dtype_tv(node.stop, iv_dt)
         step = self.as_dtype_tv(node.step, iv_dt)
+        self._check_step(node, step, iv_dt)
         inits = [start.value] + [self.value_as(c.init, c.type) for c in dyn] + self.token_values()
         op = self.b.loop(inits, self.result_types(node.results))
         args = op.regions[0].args

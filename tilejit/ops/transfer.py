@@ -19,6 +19,7 @@ from .. import dtypes as _dt
 from ..runtime import copy as _copy
 from ..runtime import tensor as _tensor
 from ..runtime.device import Device
+from ..runtime.partition import Partition
 from ..runtime.tensor import Tensor
 from ..runtime.transfer import check_shape, new_tensor, upload
 from .deviceop import DeviceOp, execute_input
@@ -72,8 +73,11 @@ class ToHost(DeviceOp):
 
     def _execute(self, ctx):
         t = execute_input(self.tensor, ctx)
+        if isinstance(t, Partition):          # e.g. kernel(...).first().to_host()
+            t = t.tensor
         if not isinstance(t, Tensor):
-            raise TypeError(f"to_host needs a tile.Tensor, got {type(t).__name__}")
+            raise TypeError(f"to_host needs a tile.Tensor or a Partition, got "
+                            f"{type(t).__name__}")
         t._check_usable("copy to the host")
         return _copy.download(t, ctx.stream)
 

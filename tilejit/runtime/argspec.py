@@ -490,8 +490,8 @@ def _extent(info):
 
 
 def _device_of(info) -> int:
-    t = info.tensor
-    return t.device.ordinal if t is not None else info.device
+    st = info.storage
+    return st.device.ordinal if st is not None else info.device
 
 
 def release_partitions(values) -> None:
@@ -537,10 +537,10 @@ def _aliases(a: ArgInfo, b: ArgInfo) -> bool:
         if a.host is not None and b.host is not None:
             return bool(np.may_share_memory(a.host, b.host))
         return False
-    if a.storage is not None and a.storage is b.storage:
-        return True
     ea, eb = _extent(a), _extent(b)
-    if ea is None or eb is None or _device_of(a) != _device_of(b):
+    if ea is None or eb is None:
+        return a.storage is not None and a.storage is b.storage
+    if _device_of(a) != _device_of(b):
         return False
     return ea[0] < eb[1] and eb[0] < ea[1] and ea[0] != ea[1] and eb[0] != eb[1]
 

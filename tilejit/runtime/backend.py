@@ -12,6 +12,8 @@ import sys
 import threading
 from typing import Optional, Tuple
 
+from .. import envvars
+
 CUDA = "cuda"
 SIMULATOR = "simulator"
 
@@ -21,17 +23,13 @@ _reason: str = ""
 _forced: list = []          # stack of forced backends (force() nests)
 _notice_printed = False
 
-_TRUTHY = ("1", "true", "yes", "on")     # TILEJIT_SIMULATE values that force the simulator
-
-
 def choose(simulate_env: Optional[str], driver_ok: bool, device_count: int) -> Tuple[str, str]:
     """``(backend, reason)`` from the value of ``TILEJIT_SIMULATE``, driver health and GPU count.
 
     ``TILEJIT_SIMULATE=1`` (also ``true``/``yes``/``on``) forces the simulator; ``0`` or unset uses
-    CUDA when a driver and at least one device exist.
+    CUDA when a driver and at least one device exist; any other value is an error.
     """
-    flag = (simulate_env or "").strip().lower()
-    if flag in _TRUTHY:
+    if envvars.parse_flag("TILEJIT_SIMULATE", simulate_env):
         return SIMULATOR, "TILEJIT_SIMULATE=1"
     if not driver_ok:
         return SIMULATOR, "no CUDA driver found"
@@ -42,7 +40,7 @@ def choose(simulate_env: Optional[str], driver_ok: bool, device_count: int) -> T
 
 def _detect() -> Tuple[str, str]:
     env = os.environ.get("TILEJIT_SIMULATE")
-    if (env or "").strip().lower() in _TRUTHY:
+    if envvars.parse_flag("TILEJIT_SIMULATE", env):
         return choose(env, False, 0)        # never touch the driver when told to simulate
     from . import driver
     ok = driver.driver_available()

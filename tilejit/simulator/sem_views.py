@@ -124,8 +124,12 @@ class _TileAccess:
             extent = tv.shape[d]
             if start >= extent:
                 space = tuple(-(-tv.shape[dd] // tt) for tt, dd in zip(self.tile, self.dim_map))
-                raise KernelFault(f"tile index {tuple(idx)} is outside the index space {space} of "
-                                  f"{self.pv} (tensor shape {tv.shape})")
+                # indices are unsigned in Tile IR; name the signed value the kernel computed
+                signed = tuple(int(env[s]) for s, _ in self.index)
+                neg = (" (a negative index: Tile IR reads it as the unsigned "
+                       f"{tuple(idx)})") if any(v < 0 for v in signed) else ""
+                raise KernelFault(f"tile index {signed} is outside the index space {space} of "
+                                  f"{self.pv} (tensor shape {tv.shape}){neg}")
             step = tv.strides[d] * isz
             addr += start * step
             parts.append(self.aranges[i] * step)

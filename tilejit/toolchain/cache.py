@@ -17,6 +17,7 @@ import os
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Optional
 
@@ -40,11 +41,56 @@ def default_dir() -> str:
 
 
 def cache_dir() -> Optional[str]:
-    """The cache directory, or None when the disk cache is disabled."""
+    """The cache directory (``~`` expanded), or None when the disk cache is disabled."""
     env = os.environ.get("TILEJIT_CACHE_DIR")
     if env is not None:
-        return None if env.strip().lower() in _DISABLED else env
+        return None if env.strip().lower() in _DISABLED else os.path.expanduser(env.strip())
     return default_dir()
+
+
+_probed: dict = {}          # directory -> "" when usable, else why not
+_probe_lock = threading.Lock()
+
+
+def problem(directory: str) -> str:
+    """Why ``directory`` cannot hold the cache ("" when it can): created if missing, then a file
+    is written and removed. Checked once per directory and process."""
+    with _probe_lock:
+        why = _probed.get(directory)
+        if why is None:
+            why = _probed[directory] = _probe(directory)
+            if why:
+                print(f"tilejit: the cache directory {directory} is not usable ({why}); "
+                      f"compiled kernels will not be cached on disk. Point TILEJIT_CACHE_DIR at "
+                      f"a writable directory, or set it to 0 to turn the cache off",
+                      file=sys.stderr)
+    return why
+
+
+def _probe(directory: str) -> str:
+    try:
+        os.makedirs(directory, exist_ok=True)
+        fd, path = tempfile.mkstemp(dir=directory, prefix=".probe-")
+        os.close(fd)
+        os.unlink(path)
+        return ""
+    except OSError as e:
+        return e.strerror or str(e)
+
+
+def usable_dir() -> Optional[str]:
+    """The cache directory when it is enabled and usable, else None."""
+    d = cache_dir()
+    return d if d is not None and not problem(d) else None
+
+
+def describe() -> str:
+    """The cache location for ``python -m tilejit info``."""
+    d = cache_dir()
+    if d is None:
+        return "disabled (TILEJIT_CACHE_DIR=0)"
+    why = problem(d)
+    return f"{d} (NOT USABLE: {why}; caching is off)" if why else d
 
 
 def max_size() -> int:
@@ -94,13 +140,7 @@ class DiskCache:
 
     def put(self, key: str, cubin: bytes) -> None:
         p = self._path(key)
-        try:
-            p.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=".tmp-")
-            with os.fdopen(fd, "wb") as f:
-                f.write(MAGIC + hashlib.sha256(cubin).digest() + cubin)
-            os.replace(tmp, p)
-        except OSError:
+        if not write_atomic(p, MAGIC + hashlib.sha256(cubin).digest() + cubin):
             return
         self.evict()
 
@@ -118,6 +158,7 @@ class DiskCache:
         return sum(s for _, s, _ in self.entries())
 
     def evict(self) -> None:
+        remove_stale_temps(self.dir)
         with _EVICT_LOCK:
             entries = self.entries()
             total = sum(s for _, s, _ in entries)
@@ -133,6 +174,7 @@ class DiskCache:
                     break
 
     def clear(self) -> None:
+        remove_stale_temps(self.dir, age=0)
         for _, _, p in self.entries():
             try:
                 p.unlink()
@@ -140,6 +182,43 @@ class DiskCache:
                 pass
 
 
+def write_atomic(path: Path, data: bytes) -> bool:
+    """Write ``data`` to ``path`` through a temporary file renamed into place (readers never see
+    a partial file); False, with nothing left behind, when the write fails."""
+    tmp = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+        return True
+    except OSError:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        return False
+
+
+STALE_TEMP_AGE = 600.0       # seconds: an older temporary file belongs to a process that died
+
+
+def remove_stale_temps(root: Path, age: float = STALE_TEMP_AGE) -> int:
+    """Remove ``.tmp-*`` files under ``root`` older than ``age`` seconds; returns how many."""
+    now = time.time()
+    n = 0
+    for p in Path(root).glob("**/.tmp-*"):
+        try:
+            if now - p.stat().st_mtime >= age:
+                p.unlink()
+                n += 1
+        except OSError:
+            continue
+    return n
+
+
 def current() -> Optional[DiskCache]:
-    d = cache_dir()
+    d = usable_dir()
     return None if d is None else DiskCache(d, max_size())

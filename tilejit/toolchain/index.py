@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Optional, Tuple
 
@@ -66,24 +65,8 @@ class Index:
 
     def put(self, key: str, symbol: str, slots, cubin: bytes) -> None:
         """Store an entry; failures (read-only directory, full disk) are ignored."""
-        p = self._path(key)
         payload = json.dumps({"symbol": symbol, "slots": list(slots)}).encode() + b"\n" + cubin
-        tmp = None
-        try:
-            p.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=".tmp-")
-            with os.fdopen(fd, "wb") as f:
-                f.write(MAGIC + hashlib.sha256(payload).digest() + payload)
-            os.replace(tmp, p)
-            tmp = None
-        except OSError:
-            pass
-        finally:
-            if tmp is not None:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
+        _cache.write_atomic(self._path(key), MAGIC + hashlib.sha256(payload).digest() + payload)
 
     def entries(self):
         """``(mtime, size, path)`` of every entry."""
@@ -99,7 +82,7 @@ class Index:
 
 def current() -> Optional[Index]:
     """The index of the active cache directory, or None when the disk cache is disabled."""
-    d = _cache.cache_dir()
+    d = _cache.usable_dir()
     return None if d is None else Index(d)
 
 

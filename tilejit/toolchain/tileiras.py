@@ -12,6 +12,7 @@ import hashlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -206,23 +207,44 @@ def compile_bytecode(bytecode: bytes, arch: str, *, opt_level: int = 3, lineinfo
             f.write(bytecode)
         cmd = [tc.tileiras, src, "-o", out, f"--gpu-name={arch}"] + tileiras_flags(opt_level, lineinfo)
         try:
-            r = subprocess.run(cmd, capture_output=True, text=True, env=tc.env(), timeout=timeout)
+            r = run_tool(cmd, tc.env(), timeout)
         except subprocess.TimeoutExpired:
             kept = _keep(bytecode, name) if keep_failed else src
             raise ToolchainError(
-                f"tileiras did not finish within {timeout:.0f} s compiling '{name}' for {arch}. "
-                f"Smaller tiles usually compile faster; TILEJIT_TILEIRAS_TIMEOUT raises the limit. "
-                f"Bytecode kept at {kept}.", command=cmd, bytecode_path=kept) from None
-        if r.returncode != 0 or not os.path.exists(out) or os.path.getsize(out) == 0:
+                f"tileiras did not finish within {timeout:.0f} s compiling '{name}' for {arch} "
+                f"(it was stopped, with every process it started). Smaller tiles usually compile "
+                f"faster; TILEJIT_TILEIRAS_TIMEOUT raises the limit. Bytecode kept at {kept}.",
+                command=cmd, bytecode_path=kept) from None
+        wrote = os.path.exists(out) and os.path.getsize(out) > 0
+        if r.returncode != 0 or not wrote:
             kept = _keep(bytecode, name) if keep_failed else src
             cmd_shown = [kept if c == src else c for c in cmd]
-            msg = (f"tileiras failed (exit code {r.returncode}) compiling '{name}' for {arch}.\n"
+            what = (f"tileiras failed (exit code {r.returncode})" if r.returncode != 0 else
+                    f"tileiras exited successfully but wrote no cubin (expected {out})")
+            msg = (f"{what} compiling '{name}' for {arch}.\n"
                    f"command: {' '.join(cmd_shown)}\n(run with CUDA_HOME={tc.root})\n"
                    f"{(r.stderr or r.stdout).strip()}\nbytecode kept at {kept}")
             raise ToolchainError(msg, parse_diagnostics(r.stderr), command=cmd_shown,
                                  bytecode_path=kept, stderr=r.stderr)
         with open(out, "rb") as f:
             return f.read()
+
+
+def run_tool(cmd, env, timeout) -> subprocess.CompletedProcess:
+    """Run ``cmd`` in a session of its own; on timeout, kill the whole process group (tileiras
+    starts ptxas and friends, which must not outlive it) and raise TimeoutExpired."""
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                          start_new_session=True) as p:
+        try:
+            out, err = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            p.communicate()
+            raise
+    return subprocess.CompletedProcess(cmd, p.returncode, out, err)
 
 
 def _keep(bytecode: bytes, name: str) -> str:

@@ -56,7 +56,7 @@ AUTHORITATIVE = frozenset([
     operator.ifloordiv, operator.imod, operator.ipow, operator.imatmul, operator.iand,
     operator.ior, operator.ixor, operator.ilshift, operator.irshift, operator.neg, operator.pos,
     operator.invert, operator.not_, operator.lt, operator.le, operator.gt, operator.ge,
-    operator.eq, operator.ne, abs, min, max, pow, divmod, print, "print_item",
+    operator.eq, operator.ne, abs, min, max, pow, divmod, print, "print_item", range,
 ])
 
 _OVERLOAD_TEMPLATE_NAMES = ("_OverloadFunctionTemplate", "_OverloadAttributeTemplate",

@@ -482,6 +482,9 @@ def constraint_error(constraint, exc, infer, func_ir, pyfunc, texts: "ExprText",
             msg = (f"cannot unpack {describe_type(tyof(constraint.iterator))} into "
                    f"{constraint.count} values" + ("" if isinstance(exc, TileTypingError) else
                                                    " (only tuples of the right length unpack)"))
+    if msg.startswith("no typing rule matches"):
+        msg = plain_language(msg, [(texts.of(v), tyof(v)) for v in operands if v is not None]) \
+            or msg
     where = locate(loc, fname, kind, detail, expr_text)
     text = f"in `{expr_text}`: {msg}" if expr_text and expr_text != "…" else msg
     lines = operand_lines(operands)
@@ -490,6 +493,33 @@ def constraint_error(constraint, exc, infer, func_ir, pyfunc, texts: "ExprText",
     if lines:
         text += "\n" + "\n".join(lines)
     return TypingError(text, where)
+
+
+def plain_language(msg: str, operands) -> Optional[str]:
+    """What a "no typing rule matches ..." failure means for common Python constructs that tile
+    kernels do not support (``operands``: ``(source text, type)`` pairs), or None."""
+    for label, t in operands:
+        if isinstance(t, (types.List, types.ListType, types.Set, types.DictType)) or \
+                type(t).__name__ in ("Reflected", "ReflectedList", "ReflectedSet"):
+            what = "a set" if isinstance(t, types.Set) else \
+                "a dict" if isinstance(t, types.DictType) else "a list"
+            return (f"`{label}` is {what}: Python lists, sets and dicts are mutable and are not "
+                    f"supported in tile kernels; use a tuple (e.g. {label} = (1, 2, 3)), or pass "
+                    f"the values as a tensor or as tile.Constant parameters")
+    if msg.startswith("no typing rule matches len(") and any(
+            isinstance(types.unliteral(t), types.UnicodeType) for _, t in operands):
+        return ("len() of a string is not supported in tile kernels: strings only appear as "
+                "constants (printf formats, assertion messages); use len() on tiles and tuples")
+    if msg.startswith("no typing rule matches getitem("):
+        tup = [lab for lab, t in operands if isinstance(t, types.BaseTuple)]
+        idx = [(lab, t) for lab, t in operands if isinstance(t, types.Integer) and
+               not isinstance(t, types.IntegerLiteral)]
+        if tup and idx:
+            return (f"the tuple `{tup[0]}` can only be indexed with a compile-time constant "
+                    f"({tup[0]}[0], or an index that is a tile.Constant), but `{idx[0][0]}` is "
+                    f"a runtime {describe_type(idx[0][1])}; to choose a value at run time, put "
+                    f"the values in a tile and use tile.where, or load them from a tensor")
+    return None
 
 
 def _inline_chain(name: Optional[str], sites: dict) -> List[str]:

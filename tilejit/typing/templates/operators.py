@@ -13,6 +13,7 @@ from __future__ import annotations
 import operator
 
 from numba.core import types
+from numba.core.typing.builtins import Range as _NumbaRange
 from numba.core.typing.templates import signature
 
 from ... import dtypes as dt
@@ -331,16 +332,24 @@ def _float(context, args, kws):
 
 
 @raw_function_template(range, "range")
-def _range_guard(context, args, kws):
+def _range(context, args, kws):
+    if kws:
+        raise TileTypingError("range() takes no keyword arguments")
+    if not 1 <= len(args) <= 3:
+        raise TileTypingError(f"range expected 1 to 3 arguments, got {len(args)}")
     for i, a in enumerate(args, 1):
         if not isinstance(types.unliteral(a), types.Integer):
             extra = ""
             if isinstance(a, TileType):
                 extra = ("; a tile is a value on the device, not a loop bound: use scalars such as "
                          "x.shape[0], tile.bid(0), tile.cdiv(n, BK) or a kernel argument")
+            elif isinstance(types.unliteral(a), types.Float):
+                extra = ("; like Python's range(), tile kernels take no float bounds (convert with "
+                         "int(...), or loop over an integer counter and scale it)")
             raise TileTypingError(f"range() bounds must be integer scalars, but argument {i} is "
                                   f"{describe_type(a)}{extra}")
-    return None     # Numba's Range template types the valid cases
+    # the integer cases, as Numba types them (range_state32 / 64 / unsigned)
+    return context.resolve_overload(range, _NumbaRange.cases, args, kws)
 
 
 @raw_function_template(len, "len")
