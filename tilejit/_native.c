@@ -585,37 +585,6 @@ static PyObject *Launcher_launch(Launcher *self, PyObject *const *argv, Py_ssize
                           PyTuple_GET_ITEM(self->anns, i), stream, &si);
         if (ok != 1) goto done;
     }
-    /* the executable, keyed like Kernel._fast: (argument keys, device) */
-    keys = PyTuple_New(n);
-    if (!keys) { ok = -1; goto done; }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        Py_INCREF(a[i].key);
-        PyTuple_SET_ITEM(keys, i, a[i].key);
-    }
-    lookup = PyTuple_Pack(2, keys, device);
-    if (!lookup) { ok = -1; goto done; }
-    PyObject *exe = PyDict_GetItemWithError(self->fast, lookup); /* borrowed */
-    if (!exe) { ok = PyErr_Occurred() ? -1 : 0; goto done; }
-    Py_INCREF(exe);
-
-    /* every array on the launch's device (else the Python path explains) */
-    for (Py_ssize_t i = 0; i < n && ok == 1; i++) {
-        if (!a[i].storage) continue;
-        PyObject *d = PyObject_GetAttr(a[i].storage, S_device);
-        if (!d) { ok = -1; break; }
-        if (d != device) ok = 0;
-        Py_DECREF(d);
-    }
-    if (ok != 1) { Py_DECREF(exe); goto done; }
-    /* outputs may not alias other arguments: anything that might is left to the Python check */
-    for (Py_ssize_t i = 0; i < n && ok == 1; i++) {
-        if (!a[i].writable) continue;
-        for (Py_ssize_t j = 0; j < n; j++) {
-            if (j == i || a[j].scalar) continue;
-            if (a[i].start < a[j].end && a[j].start < a[i].end && a[i].start != a[i].end &&
-                a[j].start != a[j].end) { ok = 0; break; }
-        }
-    }
     /* the grid: every partition's, all equal */
     for (Py_ssize_t i = 0; i < n && ok == 1; i++) {
         if (!a[i].grid) continue;
@@ -633,7 +602,41 @@ static PyObject *Launcher_launch(Launcher *self, PyObject *const *argv, Py_ssize
             else g[d] = (unsigned long)x;
         }
     }
-    if (ok != 1) { Py_DECREF(exe); goto done; }
+    if (ok != 1) goto done;
+    /* every array on the launch's device (else the Python path explains) */
+    for (Py_ssize_t i = 0; i < n && ok == 1; i++) {
+        if (!a[i].storage) continue;
+        PyObject *d = PyObject_GetAttr(a[i].storage, S_device);
+        if (!d) { ok = -1; break; }
+        if (d != device) ok = 0;
+        Py_DECREF(d);
+    }
+    /* outputs may not alias other arguments: anything that might is left to the Python check */
+    for (Py_ssize_t i = 0; i < n && ok == 1; i++) {
+        if (!a[i].writable) continue;
+        for (Py_ssize_t j = 0; j < n; j++) {
+            if (j == i || a[j].scalar) continue;
+            if (a[i].start < a[j].end && a[j].start < a[i].end && a[i].start != a[i].end &&
+                a[j].start != a[j].end) { ok = 0; break; }
+        }
+    }
+    if (ok != 1) goto done;
+    /* the executable, keyed like Kernel._fast: (argument keys, device, grid axes of extent 1) */
+    keys = PyTuple_New(n);
+    if (!keys) { ok = -1; goto done; }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_INCREF(a[i].key);
+        PyTuple_SET_ITEM(keys, i, a[i].key);
+    }
+    PyObject *ones = PyTuple_Pack(3, g[0] == 1 ? Py_True : Py_False,
+                                  g[1] == 1 ? Py_True : Py_False, g[2] == 1 ? Py_True : Py_False);
+    if (!ones) { ok = -1; goto done; }
+    lookup = PyTuple_Pack(3, keys, device, ones);
+    Py_DECREF(ones);
+    if (!lookup) { ok = -1; goto done; }
+    PyObject *exe = PyDict_GetItemWithError(self->fast, lookup); /* borrowed */
+    if (!exe) { ok = PyErr_Occurred() ? -1 : 0; goto done; }
+    Py_INCREF(exe);
 
     /* order every storage on the stream (Storage.use) */
     int fast = 1;

@@ -101,7 +101,7 @@ def bytecode_version(target: str):
 
 
 def front_end(pyfunc, keys: Sequence, constants: dict, target: str, options: CompileOptions,
-              const_grid=None, name: Optional[str] = None, version=None):
+              const_grid=None, name: Optional[str] = None, version=None, grid_ones=None):
     """Typing, structurizing, lowering and verifying: ``(typed, module, timings)``."""
     ti = time.perf_counter()
     from .lowering.lower import lower_kernel
@@ -115,7 +115,8 @@ def front_end(pyfunc, keys: Sequence, constants: dict, target: str, options: Com
     module = lower_kernel(structurize(typed), name=symbol(name or pyfunc.__name__), arch=arch,
                           bytecode_version=version if version is not None
                           else bytecode_version(target),
-                          hints=options.hints(), const_grid=const_grid)
+                          hints=options.hints(), const_grid=const_grid,
+                          grid_ones=grid_ones or (False, False, False))
     verify_module(module)
     t2 = time.perf_counter()
     dumps = dump_stages()
@@ -130,7 +131,7 @@ def front_end(pyfunc, keys: Sequence, constants: dict, target: str, options: Com
 
 
 def index_key(pyfunc, keys, constants: dict, target: str, options: CompileOptions,
-              const_grid, name: Optional[str]) -> Optional[str]:
+              const_grid, name: Optional[str], grid_ones=None) -> Optional[str]:
     """The warm-start index key of a compile (``toolchain.index``): everything that determines the
     bytecode and the cubin, computed without the front end. None when the kernel reads a global
     that cannot be hashed by value, or when ``TILEJIT_DUMP`` asks for the intermediate forms."""
@@ -146,6 +147,7 @@ def index_key(pyfunc, keys, constants: dict, target: str, options: CompileOption
     pinned = os.environ.get("TILEJIT_BYTECODE_VERSION", "") + repr(tileiras._PINNED)
     parts = ("tilejit-index-v1", fingerprint.build_id(), digest, repr(tuple(keys)),
              repr(_keys.constant_key(constants)), repr(options), target, repr(const_grid),
+             repr(tuple(grid_ones or (False, False, False))),
              name or pyfunc.__name__, f"{tc.tileiras}:{st.st_size}:{st.st_mtime_ns}", pinned)
     h = hashlib.sha256()
     for part in parts:
@@ -157,7 +159,8 @@ def index_key(pyfunc, keys, constants: dict, target: str, options: CompileOption
 
 def compile(pyfunc, keys: Sequence, constants: dict, target: str,
             options: Optional[CompileOptions] = None, *, const_grid=None,
-            name: Optional[str] = None, key=None, use_disk_cache: bool = True) -> Compiled:
+            name: Optional[str] = None, key=None, use_disk_cache: bool = True,
+            grid_ones=None) -> Compiled:
     """Compile ``pyfunc`` for argument ``keys``, ``constants`` and ``target`` (``"sim"`` or an
     architecture such as ``"sm_90"``). ``const_grid`` (a 3-tuple) is baked in.
 
@@ -171,7 +174,8 @@ def compile(pyfunc, keys: Sequence, constants: dict, target: str,
         index = _index.current()
         if index is not None:
             t0 = time.perf_counter()
-            ikey = index_key(pyfunc, keys, constants, target, options, const_grid, name)
+            ikey = index_key(pyfunc, keys, constants, target, options, const_grid, name,
+                             grid_ones)
             hit = index.get(ikey) if ikey is not None else None
             if hit is not None:
                 symbol, slots, cubin = hit
@@ -181,7 +185,7 @@ def compile(pyfunc, keys: Sequence, constants: dict, target: str,
                 return c
     version = bytecode_version(target)
     typed, module, timings = front_end(pyfunc, keys, constants, target, options, const_grid,
-                                       name, version)
+                                       name, version, grid_ones)
     fname = module.functions[0].name
     c = Compiled(key, fname, target, _keys.abi_slots(keys), module=module, typed=typed,
                  timings=timings)

@@ -42,6 +42,13 @@ from .runtime.tensor import Tensor
 
 _ARCH_RE_DOC = "an architecture name such as 'sm_90'"
 _MISSING = object()         # a Constant left for .generics(...) to bind
+NO_GRID_FACTS = (False, False, False)
+
+
+def grid_ones(grid) -> tuple:
+    """Which axes of a launch grid have extent 1 (part of the specialization key: ``tile.bid``
+    of such an axis is the constant 0, which lets tileiras prove more loads in bounds)."""
+    return (grid[0] == 1, grid[1] == 1, grid[2] == 1)
 _new_launch = object.__new__
 
 
@@ -178,12 +185,15 @@ class Kernel:
 
     # --- compilation -------------------------------------------------------------------------------
     def specialize(self, keys: Sequence[tuple], consts: Dict[str, Any], target: str,
-                   options: Optional[CompileOptions] = None, const_grid=None) -> Compiled:
+                   options: Optional[CompileOptions] = None, const_grid=None,
+                   grid_ones=NO_GRID_FACTS) -> Compiled:
         """The compiled specialization for argument keys, constants and target (``"sim"`` or an
         architecture such as ``"sm_90"``); compiles once per key, also under concurrency.
-        ``const_grid`` (a 3-tuple) is baked in: ``tile.num_blocks`` folds to its entries."""
+        ``const_grid`` (a 3-tuple) is baked in: ``tile.num_blocks`` folds to its entries;
+        ``grid_ones`` says which grid axes have extent 1 (``tile.bid`` there is 0)."""
         options = options or self.options
-        key = (tuple(keys), _keys.constant_key(consts), options, target, const_grid)
+        key = (tuple(keys), _keys.constant_key(consts), options, target, const_grid,
+               tuple(grid_ones))
         c = self._cache.get(key)
         if c is not None:
             self.stats.cache_hits += 1
@@ -195,17 +205,20 @@ class Kernel:
             if c is not None:
                 self.stats.cache_hits += 1
                 return c
-            c = self._compile(list(keys), consts, target, options, const_grid, key=key)
+            c = self._compile(list(keys), consts, target, options, const_grid, key=key,
+                              grid_ones=tuple(grid_ones))
             self._cache[key] = c
             return c
 
-    def _compile(self, keys, consts, target, options, const_grid=None, key=None) -> Compiled:
+    def _compile(self, keys, consts, target, options, const_grid=None, key=None,
+                 grid_ones=NO_GRID_FACTS) -> Compiled:
         if self._frozen is None:
             self._frozen = fingerprint.frozen_globals(self.py_func)
         else:
             self.check_globals()
         c = _compiler.compile(self.py_func, keys, consts, target, options, const_grid=const_grid,
-                              name=self.__name__, key=key, use_disk_cache=self.use_disk_cache)
+                              name=self.__name__, key=key, use_disk_cache=self.use_disk_cache,
+                              grid_ones=grid_ones)
         st = self.stats
         t = c.timings
         if "index" in t:
@@ -253,7 +266,12 @@ class Kernel:
             args = self._bind(tuple(args), {})
         rt, consts = self._split(tuple(args), dict(generics or {}))
         try:
-            return [classify(v, a).key for v, a in zip(rt, self._anns)], consts
+            infos = [classify(v, a) for v, a in zip(rt, self._anns)]
+            try:
+                ones = grid_ones(grid_from_partitions(infos))
+            except LaunchError:         # no partition: the grid is only known at launch
+                ones = NO_GRID_FACTS
+            return [i.key for i in infos], consts, ones
         finally:
             release_partitions(rt)
 
@@ -261,7 +279,7 @@ class Kernel:
         """The typed Numba IR and region tree of the specialization for ``args``."""
         from .lowering.structurize import structurize
         from .typing.pipeline import type_kernel
-        keys, consts = self._keys_for(args, generics)
+        keys, consts, _ = self._keys_for(args, generics)
         typed = type_kernel(self.py_func, keys, consts)
         frozen = fingerprint.frozen_globals(self.py_func)
         note = ("globals frozen into the compiled code (later changes are not seen): "
@@ -272,26 +290,27 @@ class Kernel:
     def inspect_tileir(self, *args, **generics) -> str:
         """The Tile IR text (``tileirdisasm`` syntax) for ``args``; needs no GPU."""
         from .tileir import print_module
-        keys, consts = self._keys_for(args, generics)
+        keys, consts, ones = self._keys_for(args, generics)
         _, module, _ = _compiler.front_end(self.py_func, keys, consts, _compiler.SIM_TARGET,
-                                           self.options, name=self.__name__)
+                                           self.options, name=self.__name__, grid_ones=ones)
         return print_module(module)
 
     def inspect_bytecode(self, *args, **generics) -> bytes:
         """The Tile IR bytecode tileiras would compile for ``args``."""
         from .tileir import LATEST, write_bytecode
         from .toolchain import tileiras
-        keys, consts = self._keys_for(args, generics)
+        keys, consts, ones = self._keys_for(args, generics)
         version = tileiras.max_bytecode_version() if tileiras.available() else LATEST
         _, module, _ = _compiler.front_end(self.py_func, keys, consts, _compiler.SIM_TARGET,
-                                           self.options, name=self.__name__, version=version)
+                                           self.options, name=self.__name__, version=version,
+                                           grid_ones=ones)
         return write_bytecode(module, version)
 
     def compile(self, *args, arch: Optional[str] = None, **generics) -> bytes:
         """Ahead-of-time compile for ``args`` and return the cubin bytes (no GPU needed)."""
         arch = arch_or_raise(default_arch() if arch is None else arch)
-        keys, consts = self._keys_for(args, generics)
-        return self._compile(keys, consts, arch, self.options).cubin
+        keys, consts, ones = self._keys_for(args, generics)
+        return self._compile(keys, consts, arch, self.options, grid_ones=ones).cubin
 
     @property
     def signatures(self) -> list:
@@ -472,18 +491,20 @@ class KernelLaunch(DeviceOp):
         check_launch_aliasing(infos, k.runtime_names)
         grid = grid_from_partitions(infos, self._grid, k.runtime_names)
         keys = tuple([i.key for i in infos])
+        ones = grid_ones(grid)
         if simple:
-            # hot path: a plain dict hit on (argument keys, device)
-            exe = k._fast.get((keys, device))
+            # hot path: a plain dict hit on (argument keys, device, grid axes of extent 1)
+            exe = k._fast.get((keys, device, ones))
             if exe is not None:
                 k.stats.cache_hits += 1
                 return grid, exe
         backend = backends.of(device)
         compiled = k.specialize(keys, consts or {}, backend.target(device),
-                                self._options or k.options, const_grid=self._const_grid)
+                                self._options or k.options, const_grid=self._const_grid,
+                                grid_ones=ones)
         exe = k.executable(compiled, device)
         if simple:
-            k._fast[(keys, device)] = exe
+            k._fast[(keys, device, ones)] = exe
         return grid, exe
 
 

@@ -28,17 +28,22 @@ from numba.core import ir, types
 from .. import dtypes as D
 from ..dtypes import DType
 from ..errors import CompileError, SourceLocation, TypingError, UnsupportedError
-from ..tileir import TOKEN, Block, Builder, Module, OptHints, TileType, Value
+from ..tileir import Block, Builder, Module, OptHints, TileType, Value
 from ..typing import promotion
 from ..typing.templates._base import NOT_STATIC, static_value
-from ..typing.types import DTypeType, EnumMemberType, TileType as NbTile, dtype_of
+from ..typing.types import TileType as NbTile, dtype_of
 from . import regions as R
 from .abi import ArrayParam, ScalarParam, ViewRef, build_entry
+from .control import ControlFlow, _is_static_type
 from .handlers import CALLS
 from .emit import TV, Emitter, elem
 
 if TYPE_CHECKING:
     from ..typing.pipeline import CallInfo
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 @dataclass
@@ -57,19 +62,17 @@ _COMPARES = {operator.lt: "<", operator.le: "<=", operator.gt: ">", operator.ge:
              operator.eq: "==", operator.ne: "!="}
 
 
-def _is_static_type(ty) -> bool:
-    return isinstance(ty, (types.Literal, DTypeType, EnumMemberType)) or (
-        isinstance(ty, types.BaseTuple) and all(_is_static_type(t) for t in ty.types))
-
-
-class Lowering:
+class Lowering(ControlFlow):
     """Lowers one structured kernel to a Tile IR module with a single entry function."""
 
     def __init__(self, structured: R.StructuredKernel, *, name: Optional[str] = None,
                  arch: str = "sm_90", bytecode_version=(13, 4), hints: Optional[dict] = None,
-                 const_grid: Optional[tuple] = None):
+                 const_grid: Optional[tuple] = None, grid_ones=(False, False, False)):
         self.sk = structured
         self.const_grid = const_grid
+        # grid axes of extent 1 (known at specialization): their block index is 0
+        self.grid_ones = tuple(grid_ones) if const_grid is None else \
+            tuple(n == 1 for n in const_grid)
         self.tk = structured.typed
         self.typemap = structured.typemap
         self.calltypes = structured.calltypes
@@ -88,6 +91,7 @@ class Lowering:
         self.hoist = Builder(self.hoist_block)
         self.hoist_em = Emitter(self.hoist)
         self._bids = None
+        self._zero_bid = None
         self.env: Dict[str, object] = {}
         for p in self.tk.params:
             if p.kind == "constant":
@@ -104,6 +108,7 @@ class Lowering:
                 t = self.b.make_token()
                 self.tokens[nm] = [t, t]
         self.loop_stack: List[list] = []       # carried names of enclosing loops
+        self._touch_memo: Dict[int, bool] = {}
 
     # ================================================================================== driver
     def run(self) -> Module:
@@ -178,249 +183,6 @@ class Lowering:
         if isinstance(v, (TV, ArrayParam, ViewRef)):
             raise self.error("this value must be a compile-time constant")
         return v
-
-    # ================================================================================== regions
-    def region(self, region: R.Region) -> None:
-        for node in region.nodes:
-            if isinstance(node, R.Block):
-                for stmt in node.stmts:
-                    self.stmt(stmt)
-            elif isinstance(node, R.If):
-                self.if_(node)
-            elif isinstance(node, R.For):
-                if node.has_break:
-                    self.for_as_loop(node)
-                else:
-                    self.for_(node)
-            elif isinstance(node, R.Loop):
-                self.loop(node)
-        t = region.term
-        if isinstance(t, R.Return):
-            self.b.return_()
-        elif isinstance(t, R.Continue):
-            self.b.continue_(self.loop_values(t.values))
-        elif isinstance(t, R.Break):
-            self.b.break_(self.exit_values(t.values))
-        elif t is None and self.loop_stack and R.ends_without_fallthrough(region):
-            # Both arms left the loop or continued: Tile IR still wants a terminator here.
-            self.b.continue_(self.current_loop_values())
-
-    # --- token plumbing ----------------------------------------------------------------------
-    def token_names(self) -> List[str]:
-        return sorted(self.tokens)
-
-    def token_values(self) -> List[Value]:
-        out = []
-        for nm in self.token_names():
-            out += self.tokens[nm]
-        return out
-
-    def set_tokens(self, values: Sequence[Value]) -> None:
-        it = iter(values)
-        for nm in self.token_names():
-            self.tokens[nm] = [next(it), next(it)]
-
-    # --- carried values ----------------------------------------------------------------------
-    def value_as(self, operand, nbtype) -> Value:
-        """``operand`` materialized as a Tile IR value of the (Numba) type ``nbtype``."""
-        return self.tv(self.value(operand), dtype_of(nbtype), nbtype).value
-
-    def result_types(self, results) -> list:
-        """Tile IR result types of an ``if``/``loop`` defining ``results``, plus the tokens."""
-        return [self.tir_type(r.type) for r in results] + [TOKEN] * (2 * len(self.tokens))
-
-    def loop_values(self, values) -> List[Value]:
-        """Operands of a ``continue``: the innermost loop's carried variables + tokens."""
-        frame = self.loop_stack[-1]
-        out = [frame["next_iv"]()] if frame["kind"] == "for_as_loop" else []
-        for c, v in zip(frame["carried"], values):
-            if not frame["static"].get(c.name):
-                out.append(self.value_as(v, c.type))
-        return out + self.token_values()
-
-    def current_loop_values(self) -> List[Value]:
-        frame = self.loop_stack[-1]
-        return self.loop_values([c.name for c in frame["carried"]])
-
-    def exit_values(self, values) -> List[Value]:
-        """Operands of a ``break``: the innermost loop's results + tokens."""
-        frame = self.loop_stack[-1]
-        out = [self.value_as(v, r.type) for r, v in zip(frame["results"], values)]
-        return out + self.token_values()
-
-    # --- if ----------------------------------------------------------------------------------
-    def if_(self, node: R.If) -> None:
-        self.loc = self._loc(node.loc) or self.loc
-        cond = self.tv(self.value(node.cond), D.bool_)
-        results = node.results
-        op = self.b.if_(cond.value, self.result_types(results))
-        saved = dict(self.tokens)
-        for arm, region in ((0, node.then), (1, node.orelse)):
-            self.tokens = {k: list(v) for k, v in saved.items()}
-            with self.b.at(op.regions[arm]):
-                self.region(region)
-                if isinstance(region.term, R.Yield):
-                    vals = [self.value_as(v, r.type) for r, v in zip(results, region.term.values)]
-                    self.b.yield_(vals + self.token_values())
-                elif region.term is None and not R.ends_without_fallthrough(region):
-                    self.b.yield_([self.zero_of(r.type).value for r in results] + self.token_values())
-        self._bind_results(results, op, saved)
-
-    # --- loops -------------------------------------------------------------------------------
-    def _carried_setup(self, carried):
-        dyn, static = [], {}
-        for c in carried:
-            if _is_static_type(c.type):
-                static[c.name] = True
-                self.env[c.name] = static_value(c.type)
-            else:
-                dyn.append(c)
-        return dyn, static
-
-    def for_(self, node: R.For) -> None:
-        self.loc = self._loc(node.loc) or self.loc
-        dyn, static = self._carried_setup(node.carried)
-        iv_dt = self._iv_dtype(node)
-        start = self.as_dtype_tv(node.start, iv_dt)
-        stop = self.as_dtype_tv(node.stop, iv_dt)
-        step = self.as_dtype_tv(node.step, iv_dt)
-        self._check_step(node, step, iv_dt)
-        inits = [self.value_as(c.init, c.type) for c in dyn] + self.token_values()
-        if node.step_sign == 1:
-            op = self.b.for_(start.value, stop.value, step.value, inits)
-            args = op.regions[0].args
-            iv = TV(args[0], iv_dt)
-        else:
-            # Tile IR `for` needs a positive step: iterate j over the trip count.
-            zero, one = self.em.const(0, iv_dt), self.em.const(1, iv_dt)
-            trips = self._trip_count(start, stop, step, node.step_sign, iv_dt)
-            op = self.b.for_(zero.value, trips.value, one.value, inits)
-            args = op.regions[0].args
-            j = TV(args[0], iv_dt)
-            with self.b.at(op.regions[0]):
-                iv = self.em.binary("+", start, self.em.binary("*", j, step, iv_dt), iv_dt)
-        self.env[node.iv] = iv
-        saved_tokens = self._enter_body(dyn, args[1:])
-        self.loop_stack.append({"kind": "for", "carried": node.carried, "static": static,
-                                "results": node.results})
-        with self.b.at(op.regions[0]):
-            self.region(node.body)
-        self.loop_stack.pop()
-        # results: exit values evaluated on the final carried values
-        self._bind_results(dyn, op, saved_tokens)
-        for r, ev in zip(node.results, node.exit_values):
-            self.env[r.name] = self.value(ev)
-
-    def _check_step(self, node: R.For, step: TV, dt: DType) -> None:
-        """A step known only at run time may be zero: Python raises ValueError, so the kernel
-        stops with a device assertion instead of silently running no iteration."""
-        if node.step_sign is not None:
-            return
-        where = f" ({self.loc.filename}:{self.loc.line})" if self.loc is not None else ""
-        ok = self.em.compare("!=", step, self.em.const(0, dt))
-        self.b.assert_(ok.value, f"range() arg 3 must not be zero{where}")
-
-    def _iv_dtype(self, node: R.For) -> DType:
-        """int32 when every bound fits (faster index math), else the loop variable's dtype."""
-        d = dtype_of(node.iv_type) or D.int64
-        vals = [self.value(x) for x in (node.start, node.stop, node.step)]
-        if all((isinstance(v, TV) and v.dtype in (D.int32, D.int16, D.int8, D.uint8, D.uint16)) or
-               (isinstance(v, int) and -2 ** 31 <= v < 2 ** 31) for v in vals):
-            return D.int32
-        return d
-
-    def _trip_count(self, start: TV, stop: TV, step: TV, sign, dt: DType) -> TV:
-        em = self.em
-        zero, one = em.const(0, dt), em.const(1, dt)
-        if sign == -1:
-            # ceil((start - stop) / -step) = (start - stop - step - 1) // -step
-            neg = em.negate(step)
-            n = em.floordiv(em.binary("-", em.binary("+", em.binary("-", start, stop, dt), neg, dt),
-                                      one, dt), neg)
-        else:
-            pos = em.compare(">", step, zero)
-            neg = em.negate(step)
-            up = em.floordiv(em.binary("-", em.binary("+", em.binary("-", stop, start, dt), step,
-                                                       dt), one, dt), step)
-            down = em.floordiv(em.binary("-", em.binary("+", em.binary("-", start, stop, dt), neg,
-                                                         dt), one, dt), neg)
-            n = em.where(pos, up, down, dt)
-        return em.binary("max", n, zero, dt)
-
-    def for_as_loop(self, node: R.For) -> None:
-        """A ``for`` with ``break``: a Tile IR ``loop`` carrying the induction variable."""
-        self.loc = self._loc(node.loc) or self.loc
-        dyn, static = self._carried_setup(node.carried)
-        iv_dt = self._iv_dtype(node)
-        em = self.em
-        start = self.as_dtype_tv(node.start, iv_dt)
-        stop = self.as_dtype_tv(node.stop, iv_dt)
-        step = self.as_dtype_tv(node.step, iv_dt)
-        self._check_step(node, step, iv_dt)
-        inits = [start.value] + [self.value_as(c.init, c.type) for c in dyn] + self.token_values()
-        op = self.b.loop(inits, self.result_types(node.results))
-        args = op.regions[0].args
-        iv = TV(args[0], iv_dt)
-        saved_tokens = self._enter_body(dyn, args[1:])
-        with self.b.at(op.regions[0]):
-            # exhausted range -> break with the exit values
-            if node.step_sign == 1:
-                done = em.compare(">=", iv, stop)
-            elif node.step_sign == -1:
-                done = em.compare("<=", iv, stop)
-            else:
-                pos = em.compare(">", step, em.const(0, iv_dt))
-                done = em.where(pos, em.compare(">=", iv, stop), em.compare("<=", iv, stop),
-                                D.bool_)
-            ex = self.b.if_(done.value)
-            with self.b.at(ex.regions[0]):
-                self.b.break_([self.value_as(v, r.type)
-                               for r, v in zip(node.results, node.exit_values)]
-                              + self.token_values())
-            with self.b.at(ex.regions[1]):
-                self.b.yield_()
-            self.env[node.iv] = iv
-            frame = {"kind": "for_as_loop", "carried": node.carried, "static": static,
-                     "results": node.results,
-                     "next_iv": lambda: em.binary("+", iv, step, iv_dt).value}
-            self.loop_stack.append(frame)
-            self.region(node.body)
-            self.loop_stack.pop()
-        self._bind_results(node.results, op, saved_tokens)
-
-    def _enter_body(self, dyn, args) -> Dict[str, List[Value]]:
-        """At the top of a loop body: bind the dynamic carried variables ``dyn`` to the leading
-        block arguments ``args`` and take the memory tokens from the ones after them. Returns the
-        outer tokens (for :meth:`_bind_results`)."""
-        for c, a in zip(dyn, args):
-            self.env[c.name] = TV(a, dtype_of(c.type))
-        saved_tokens = dict(self.tokens)
-        if self.tokens:
-            self.set_tokens(args[len(dyn):])
-        return saved_tokens
-
-    def _bind_results(self, names, op, saved_tokens) -> None:
-        """After an ``if`` or loop op: restore the outer tokens, bind ``names`` to its leading
-        results and take the memory tokens it carried out as the new ones."""
-        self.tokens = saved_tokens
-        for r, v in zip(names, op.results):
-            self.env[r.name] = TV(v, dtype_of(r.type))
-        if self.tokens:
-            self.set_tokens(op.results[len(names):])
-
-    def loop(self, node: R.Loop) -> None:
-        self.loc = self._loc(node.loc) or self.loc
-        dyn, static = self._carried_setup(node.carried)
-        inits = [self.value_as(c.init, c.type) for c in dyn] + self.token_values()
-        op = self.b.loop(inits, self.result_types(node.results))
-        args = op.regions[0].args
-        saved_tokens = self._enter_body(dyn, args)
-        self.loop_stack.append({"kind": "loop", "carried": node.carried, "static": static,
-                                "results": node.results})
-        with self.b.at(op.regions[0]):
-            self.region(node.body)
-        self.loop_stack.pop()
-        self._bind_results(node.results, op, saved_tokens)
 
     # ================================================================================== statements
     def _loc(self, loc) -> Optional[SourceLocation]:
@@ -501,6 +263,8 @@ class Lowering:
             return self.em.compare(_COMPARES[fn], self.tv(lhs, d, lt), self.tv(rhs, d, rt), d)
         if fn in (operator.matmul, operator.imatmul):
             return self.matmul(self.tv(lhs, None, lt), self.tv(rhs, None, rt), dtype_of(rty))
+        if _is_number(lhs) and _is_number(rhs) and not isinstance(rty, NbTile):
+            return self._fold(fn, lhs, rhs)
         if fn in (operator.pow, operator.ipow) and isinstance(rhs, int) and not isinstance(rhs, bool) \
                 and not dtype_of(rty).is_float:
             return self.em.int_power(self.tv(lhs, dtype_of(rty), lt), rhs)
@@ -513,6 +277,16 @@ class Lowering:
             cd = d if not cd.is_float else cd
             return self.em.binary("/", self.tv(lhs, cd, lt), self.tv(rhs, cd, rt), d)
         return self.em.binary(sym, self.tv(lhs, d, lt), self.tv(rhs, d, rt), d)
+
+    def _fold(self, fn, lhs, rhs):
+        """A binary operator on two compile-time numbers, computed now (``D ** 0.5``,
+        ``1.0 / BK``): no runtime arithmetic, and the result stays a constant."""
+        try:
+            return fn(lhs, rhs)
+        except ZeroDivisionError:
+            raise self.error(f"division by zero in a constant expression ({lhs!r} and {rhs!r})")
+        except (OverflowError, ValueError) as e:
+            raise self.error(f"constant expression on {lhs!r} and {rhs!r} fails: {e}")
 
     def unary(self, e, target):
         fn = e.fn
@@ -621,6 +395,10 @@ class Lowering:
     def bid(self, axis: int) -> TV:
         if not 0 <= axis < 3:
             raise self.error(f"tile.bid(axis): axis must be 0, 1 or 2, got {axis}")
+        if self.grid_ones[axis]:
+            if self._zero_bid is None:
+                self._zero_bid = self.hoist_em.const(0, D.int32)
+            return self._zero_bid
         if self._bids is None:
             self._bids = self.hoist.get_tile_block_id()
         return TV(self._bids[axis], D.int32)

@@ -332,6 +332,12 @@ def check_ir(func_ir, funcname: str) -> None:
                 raise unsupported("generator", loc)
 
 
+#: math functions allowed on scalars: computed at compile time on constants (``math.sqrt(D)``
+#: of a tile extent), at run time on scalar values
+FOLDABLE_MATH = ("sqrt", "exp", "log", "log2", "log10", "pow", "ceil", "floor", "fabs", "sin",
+                 "cos", "tan", "tanh", "exp2")
+
+
 def check_global_value(name: str, value, loc) -> None:
     """Reject globals that can only be host code (NumPy / math functions)."""
     mod = getattr(value, "__module__", None) or ""
@@ -339,5 +345,6 @@ def check_global_value(name: str, value, loc) -> None:
                                        not isinstance(value, type)):
         short = getattr(value, "__name__", name)
         raise unsupported("numpy", loc, name=f"np.{short}", short=short)
-    if isinstance(value, pytypes.BuiltinFunctionType) and getattr(value, "__self__", None) is math:
+    if isinstance(value, pytypes.BuiltinFunctionType) and getattr(value, "__self__", None) is math \
+            and value.__name__ not in FOLDABLE_MATH:
         raise unsupported("math", loc, name=f"math.{value.__name__}", short=value.__name__)

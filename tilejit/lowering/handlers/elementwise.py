@@ -1,6 +1,7 @@
 """Elementwise math: unary functions, where, minimum/maximum, atan2, fma."""
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 from ... import dtypes as D
@@ -107,3 +108,33 @@ def _fma(lw, info, args, rty):
     d = dt_of(rty)
     return lw.em.fma(lw.tv(lw.arg(args, "a"), d), lw.tv(lw.arg(args, "b"), d),
                      lw.tv(lw.arg(args, "c"), d), d)
+
+
+# --- Python's math module on scalars ---------------------------------------------------------
+def _py_math(name):
+    fn = getattr(math, name)
+
+    def handler(lw, info, args, rty):
+        vals = [lw.arg(args, n) for n in args]
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals):
+            try:                           # constants fold: math.sqrt(D) of a tile extent
+                return fn(*vals)
+            except (ValueError, OverflowError) as e:
+                raise lw.error(f"math.{name}{tuple(vals)} fails at compile time: {e}")
+        x = [lw.tv(v, D.float64) for v in vals]
+        if name == "pow":
+            return lw.em.binary("**", x[0], x[1], D.float64)
+        if name == "fabs":
+            return lw.em.absolute(x[0])
+        if name == "log10":
+            return lw.em.binary("/", lw.em.math("log", x[0]), lw.em.const(math.log(10), D.float64),
+                                D.float64)
+        r = lw.em.math(name, x[0])
+        return lw.em.cast(r, D.int64) if name in ("ceil", "floor") else r
+    return handler
+
+
+for _n in ("sqrt", "exp", "log", "log2", "log10", "pow", "ceil", "floor", "fabs", "sin", "cos",
+           "tan", "tanh", "exp2"):
+    if hasattr(math, _n):
+        CALLS[f"math.{_n}"] = _py_math(_n)

@@ -17,6 +17,8 @@ def _num_blocks(lw, info, args, rty):
     axis = lw.static_arg(info, args, "axis")
     if lw.const_grid is not None:      # .const_grid(...): the grid is part of the kernel
         return lw.em.const(lw.const_grid[axis], D.int32)
+    if lw.grid_ones[axis]:             # specialized on this axis having extent 1
+        return lw.em.const(1, D.int32)
     return TV(lw.b.get_num_tile_blocks()[axis], D.int32)
 
 

@@ -12,6 +12,18 @@ from . import and_user_mask, handles, load_hints, padding_arg, ORDER, SCOPE
 
 
 
+def unneeded_padding(arr: ArrayParam, shape, padding):
+    """``padding``, or None when the key's facts prove every tile of ``shape`` is whole (each
+    extent divisible by the tile extent): a padding value then changes nothing, and leaving it
+    out spares tileiras the masking. Indices outside the index space are faults either way."""
+    facts = arr.facts
+    if padding is None or facts is None or len(shape) != arr.ndim:
+        return padding
+    if all(t <= d for t, d in zip(shape, facts.shape_div)):
+        return None
+    return padding
+
+
 @handles("tile.load_tile_like")
 def _load_tile_like(lw, info, args, rty):
     x = lw.arg(args, "x")
@@ -31,7 +43,7 @@ def _tensor_load(lw, info, args, rty):
     if isinstance(x, ViewRef):
         x = x.array
     shape = tuple(lw.static_arg(info, args, "shape"))
-    padding = padding_arg(lw, info, args)
+    padding = unneeded_padding(x, shape, padding_arg(lw, info, args))
     index = lw.arg(args, "index")
     view = x.partition_view(lw.hoist, shape, padding)
     return lw.load_view(x, view, lw.index_tvs(index, D.int32), load_hints(lw, info, args))
@@ -47,7 +59,8 @@ def _tensor_partition(lw, info, args, rty):
 @handles("TileView.load")
 def _view_load(lw, info, args, rty):
     v: ViewRef = lw.value(info.receiver)
-    view = v.array.partition_view(lw.hoist, v.tile_shape, v.padding)
+    view = v.array.partition_view(lw.hoist, v.tile_shape,
+                                  unneeded_padding(v.array, v.tile_shape, v.padding))
     hints = load_hints(lw, info, args)
     return lw.load_view(v.array, view, lw.index_tvs(lw.arg(args, "index"), D.int32), hints)
 
@@ -72,7 +85,7 @@ def _view_num_tiles(lw, info, args, rty):
 @handles("Partition.load")
 def _partition_load(lw, info, args, rty):
     z: ArrayParam = lw.value(info.receiver)
-    view = z.partition_view(lw.hoist, z.tile_shape, "zero")
+    view = z.partition_view(lw.hoist, z.tile_shape, unneeded_padding(z, z.tile_shape, "zero"))
     return lw.load_view(z, view, [lw.bid(i) for i in range(len(z.tile_shape))])
 
 

@@ -10,6 +10,7 @@ Signatures record the operand types; ``calltypes[expr]`` of a ``binop`` / ``inpl
 """
 from __future__ import annotations
 
+import math
 import operator
 
 from numba.core import types
@@ -20,6 +21,7 @@ from ... import dtypes as dt
 from ... import language
 from ..diagnostics import (INPLACE, OPERATOR_SYMBOLS, TileTypingError, describe_type,
                            operator_symbol)
+from ..reject import FOLDABLE_MATH
 from ..promotion import (category, elementwise_result, float_result, is_compute_only,
                          result_dtype)
 from ..types import (DTypeType, EnumMemberType, PartitionType, TensorPartitionViewType,
@@ -350,6 +352,27 @@ def _range(context, args, kws):
                                   f"{describe_type(a)}{extra}")
     # the integer cases, as Numba types them (range_state32 / 64 / unsigned)
     return context.resolve_overload(range, _NumbaRange.cases, args, kws)
+
+
+def _math_rule(name):
+    def rule(context, args, kws):
+        if kws:
+            raise TileTypingError(f"math.{name}() takes no keyword arguments")
+        for a in args:
+            if isinstance(a, TileType) and a.ndim > 0:
+                raise TileTypingError(f"math.{name} works on numbers (constants are folded at "
+                                      f"compile time); for tiles use tile.{name}")
+            if not is_scalar(a) and not isinstance(a, TileType):
+                raise TileTypingError(f"math.{name} needs numbers, got {describe_type(a)}")
+        res = types.int64 if name in ("ceil", "floor") else types.float64
+        return signature(res, *args)
+    return rule
+
+
+for _name in FOLDABLE_MATH:
+    _fn = getattr(math, _name, None)
+    if _fn is not None:
+        raw_function_template(_fn, f"math.{_name}")(_math_rule(_name))
 
 
 @raw_function_template(len, "len")
