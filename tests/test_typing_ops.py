@@ -471,7 +471,7 @@ def test_every_language_function_is_typed():
 
 def test_api_names_exist():
     names = """bid num_blocks cdiv load_tile_like gather scatter atomic_add atomic_max atomic_min
-    atomic_xchg atomic_cas zeros ones full arange where minimum maximum exp exp2 log log2 sqrt
+    atomic_xchg atomic_cas atomic_and atomic_or atomic_xor zeros ones full arange where minimum maximum exp exp2 log log2 sqrt
     rsqrt sin cos tan sinh cosh tanh floor ceil isnan atan2 fma sum max min prod argmax argmin
     reduce cumsum cumprod scan mma reshape permute transpose broadcast_to expand_dims cat extract
     astype bitcast printf assert_ assume_divisible_by static_assert PaddingMode RoundingMode

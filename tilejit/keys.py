@@ -31,6 +31,10 @@ from . import dtypes as _dt
 from .layout import largest_pow2_divisor, span_elements
 
 _I32_LIMIT = 1 << 31
+#: Extents are keyed by their largest power-of-two divisor up to this: enough to prove common
+#: tiles (up to 256 along an axis) whole, so loads drop their padding, while shapes differing only
+#: in higher powers of two share a compilation.
+SHAPE_DIV_CAP = 256
 
 
 # --- facts ---------------------------------------------------------------------------------------
@@ -39,7 +43,7 @@ class Facts(NamedTuple):
 
     index_bits: int                   # 32 when every extent, stride and offset fits in int32
     base_div: int                     # largest power of two <= 16 dividing the base address (bytes)
-    shape_div: Tuple[int, ...]        # per extent
+    shape_div: Tuple[int, ...]        # per extent, up to SHAPE_DIV_CAP
     stride_div: Tuple[int, ...]       # per stride (elements); a zero stride counts as 16
     stride_one: Tuple[bool, ...]      # per stride: == 1
 
@@ -53,7 +57,7 @@ class Facts(NamedTuple):
         """The facts of an array view at byte address ``ptr`` (strides in elements)."""
         lp2 = largest_pow2_divisor
         return tuple.__new__(cls, (index_bits_for(shape, strides), lp2(ptr),
-                                   tuple([lp2(n) for n in shape]),
+                                   tuple([lp2(n, SHAPE_DIV_CAP) for n in shape]),
                                    tuple([lp2(s) for s in strides]),
                                    tuple([s == 1 for s in strides])))
 

@@ -35,7 +35,8 @@ __all__ = [
     "bid", "num_blocks",
     # memory
     "load_tile_like", "load", "store", "gather", "scatter",
-    "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas",
+    "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas", "atomic_and", "atomic_or",
+    "atomic_xor",
     # creation
     "zeros", "ones", "full", "arange",
     # elementwise
@@ -269,22 +270,26 @@ def load_tile_like(x, z):
 
 
 @_stub
-def load(x, index, shape, padding=PaddingMode.ZERO, latency=None, allow_tma=True):
+def load(x, index, shape, padding=PaddingMode.ZERO, latency=None, allow_tma=True, order=None):
     """``x.load(index, shape, ...)`` as a function: the tile of shape ``shape`` at tile ``index``.
 
     ``index`` is a tuple of ints (or one int for 1-D tensors) in units of tiles; ``shape`` a
-    constant tuple of powers of two with ``x.ndim`` entries; ``padding`` a :class:`PaddingMode`;
-    ``latency`` None or a constant 1..10 hint; ``allow_tma`` a constant bool.
+    constant tuple of powers of two with ``x.ndim`` entries, or ``()`` for the single element at
+    element ``index`` (a 0-d tile); ``padding`` a :class:`PaddingMode`; ``latency`` None or a
+    constant 1..10 hint; ``allow_tma`` a constant bool. ``order``, a permutation of ``x``'s axes,
+    loads from the permuted array (``order=(1, 0)`` reads ``x.T`` without a register transpose);
+    ``index`` and ``shape`` are then in the permuted order.
     """
 
 
 @_stub
-def store(target, index, t):
+def store(target, index, t, order=None):
     """Store tile ``t`` at tile ``index`` of ``target``.
 
     ``target`` is a partition parameter (``index`` in units of its tile shape) or the tile view
     ``w.partition(shape)`` of a writable tensor (one passed as ``tile.atomic(t)``). ``t`` must have
-    the view's tile shape and dtype. Views of read-only tensors cannot be stored to.
+    the view's tile shape and dtype. Views of read-only tensors cannot be stored to. ``order``
+    (tile views only) stores into the permuted array, like :func:`load`.
     """
 
 
@@ -329,6 +334,9 @@ atomic_add = _atomic("atomic_add", "add")
 atomic_max = _atomic("atomic_max", "max")
 atomic_min = _atomic("atomic_min", "min")
 atomic_xchg = _atomic("atomic_xchg", "exchange")
+atomic_and = _atomic("atomic_and", "bitwise and (integer elements)")
+atomic_or = _atomic("atomic_or", "bitwise or (integer elements)")
+atomic_xor = _atomic("atomic_xor", "bitwise xor (integer elements)")
 
 
 @_stub
@@ -359,8 +367,14 @@ def full(shape, value, dtype=None):
 
 
 @_stub
-def arange(n, dtype=None):
-    """The 1-D tile ``[0, 1, ..., n-1]``; ``n`` a constant power of two; dtype int32 by default."""
+def arange(start, stop=None, step=None, dtype=None):
+    """The 1-D tile ``[start, start + step, ...]`` below ``stop``, like ``numpy.arange``.
+
+    ``arange(n)`` is ``[0, 1, ..., n-1]``. Bounds and step are compile-time constant ints and the
+    element count must be a power of two (for a runtime offset write ``off + tile.arange(n)``).
+    ``dtype`` (int32 by default) may also be passed as the second positional argument:
+    ``arange(n, tile.float32)``.
+    """
 
 
 # --------------------------------------------------------------------------------------------------

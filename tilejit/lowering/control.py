@@ -18,6 +18,7 @@ from ..tileir import TOKEN, Value
 from ..typing.templates._base import static_value
 from ..typing.types import (DTypeType, EnumMemberType, PartitionType, TensorPartitionViewType,
                             TensorType, dtype_of)
+from . import loop_split
 from . import regions as R
 from .emit import TV
 
@@ -64,8 +65,10 @@ class ControlFlow:
             self.b.continue_(self.loop_values(t.values))
         elif isinstance(t, R.Break):
             self.b.break_(self.exit_values(t.values))
-        elif t is None and self.loop_stack and R.ends_without_fallthrough(region):
-            # Both arms left the loop or continued: Tile IR still wants a terminator here.
+        elif t is None and self.loop_stack and R.ends_without_fallthrough(region) and \
+                region.nodes[-1].cond not in self.static_conds:
+            # Both arms left the loop or continued: Tile IR still wants a terminator here (a
+            # decided if's taken arm, lowered inline, ended the block itself).
             self.b.continue_(self.current_loop_values())
 
     # --- token plumbing ----------------------------------------------------------------------
@@ -171,6 +174,9 @@ class ControlFlow:
 
     def _if(self, node: R.If) -> None:
         self.loc = self._loc(node.loc) or self.loc
+        if node.cond in self.static_conds:
+            self._if_decided(node, self.static_conds[node.cond])
+            return
         cond = self.tv(self.value(node.cond), D.bool_)
         results = node.results
         op = self.b.if_(cond.value, self.result_types(results))
@@ -185,6 +191,17 @@ class ControlFlow:
                 elif region.term is None and not R.ends_without_fallthrough(region):
                     self.b.yield_([self.zero_of(r.type).value for r in results] + self.token_values())
         self._bind_results(results, op, saved)
+
+    def _if_decided(self, node: R.If, value: bool) -> None:
+        """An ``if`` whose condition is known here: the taken arm, inline (an arm that does not
+        yield ends the enclosing loop body with its own ``continue``)."""
+        arm = node.then if value else node.orelse
+        self.region(arm)
+        if not isinstance(arm.term, R.Yield):
+            return
+        vals = [self.value_as(v, r.type) for r, v in zip(node.results, arm.term.values)]
+        for r, v in zip(node.results, vals):
+            self.env[r.name] = TV(v, dtype_of(r.type))
 
     # --- loops -------------------------------------------------------------------------------
     def _carried_setup(self, carried):
@@ -209,7 +226,38 @@ class ControlFlow:
         stop = self.as_dtype_tv(node.stop, iv_dt)
         step = self.as_dtype_tv(node.step, iv_dt)
         self._check_step(node, step, iv_dt)
-        inits = [self.value_as(c.init, c.type) for c in dyn] + self.token_values()
+        split = loop_split.plan(node, self._defs, self.typemap)
+        if split is not None:
+            mid = self._split_point(split, start, stop, iv_dt)
+            self._for_op(node, dyn, static, start, mid, step, iv_dt, {
+                c: not pol for c, pol in split.conds.items()})
+            self._for_op(node, dyn, static, mid, stop, step, iv_dt, dict(split.conds),
+                         resume=True)
+        else:
+            self._for_op(node, dyn, static, start, stop, step, iv_dt, {})
+        for r, ev in zip(node.results, node.exit_values):
+            self.env[r.name] = self.value(ev)
+
+    def _split_point(self, split, start: TV, stop: TV, iv_dt: DType) -> TV:
+        """``clamp(bound + offset, start, stop)`` in the loop variable's dtype (the clamp runs in
+        the wider of the two dtypes, so a bound outside the loop's range is harmless)."""
+        em = self.em
+        b = self.tv(self.value(split.bound), None)
+        wide = D.int64 if (b.dtype.bits > 32 or iv_dt.bits > 32) else D.int32
+        t = em.cast(b, wide)
+        if split.offset:
+            t = em.binary("+", t, em.const(split.offset, wide), wide)
+        t = em.binary("max", t, em.cast(start, wide), wide)
+        t = em.binary("min", t, em.cast(stop, wide), wide)
+        return em.cast(t, iv_dt)
+
+    def _for_op(self, node: R.For, dyn, static, start: TV, stop: TV, step: TV, iv_dt: DType,
+                decided: Dict[str, bool], resume: bool = False) -> None:
+        """One Tile IR ``for`` over ``node``'s body; ``decided`` fixes conditions for this range
+        (a split loop's half). The carried values start from their inits, or with ``resume``
+        from the previous half's results."""
+        inits = [self.value_as(c.name if resume else c.init, c.type) for c in dyn] + \
+            self.token_values()
         if node.step_sign == 1:
             op = self.b.for_(start.value, stop.value, step.value, inits)
             args = op.regions[0].args
@@ -227,13 +275,16 @@ class ControlFlow:
         saved_tokens = self._enter_body(dyn, args[1:])
         self.loop_stack.append({"kind": "for", "carried": node.carried, "static": static,
                                 "results": node.results})
-        with self.b.at(op.regions[0]):
-            self.region(node.body)
-        self.loop_stack.pop()
-        # results: exit values evaluated on the final carried values
+        outer_conds = self.static_conds
+        self.static_conds = {**outer_conds, **decided}
+        try:
+            with self.b.at(op.regions[0]):
+                self.region(node.body)
+        finally:
+            self.static_conds = outer_conds
+            self.loop_stack.pop()
+        # the carried names now hold the final values (the exit values read them)
         self._bind_results(dyn, op, saved_tokens)
-        for r, ev in zip(node.results, node.exit_values):
-            self.env[r.name] = self.value(ev)
 
     def _check_step(self, node: R.For, step: TV, dt: DType) -> None:
         """A step known only at run time may be zero: Python raises ValueError, so the kernel

@@ -109,6 +109,8 @@ class Lowering(ControlFlow):
                 self.tokens[nm] = [t, t]
         self.loop_stack: List[list] = []       # carried names of enclosing loops
         self._touch_memo: Dict[int, bool] = {}
+        # if-conditions decided at compile time inside a split loop (see loop_split.py)
+        self.static_conds: Dict[str, bool] = {}
 
     # ================================================================================== driver
     def run(self) -> Module:

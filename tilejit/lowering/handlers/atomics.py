@@ -6,7 +6,6 @@ from . import CALLS, handles
 from .memory import element_access, memory_semantics
 
 
-
 def _atomic(mode_int, mode_float):
     def handler(lw, info, args, rty):
         x, ptrs, mask, (vals,) = element_access(lw, info, args, ("values",))
@@ -24,6 +23,9 @@ CALLS["tile.atomic_add"] = _atomic("add", "addf")
 CALLS["tile.atomic_max"] = _atomic("max", "max")
 CALLS["tile.atomic_min"] = _atomic("min", "min")
 CALLS["tile.atomic_xchg"] = _atomic("xchg", "xchg")
+CALLS["tile.atomic_and"] = _atomic("and", "and")
+CALLS["tile.atomic_or"] = _atomic("or", "or")
+CALLS["tile.atomic_xor"] = _atomic("xor", "xor")
 
 
 @handles("tile.atomic_cas")

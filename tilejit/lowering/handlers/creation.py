@@ -1,10 +1,11 @@
 """Tile creation: zeros, ones, full, arange."""
 from __future__ import annotations
 
+from ...dtypes import DType
+from ...typing.templates.creation import arange_range
 from ...typing.types import TileType as NbTile
 from ..emit import TV
 from . import dt_of, handles
-
 
 
 # --- creation --------------------------------------------------------------------------------
@@ -23,4 +24,14 @@ def _full(lw, info, args, rty):
 
 @handles("tile.arange")
 def _arange(lw, info, args, rty):
-    return lw.em.iota(rty.shape[0], dt_of(rty))
+    d = dt_of(rty)
+    bounds = [lw.static_arg(info, args, n) for n in ("start", "stop", "step")]
+    if isinstance(bounds[1], DType):  # arange(n, dtype)
+        bounds[1] = None
+    start, step, n = arange_range(*bounds)
+    t = lw.em.iota(n, d)
+    if step != 1:
+        t = lw.em.binary("*", t, lw.em.const(step, d, (n,)), d)
+    if start != 0:
+        t = lw.em.binary("+", t, lw.em.const(start, d, (n,)), d)
+    return t

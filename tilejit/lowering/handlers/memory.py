@@ -12,16 +12,23 @@ from . import and_user_mask, handles, load_hints, padding_arg, ORDER, SCOPE
 
 
 
-def unneeded_padding(arr: ArrayParam, shape, padding):
+def unneeded_padding(arr: ArrayParam, shape, padding, order=None):
     """``padding``, or None when the key's facts prove every tile of ``shape`` is whole (each
     extent divisible by the tile extent): a padding value then changes nothing, and leaving it
-    out spares tileiras the masking. Indices outside the index space are faults either way."""
+    out spares tileiras the masking. Indices outside the index space are faults either way.
+    Tile axis ``i`` runs along array axis ``order[i]``."""
     facts = arr.facts
     if padding is None or facts is None or len(shape) != arr.ndim:
         return padding
-    if all(t <= d for t, d in zip(shape, facts.shape_div)):
+    order = range(arr.ndim) if order is None else order
+    if all(t <= facts.shape_div[d] for t, d in zip(shape, order)):
         return None
     return padding
+
+
+def _order(lw, info, args):
+    order = lw.static_arg(info, args, "order")
+    return None if order is None else tuple(order)
 
 
 @handles("tile.load_tile_like")
@@ -43,10 +50,17 @@ def _tensor_load(lw, info, args, rty):
     if isinstance(x, ViewRef):
         x = x.array
     shape = tuple(lw.static_arg(info, args, "shape"))
-    padding = unneeded_padding(x, shape, padding_arg(lw, info, args))
-    index = lw.arg(args, "index")
-    view = x.partition_view(lw.hoist, shape, padding)
-    return lw.load_view(x, view, lw.index_tvs(index, D.int32), load_hints(lw, info, args))
+    index = lw.index_tvs(lw.arg(args, "index"), D.int32)
+    hints = load_hints(lw, info, args)
+    if shape == ():  # one element: a 1x..x1 tile at element coordinates, reshaped to 0-d
+        ones = (1,) * x.ndim
+        view = x.partition_view(lw.hoist, ones, unneeded_padding(x, ones, padding_arg(
+            lw, info, args)))
+        return lw.em.reshape(lw.load_view(x, view, index, hints), ())
+    order = _order(lw, info, args)
+    padding = unneeded_padding(x, shape, padding_arg(lw, info, args), order)
+    view = x.partition_view(lw.hoist, shape, padding, dim_map=order)
+    return lw.load_view(x, view, index, hints)
 
 
 @handles("Tensor.partition")
@@ -68,7 +82,7 @@ def _view_load(lw, info, args, rty):
 @handles("TileView.store")
 def _view_store(lw, info, args, rty):
     v: ViewRef = lw.value(info.receiver)
-    view = v.array.partition_view(lw.hoist, v.tile_shape, None)
+    view = v.array.partition_view(lw.hoist, v.tile_shape, None, dim_map=_order(lw, info, args))
     t = lw.tv(lw.arg(args, "t") if "t" in args else lw.arg(args, "tile"), v.array.dtype)
     lw.store_view(v.array, view, lw.index_tvs(lw.arg(args, "index"), D.int32), t)
     return None
@@ -112,7 +126,7 @@ def _store(lw, info, args, rty):
         raise lw.error("tile.store(view, index, t) needs a partition or a view of a writable "
                        "tensor")
     t = lw.em.broadcast(lw.tv(lw.arg(args, "t"), arr.dtype), shape)
-    view = arr.partition_view(lw.hoist, shape, None)
+    view = arr.partition_view(lw.hoist, shape, None, dim_map=_order(lw, info, args))
     lw.store_view(arr, view, lw.index_tvs(index, D.int32), t)
     return None
 

@@ -1,6 +1,6 @@
 """Atomic read-modify-write on elements of writable tensors and partitions.
 
-``atomic_add / max / min / xchg(target, indices, values, mask=None, memory_order=ACQ_REL,
+``atomic_add / max / min / xchg / and / or / xor(target, indices, values, mask=None, memory_order=ACQ_REL,
 memory_scope=DEVICE)`` and ``atomic_cas(target, indices, expected, desired, ...)`` return the old
 values as ``Tile[target.dtype, broadcast(indices)]``. The target must be writable: a partition
 argument or a tensor passed as ``tile.atomic(t)``.
@@ -22,6 +22,9 @@ _ALLOWED = {
     "atomic_min": _INT_TYPES + (dt.float32,),
     "atomic_xchg": _INT_TYPES + (dt.float32, dt.float64),
     "atomic_cas": _INT_TYPES + (dt.float32, dt.float64),
+    "atomic_and": _INT_TYPES,
+    "atomic_or": _INT_TYPES,
+    "atomic_xor": _INT_TYPES,
 }
 
 
@@ -45,7 +48,8 @@ def _rmw(name):
     return rule
 
 
-for _name in ("atomic_add", "atomic_max", "atomic_min", "atomic_xchg"):
+for _name in ("atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_and", "atomic_or",
+              "atomic_xor"):
     function_rule(getattr(language, _name))(_rmw(_name))
 
 

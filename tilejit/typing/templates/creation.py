@@ -5,7 +5,7 @@ from ... import dtypes as dt
 from ... import language
 from ..diagnostics import TileTypingError, describe_type
 from ..promotion import category, is_compute_only, materialize_dtype
-from ..types import TileType, dtype_of, is_pow2, is_scalar
+from ..types import DTypeType, TileType, dtype_of, is_pow2, is_scalar
 from ._base import dtype_arg, function_rule, int_arg, is_none, shape_arg
 
 
@@ -47,14 +47,35 @@ def _full(b):
     return TileType(d, shape)
 
 
+def arange_range(start, stop, step):
+    """``(first, step, count)`` of ``arange(start, stop=None, step=None)`` (NumPy's rules)."""
+    if stop is None:
+        start, stop = 0, start
+    step = 1 if step is None else step
+    if step == 0:
+        raise TileTypingError("tile.arange: step must not be zero")
+    return start, step, len(range(start, stop, step))
+
+
 @function_rule(language.arange)
 def _arange(b):
-    n = int_arg(b.n, "tile.arange: n")
+    second = b.stop
+    dtype_ty = b.dtype
+    if isinstance(second, DTypeType) and is_none(b.step) and is_none(b.dtype):
+        second, dtype_ty = None, second
+    names = ("start", "stop", "step")
+    vals = []
+    for name, ty in zip(names, (b.start, second, b.step)):
+        vals.append(None if ty is None else
+                    int_arg(ty, f"tile.arange: {name}", allow_none=name != "start"))
+    start, step, n = arange_range(*vals)
     if not is_pow2(n):
-        raise TileTypingError(f"tile.arange: n must be a power of two (tile extents are powers of "
-                              f"two), got {n}")
-    d = dtype_arg(b.dtype, "tile.arange: dtype", default=dt.int32)
+        raise TileTypingError(f"tile.arange({', '.join(str(v) for v in vals if v is not None)}) has {n} elements; a tile needs "
+                              f"a power-of-two length (tile extents are powers of two)")
+    d = dtype_arg(dtype_ty, "tile.arange: dtype", default=dt.int32)
     if not (d.is_integer or d.is_float) or is_compute_only(d):
         raise TileTypingError(f"tile.arange: dtype must be an integer or float dtype, got {d}")
+    if d.is_integer and not d.is_signed and min(start, start + step * (n - 1)) < 0:
+        raise TileTypingError(f"tile.arange({', '.join(str(v) for v in vals if v is not None)}) has negative elements, which "
+                              f"{d} cannot hold")
     return TileType(d, (n,))
-

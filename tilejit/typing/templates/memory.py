@@ -6,7 +6,8 @@
 ``z.block``                             ``UniTuple(int32, ndim)`` (the block index of each axis)
 ``x.ndim`` / ``x.dtype``                int literal / ``DTypeType``
 ``load_tile_like(x, z)``                ``Tile[x.dtype, z.shape]``
-``x.load(index, shape, padding=ZERO, latency=None, allow_tma=True)``  ``Tile[x.dtype, shape]``
+``x.load(index, shape, padding=ZERO, latency=None, allow_tma=True, order=None)``
+                                        ``Tile[x.dtype, shape]`` (``shape=()``: one element)
 ``x.partition(shape, padding=None)``    ``TensorPartitionViewType``; ``v.load(index)``,
                                         ``v.num_tiles(axis)`` (int32), ``tile.store(v, index, t)``
 ``z.load()`` / ``z.store(t)``           the block's own tile of a partition
@@ -24,7 +25,7 @@ from ..promotion import broadcast_shapes, category
 from ..types import (DTypeType, PartitionType, TensorPartitionViewType, TensorType, TileType,
                      dtype_of, is_scalar)
 from ._base import (attribute_rule, bool_arg, enum_arg, function_rule, int_arg, is_none,
-                    method_rule, read_only_error, shape_arg)
+                    method_rule, read_only_error, shape_arg, static_value)
 
 ARRAYS = (TensorType, PartitionType)
 
@@ -154,18 +155,38 @@ def _load_tile_like(b):
     return TileType(x.dtype, z.tile_shape)
 
 
-def _tile_shape_arg(ty, x, what: str):
-    """A tile shape for tensor ``x``: one static power-of-two extent per dimension."""
+def _tile_shape_arg(ty, x, what: str, allow_element: bool = False):
+    """A tile shape for tensor ``x``: one static power-of-two extent per dimension (``()`` for a
+    single element where ``allow_element``)."""
     shape = shape_arg(ty, f"{what}: shape")
+    if allow_element and shape == ():
+        return shape
     if len(shape) != x.ndim:
         raise TileTypingError(f"{what}: shape {shape} has {len(shape)} entries but the tensor has "
                               f"rank {x.ndim}")
     return shape
 
 
+def order_arg(ty, ndim: int, what: str):
+    """``order=``: None or a static permutation of ``range(ndim)``."""
+    if is_none(ty):
+        return None
+    v = static_value(ty)
+    if not (isinstance(v, tuple) and all(isinstance(i, int) for i in v)):
+        raise TileTypingError(f"{what}: order must be a constant tuple of axes such as (1, 0), "
+                              f"got {describe_type(ty)}")
+    if sorted(v) != list(range(ndim)):
+        raise TileTypingError(f"{what}: order {v} is not a permutation of the {ndim} axes "
+                              f"{tuple(range(ndim))}")
+    return v
+
+
 def _load_rule(b):
     x = array_arg(b.x, "load: the tensor")
-    shape = _tile_shape_arg(b.shape, x, "load")
+    shape = _tile_shape_arg(b.shape, x, "load", allow_element=True)
+    order = order_arg(b.order, x.ndim, "load")
+    if order is not None and shape == ():
+        raise TileTypingError("load: order= has no meaning for a single-element load (shape=())")
     index_arg(b.index, x.ndim, "load: index")
     padding_arg(b.padding)
     latency_arg(b.latency)
@@ -250,6 +271,10 @@ def _store_rule(b):
         raise TileTypingError(f"store: target must be a partition argument or a tile view, got "
                               f"{describe_type(target)}")
     index_arg(b.index, target.ndim, "store: index")
+    order = order_arg(getattr(b, "order", types.none), target.ndim, "store")
+    if order is not None and isinstance(target, PartitionType):
+        raise TileTypingError("store: order= applies to tile views (w.partition(shape)); a "
+                              "partition parameter's layout is fixed by the host")
     value_arg(b.t, target.dtype, shape, "store: the stored tile", exact_shape=True)
     return types.none
 
@@ -257,8 +282,8 @@ def _store_rule(b):
 function_rule(language.store)(_store_rule)
 
 
-def _view_store_sig(target, index, t):
-    """v.store(index, t)"""
+def _view_store_sig(target, index, t, order=None):
+    """v.store(index, t, order=None)"""
 
 
 method_rule(TensorPartitionViewType, "store", _view_store_sig, op="TileView.store")(_store_rule)
