@@ -113,6 +113,21 @@ def test_reshape_and_view():
         t.reshape(-1, -1)
 
 
+def test_permute_transpose_and_T_are_zero_copy_views():
+    a = rand((2, 3, 4), seed=5)
+    t = dev(a)
+    p = t.permute(2, 0, 1)
+    assert p.shape == (4, 2, 3) and p.strides == (1, 12, 4)
+    assert p.device_pointer == t.device_pointer
+    assert np.array_equal(p.to_numpy(), a.transpose(2, 0, 1))
+    assert np.array_equal(t.permute((1, -1, 0)).to_numpy(), a.transpose(1, 2, 0))
+    assert np.array_equal(t.transpose(0, 2).to_numpy(), a.swapaxes(0, 2))
+    assert np.array_equal(t.T.to_numpy(), a.T)
+    assert not p.is_contiguous
+    with pytest.raises(tile.TensorError, match=r"\(0, 0, 1\) is not a permutation"):
+        t.permute(0, 0, 1)
+
+
 def test_reinterpret():
     a = rand((8,), np.uint32, seed=4)
     t = dev(a)

@@ -190,6 +190,30 @@ class Tensor:
                               f"first with api.dup(t)")
         return self._derive(shape, _layout.contiguous_strides(shape), self._offset_bytes)
 
+    def permute(self, *dims) -> "Tensor":
+        """A zero-copy view with the axes reordered (``torch.permute``/``numpy.transpose``):
+        axis ``i`` of the result is axis ``dims[i]`` of this tensor."""
+        self._check_usable("permute")
+        dims = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
+        n = len(self._shape)
+        norm = tuple(int(d) + n if int(d) < 0 else int(d) for d in dims)
+        if sorted(norm) != list(range(n)):
+            raise TensorError(f"permute: {tuple(dims)} is not a permutation of the {n} axes of a "
+                              f"tensor with shape {self._shape}")
+        return self._derive(tuple(self._shape[d] for d in norm),
+                            tuple(self._strides[d] for d in norm), self._offset_bytes)
+
+    def transpose(self, dim0: int = 0, dim1: int = 1) -> "Tensor":
+        """A zero-copy view with axes ``dim0`` and ``dim1`` swapped (``torch.transpose``)."""
+        order = list(range(len(self._shape)))
+        order[dim0], order[dim1] = order[dim1], order[dim0]
+        return self.permute(order)
+
+    @property
+    def T(self) -> "Tensor":
+        """The view with all axes reversed (``numpy.ndarray.T``)."""
+        return self.permute(tuple(range(len(self._shape)))[::-1])
+
     def view(self, *shape) -> "Tensor":
         """Same as :meth:`reshape` (zero-copy; contiguous tensors only)."""
         return self.reshape(*shape)

@@ -1,0 +1,100 @@
+"""Shared timing for the benchmark scripts: CUDA events on one torch stream, warm-up, the median
+of repeated runs, the L2 cache flushed before each run, and a markdown table of the results.
+
+The stream is torch's current stream, so tilejit launches (``op.sync()``/``submit_on``), cuTile's
+``ct.launch(stream, ...)``, Triton and torch itself are timed in the same order on the same queue.
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Callable, List, Optional
+
+L2_FLUSH_BYTES = 256 << 20     # larger than the L2 of any current GPU (H200: 50 MB)
+
+
+class Timer:
+    """Times callables that queue GPU work on torch's current stream."""
+
+    def __init__(self, reps: int = 20, warmup: int = 3, flush: bool = True):
+        import torch
+        self.torch = torch
+        self.reps, self.warmup, self.flush = reps, warmup, flush
+        self._scratch = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda") \
+            if flush else None
+
+    def ms(self, fn: Callable[[], object]) -> float:
+        """Median milliseconds of ``fn()`` between two CUDA events."""
+        torch = self.torch
+        for _ in range(self.warmup):
+            fn()
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(self.reps):
+            if self._scratch is not None:
+                self._scratch.zero_()
+            a = torch.cuda.Event(enable_timing=True)
+            b = torch.cuda.Event(enable_timing=True)
+            a.record()
+            fn()
+            b.record()
+            b.synchronize()
+            times.append(a.elapsed_time(b))
+        return statistics.median(times)
+
+    def copy_roofline_gbs(self, nbytes: int = 1 << 30) -> float:
+        """Device-to-device copy bandwidth (bytes read + written per second, GB/s)."""
+        torch = self.torch
+        src = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
+        dst = torch.empty_like(src)
+        ms = self.ms(lambda: dst.copy_(src))
+        return 2 * nbytes / ms / 1e6
+
+
+@dataclass
+class Row:
+    kernel: str
+    values: dict
+    note: str = ""
+
+
+@dataclass
+class Table:
+    """Rows of named measurements; ``ratio`` columns divide one named column by another."""
+    columns: List[str]
+    unit: str
+    ratios: List[tuple] = field(default_factory=list)
+    rows: List[Row] = field(default_factory=list)
+
+    def add(self, kernel: str, note: str = "", **values: Optional[float]) -> None:
+        self.rows.append(Row(kernel, values, note))
+        cells = ", ".join(f"{k} {v:.1f}" for k, v in values.items() if v is not None)
+        print(f"  {kernel}: {cells} {self.unit} {note}", flush=True)
+
+    def markdown(self) -> str:
+        head = ["Kernel"] + [f"{c} ({self.unit})" for c in self.columns] + \
+            [f"{a}/{b}" for a, b in self.ratios] + ["Note"]
+        out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for r in self.rows:
+            cells = [r.kernel]
+            for c in self.columns:
+                v = r.values.get(c)
+                cells.append("" if v is None else f"{v:.0f}" if v >= 100 else f"{v:.2f}")
+            for a, b in self.ratios:
+                va, vb = r.values.get(a), r.values.get(b)
+                cells.append(f"{va / vb:.2f}x" if va and vb else "")
+            cells.append(r.note)
+            out.append("| " + " | ".join(cells) + " |")
+        return "\n".join(out)
+
+
+def rel_err(got, ref) -> float:
+    """Largest absolute error relative to the reference's largest magnitude."""
+    got, ref = got.float(), ref.float()
+    return ((got - ref).abs().max() / ref.abs().max().clamp_min(1e-30)).item()
+
+
+def check(name: str, got, ref, tol: float) -> None:
+    err = rel_err(got, ref)
+    if not err <= tol:
+        raise AssertionError(f"{name}: relative error {err:.3g} exceeds {tol:g}")
