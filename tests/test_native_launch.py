@@ -42,7 +42,7 @@ def test_repeated_plain_launches_are_right_and_counted():
     z = api.zeros((100,)).sync_on(s)
     for i in range(5):                                  # first: compile; then cache hits
         axpb(z.partition((32,)), x, float(i), i).sync_on(s)
-        np.testing.assert_allclose(z.to_numpy(), a * i + i, rtol=1e-6)
+        np.testing.assert_allclose(z.to_numpy(), a * i + i, rtol=1e-6, atol=1e-6)
     assert axpb.stats.compiles == 1 and axpb.stats.launches == 5
     assert axpb.stats.cache_hits >= 4
 
@@ -63,7 +63,7 @@ def test_bool_scalars_and_new_partitions_each_call():
     z = api.zeros((64,)).sync_on(s)
     for on in (True, False, True, False):
         flag(z.partition((16,)), x, on).sync_on(s)
-        np.testing.assert_allclose(z.to_numpy(), a + (1.0 if on else 0.0), rtol=1e-6)
+        np.testing.assert_allclose(z.to_numpy(), a + (1.0 if on else 0.0), rtol=1e-6, atol=1e-6)
 
 
 def test_errors_after_the_cache_is_warm_keep_their_messages():
@@ -92,9 +92,9 @@ def test_numpy_arguments_and_lazy_inputs_take_the_general_path():
     a = _data(64, 3)
     z = api.zeros((64,)).sync_on(s)
     axpb(z.partition((16,)), a, 3.0, 1).sync_on(s)                 # NumPy: copied in
-    np.testing.assert_allclose(z.to_numpy(), a * 3 + 1, rtol=1e-6)
+    np.testing.assert_allclose(z.to_numpy(), a * 3 + 1, rtol=1e-6, atol=1e-6)
     axpb(z.partition((16,)), api.from_numpy(a), 1.0, 1).sync_on(s)  # a DeviceOp input
-    np.testing.assert_allclose(z.to_numpy(), a + 1, rtol=1e-6)
+    np.testing.assert_allclose(z.to_numpy(), a + 1, rtol=1e-6, atol=1e-6)
 
 
 def test_explicit_grid_is_respected():
@@ -119,7 +119,7 @@ def test_threads_launch_correctly():
             z = api.zeros((256,)).sync_on(st)
             for k in range(20):
                 axpb(z.partition((64,)), s_x, float(seed), k).sync_on(st)
-                np.testing.assert_allclose(z.to_numpy(), s_x.to_numpy() * seed + k, rtol=1e-6)
+                np.testing.assert_allclose(z.to_numpy(), s_x.to_numpy() * seed + k, rtol=1e-6, atol=1e-6)
         except Exception as e:          # reported below
             errors.append(e)
 

@@ -37,6 +37,8 @@ class CompileOptions:
     num_cta_in_cga: Optional[int] = None
     max_divisibility: Optional[int] = None
     opt_level: int = 3
+    #: contract ``a * b + c`` into one fused multiply-add (one rounding instead of two)
+    fma: bool = True
 
     def __post_init__(self):
         if self.occupancy is not None and not 1 <= int(self.occupancy) <= 32:
@@ -107,6 +109,7 @@ def front_end(pyfunc, keys: Sequence, constants: dict, target: str, options: Com
     from .lowering.lower import lower_kernel
     from .lowering.structurize import structurize
     from .tileir import print_module, verify_module
+    from .tileir.optimize import optimize_module
     from .typing.pipeline import type_kernel
     t0 = time.perf_counter()
     typed = type_kernel(pyfunc, keys, constants)
@@ -117,6 +120,7 @@ def front_end(pyfunc, keys: Sequence, constants: dict, target: str, options: Com
                           else bytecode_version(target),
                           hints=options.hints(), const_grid=const_grid,
                           grid_ones=grid_ones or (False, False, False))
+    optimize_module(module, fma=options.fma)
     verify_module(module)
     t2 = time.perf_counter()
     dumps = dump_stages()

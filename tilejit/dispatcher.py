@@ -80,7 +80,7 @@ class Kernel:
 
     __tilejit_entry__ = True     # lets the front end reject calls to kernels from kernels
 
-    def __init__(self, pyfunc, *, occupancy=None, num_ctas=None, opt_level=3, cache=True,
+    def __init__(self, pyfunc, *, occupancy=None, num_ctas=None, opt_level=3, fma=True, cache=True,
                  max_divisibility=None):
         if isinstance(pyfunc, Kernel):
             pyfunc = pyfunc.py_func
@@ -90,7 +90,7 @@ class Kernel:
         self.__name__ = pyfunc.__name__
         self.__doc__ = pyfunc.__doc__
         self.__wrapped__ = pyfunc
-        self.options = CompileOptions(occupancy, num_ctas, max_divisibility, opt_level)
+        self.options = CompileOptions(occupancy, num_ctas, max_divisibility, opt_level, fma)
         self.use_disk_cache = cache
         sig = inspect.signature(pyfunc)
         for p in sig.parameters.values():
@@ -576,11 +576,14 @@ def _native_launcher(kernel):
                         argspec.array_keys)
 
 
-def entry(fn=None, *, occupancy=None, num_ctas=None, opt_level=3, cache=True,
+def entry(fn=None, *, occupancy=None, num_ctas=None, opt_level=3, fma=True, cache=True,
           max_divisibility=None):
-    """Mark a kernel: ``@tile.entry`` or ``@tile.entry(occupancy=4, num_ctas=2, opt_level=3)``."""
+    """Mark a kernel: ``@tile.entry`` or ``@tile.entry(occupancy=4, num_ctas=2, opt_level=3)``.
+
+    ``fma=False`` keeps ``a * b + c`` as a rounded product and a rounded sum (by default they are
+    contracted into one fused multiply-add, as C compilers and cuTile Python do)."""
     def wrap(f):
-        return Kernel(f, occupancy=occupancy, num_ctas=num_ctas, opt_level=opt_level,
+        return Kernel(f, occupancy=occupancy, num_ctas=num_ctas, opt_level=opt_level, fma=fma,
                       cache=cache, max_divisibility=max_divisibility)
     if fn is None:
         return wrap
