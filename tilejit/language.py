@@ -264,8 +264,9 @@ def num_blocks(axis):
 def load_tile_like(x, z):
     """Load the tile of tensor ``x`` at partition ``z``'s block position, with ``z``'s tile shape.
 
-    ``x`` must have ``z``'s rank; out-of-bounds elements read as zero. Returns a tile of
-    ``x.dtype`` and shape ``z.shape``.
+    ``x`` must have ``z``'s rank. Elements past the edge of ``x`` are unspecified (the store to
+    ``z`` skips them anyway); use ``x.load(z.block, z.shape, padding=...)`` where they are reduced.
+    Returns a tile of ``x.dtype`` and shape ``z.shape``.
     """
 
 
