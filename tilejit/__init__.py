@@ -25,5 +25,6 @@ from .language import __all__ as _language_names
 # --- kernels: the @tile.entry dispatcher -------------------------------------------------------------
 from .compiler import CompileOptions
 from .dispatcher import Kernel, KernelLaunch, PreparedLaunch, entry
+from .autotune import Autotuned, Config, autotune
 from .ops.graph import CudaGraph
 from . import api

@@ -1,0 +1,115 @@
+"""tile.autotune on the simulator (first config that compiles, no timing), its argument checks, the
+report, and the disk cache. tests/gpu/test_autotune_gpu.py covers timing on a GPU."""
+import numpy as np
+import pytest
+
+import tilejit as tile
+from tilejit import api
+from tilejit.autotune import Trial, Tuning
+
+pytestmark = pytest.mark.usefixtures("simulator_backend")
+
+CONFIGS = [tile.Config(tile=(64, 64), BK=48),          # 48: not a power of two, fails to compile
+           tile.Config(tile=(32, 32), BK=16, occupancy=2),
+           tile.Config(tile=(64, 32), BK=32)]
+
+
+def _matmul(c, a, b, BK: tile.Constant[int]):
+    BM, BN = c.shape
+    bm, bn = c.block
+    acc = tile.zeros((BM, BN), tile.float32)
+    for k in range(tile.cdiv(a.shape[1], BK)):
+        acc = tile.mma(a.load((bm, k), (BM, BK)), b.load((k, bn), (BK, BN)), acc)
+    c.store(acc.astype(c.dtype))
+
+
+def make(configs=CONFIGS, **kw):
+    return tile.autotune(configs=configs, key=["a", "b"], **kw)(tile.entry(_matmul))
+
+
+def data(m=96, k=64, n=80, seed=0):
+    r = np.random.default_rng(seed)
+    a = r.standard_normal((m, k)).astype(np.float16)
+    b = r.standard_normal((k, n)).astype(np.float16)
+    return a, b, a.astype(np.float32) @ b.astype(np.float32)
+
+
+def test_simulator_picks_the_first_config_that_compiles():
+    mm = make()
+    a, b, ref = data()
+    c = api.zeros((96, 80), tile.float16).sync()
+    mm(c, api.from_numpy(a).sync(), api.from_numpy(b).sync()).sync()
+    np.testing.assert_allclose(c.to_host().sync().astype(np.float32), ref, rtol=2e-2, atol=5e-2)
+    assert mm.best_config(c, api.from_numpy(a).sync(), api.from_numpy(b).sync()) is CONFIGS[1]
+    report = mm.tuning_report()
+    assert "does not compile" in report and "48 is not" in report
+    assert "* " in report and "chosen without timing (simulator)" in report
+    assert "not tried" in report
+
+
+def test_the_choice_is_per_key():
+    mm = make()
+    for m in (96, 128):
+        a, b, ref = data(m=m)
+        c = api.zeros((m, 80), tile.float16).sync()
+        mm(c, api.from_numpy(a).sync(), api.from_numpy(b).sync()).sync()
+        np.testing.assert_allclose(c.to_host().sync().astype(np.float32), ref, rtol=2e-2,
+                                   atol=5e-2)
+    assert mm.tuning_report().count("(simulator):") == 2
+
+
+def test_no_config_compiles_names_every_failure():
+    mm = make([tile.Config(tile=(64, 64), BK=48), tile.Config(tile=(64, 64), BK=24)])
+    a, b, _ = data()
+    c = api.zeros((96, 80), tile.float16).sync()
+    with pytest.raises(tile.LaunchError, match="no config compiles") as e:
+        mm(c, api.from_numpy(a).sync(), api.from_numpy(b).sync())
+    assert "BK=48" in str(e.value) and "BK=24" in str(e.value)
+
+
+def test_bad_declarations_are_reported():
+    with pytest.raises(TypeError, match="'BN' is not a tile.Constant parameter"):
+        make([tile.Config(tile=(32, 32), BN=16)])
+    with pytest.raises(TypeError, match="non-empty list of tile.Config"):
+        make([])
+    with pytest.raises(TypeError, match="key 'x' is not a parameter"):
+        tile.autotune(configs=CONFIGS, key=["x"])(tile.entry(_matmul))
+    with pytest.raises(TypeError, match="above @tile.entry"):
+        tile.autotune(configs=CONFIGS)(_matmul)
+    with pytest.raises(TypeError, match="partition='BK' is not a runtime parameter"):
+        make(partition="BK")
+    mm = make()
+    with pytest.raises(TypeError, match="constants come from the configs"):
+        mm(1, 2, 3, 4)
+
+
+def test_explicit_grid_from_the_config():
+    @tile.autotune(configs=[tile.Config(BLOCK=64), tile.Config(BLOCK=128)], key=["x"],
+                   grid=lambda cfg, args: (tile.cdiv(args["x"].shape[0],
+                                                     cfg.constants["BLOCK"]), 1, 1))
+    @tile.entry
+    def double(out, x, BLOCK: tile.Constant[int]):
+        idx = tile.bid(0) * BLOCK + tile.arange(BLOCK)
+        v = tile.gather(x, idx, mask=idx < x.shape[0])
+        tile.scatter(out, idx, v * 2.0, mask=idx < x.shape[0])
+
+    xn = np.arange(300, dtype=np.float32)
+    out = api.zeros((300,)).sync()
+    double(tile.atomic(out), api.from_numpy(xn).sync()).sync()
+    np.testing.assert_array_equal(out.to_host().sync(), xn * 2)
+
+
+def test_disk_cache_round_trip(tmp_path, monkeypatch):
+    monkeypatch.setenv("TILEJIT_CACHE_DIR", str(tmp_path))
+    mm = make()
+    t = Tuning(2, [Trial(c, ms) for c, ms in zip(CONFIGS, [None, 0.5, 0.25])])
+    mm._save("k1", t)
+    files = list((tmp_path / "autotune").glob("_matmul-*.json"))
+    assert len(files) == 1
+    again = make()._load("k1")          # a new tuner object, as in a new process
+    assert again.best == 2 and again.source == "disk"
+    assert [tr.ms for tr in again.trials] == [None, 0.5, 0.25]
+    assert make()._load("other key") is None
+    # a different config list is a different file: no stale winner
+    other = make(CONFIGS[:2])
+    assert other._load("k1") is None
