@@ -114,3 +114,47 @@ def test_foreign_outputs_alias_checks():
     argspec.check_launch_aliasing([a, c], ["a", "c"])      # disjoint: fine
     with pytest.raises(tile.TensorError, match="argument 'a'.*argument 'b' share memory"):
         argspec.check_launch_aliasing([a, b], ["a", "b"])
+
+
+# --- tile.partition(array, tile): foreign outputs -------------------------------------------------
+def test_partition_of_a_foreign_array_classifies_from_its_metadata():
+    s = FakeStream(handle=5)
+    fp = tile.partition(CAI(0x4000, (100, 64), stream=9), (32, 64))
+    assert isinstance(fp, tile.ForeignPartition) and fp.tile_shape == (32, 64)
+    assert fp.shape == (100, 64) and "tile=(32, 64)" in repr(fp)
+    info = argspec.classify(fp, None, s)
+    assert info.kind == "partition" and info.writable and info.storage is None
+    assert info.grid == (4, 1, 1) and info.tile_shape == (32, 64)
+    assert info.key == ("partition", "float32", 2, (32, 16, (4, 64), (16, 1), (False, True)),
+                        (32, 64))
+    assert info.params == (0x4000, 100, 64, 64, 1)
+    assert s.waited == [9]                          # ordered after the producer, like inputs
+    assert argspec.grid_from_partitions([info]) == (4, 1, 1)
+    x = argspec.foreign_info(foreign.View(0x4000, (64,), (1,), tile.float32, 0, False, None),
+                             False, "x", s)
+    with pytest.raises(tile.TensorError, match="share memory"):
+        argspec.check_launch_aliasing([info, x], ["z", "x"])
+    argspec.release_partitions([fp])                # nothing leased: a no-op
+
+
+def test_partition_of_a_foreign_array_checks_tiles_and_memory():
+    with pytest.raises(tile.TensorError, match="not a power of two"):
+        tile.partition(CAI(0x4000, (100, 64)), (24, 64))
+    with pytest.raises(tile.TensorError, match="has rank 1 but the tensor has rank 2"):
+        tile.partition(CAI(0x4000, (100, 64)), (32,))
+    with pytest.raises(tile.TensorError, match="needs a tile.Tensor or a DLPack"):
+        tile.partition([1, 2, 3], (4,))
+    with pytest.raises(tile.TensorError, match="read-only"):
+        argspec.classify(tile.partition(CAI(0x4000, (64,), readonly=True), (64,)), None,
+                         FakeStream(handle=0))
+    with pytest.raises(tile.TensorError, match="in host memory"):
+        argspec.classify(tile.partition(np.zeros(64, np.float32), (64,)), None,
+                         FakeStream(handle=0))
+
+
+@pytest.mark.usefixtures("simulator_backend")
+def test_partition_of_a_tile_tensor_is_its_partition():
+    from tilejit import api
+    t = api.zeros((64,)).sync()
+    p = tile.partition(t, (16,))
+    assert isinstance(p, tile.Partition) and p.tile_shape == (16,)

@@ -211,13 +211,16 @@ typedef struct {
 
 /* torch, when a torch reader registered it (set_torch) */
 static PyObject *torch_type, *torch_dtypes, *torch_stream_fn;
+/* runtime.partition.ForeignPartition (tile.partition of a foreign array), when registered */
+static PyObject *fpart_type;
 
 static PyObject *S_moved, *S_info, *S_consumed, *S_leased, *S_acquire, *S_release, *S_key,
     *S_params, *S_storage, *S_writable, *S_extent, *S_prepare, *S_finish, *S_grid, *S_device,
     *S_capture, *S_ephemeral, *S_epoch, *S_h_epoch, *S_h, *S_stream, *S_use, *S_native, *S_launch, *S_cu,
     *S_handle, *S_what, *S_name, *S_launch_error, *S__storage, *S_ptr, *S__offset_bytes, *S__shape,
     *S__strides, *S__dtype, *S__tensor, *S_tile_shape, *S_ordinal, *S_wait_raw, *S_get_device,
-    *S_is_neg, *S_dtype, *S_data_ptr, *S_shape, *S_stride, *S_kind_tensor, *S_kind_partition;
+    *S_is_neg, *S_dtype, *S_data_ptr, *S_shape, *S_stride, *S_kind_tensor, *S_kind_partition,
+    *S_value;
 static PyObject *K_int, *K_float, *K_bool, *ONE, *ZERO;
 
 static void Launcher_dealloc(Launcher *self) {
@@ -370,8 +373,10 @@ static long call_long(PyObject *o, PyObject *method, int *err) {
     return v;
 }
 
-/* A torch GPU tensor read from its metadata (runtime.foreign's torch reader, in C). */
-static int torch_arg(Launcher *self, Arg *a, PyObject *v, StreamInfo *si, PyObject *stream) {
+/* A torch GPU tensor read from its metadata (runtime.foreign's torch reader, in C); `kind` and
+   `extra` as in argspec.array_key (a tensor and its writable flag, or a partition and its tile). */
+static int torch_arg(Launcher *self, Arg *a, PyObject *v, StreamInfo *si, PyObject *stream,
+                     PyObject *kind, PyObject *extra) {
     int err = 0;
     long dev = call_long(v, S_get_device, &err);
     if (err) return -1;
@@ -393,8 +398,7 @@ static int torch_arg(Launcher *self, Arg *a, PyObject *v, StreamInfo *si, PyObje
     if (!shape) return -1;
     PyObject *strides = PyObject_CallMethodNoArgs(v, S_stride);
     if (!strides) { Py_DECREF(shape); return -1; }
-    int r = PyTuple_Check(shape) ? from_memo(self, a, S_kind_tensor, name, shape, strides, ptr,
-                                             Py_False) : 0;
+    int r = PyTuple_Check(shape) ? from_memo(self, a, kind, name, shape, strides, ptr, extra) : 0;
     Py_DECREF(shape); Py_DECREF(strides);
     if (r != 1) return r;
     /* order the launch after torch's pending work on its current stream (DLPack's rule) */
@@ -476,8 +480,25 @@ static int classify_arg(Launcher *self, Arg *a, PyObject *v, PyObject *ann, PyOb
         return a->grid ? 1 : -1;
     }
     if (torch_type && ann == Py_None && PyObject_TypeCheck(v, (PyTypeObject *)torch_type)) {
-        int r = torch_arg(self, a, v, si, stream);
+        int r = torch_arg(self, a, v, si, stream, S_kind_tensor, Py_False);
         if (r) return r;
+    }
+    if (fpart_type && (PyObject *)tp == fpart_type) {
+        /* tile.partition(torch_tensor, tile): an output partition read from torch's metadata;
+           no lease (tilejit does not own the memory), the extent check covers aliasing */
+        PyObject *inner = PyObject_GetAttr(v, S_value);
+        if (!inner) return -1;
+        PyObject *tile = PyObject_GetAttr(v, S_tile_shape);
+        if (!tile) { Py_DECREF(inner); return -1; }
+        int r = 0;
+        if (torch_type && PyObject_TypeCheck(inner, (PyTypeObject *)torch_type))
+            r = torch_arg(self, a, inner, si, stream, S_kind_partition, tile);
+        Py_DECREF(inner); Py_DECREF(tile);
+        if (r == 1) {
+            if (!a->grid) return 0;
+            a->writable = 1;
+        }
+        return r;
     }
     if (ann == Py_None && K_int) {
         if (PyLong_CheckExact(v)) {
@@ -810,7 +831,18 @@ static PyObject *py_set_torch(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static PyObject *py_set_foreign_partition(PyObject *self, PyObject *args) {
+    PyObject *tp;
+    if (!PyArg_ParseTuple(args, "O!", &PyType_Type, &tp)) return NULL;
+    Py_INCREF(tp);
+    Py_XDECREF(fpart_type);
+    fpart_type = tp;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
+    {"set_foreign_partition", py_set_foreign_partition, METH_VARARGS,
+     "set_foreign_partition(ForeignPartition): launch tile.partition(torch_tensor, tile) in C"},
     {"dlpack_deleters", py_dlpack_deleters, METH_NOARGS,
      "(deleter, versioned deleter, capsule destructor) addresses for DLPack exports"},
     {"set_torch", py_set_torch, METH_VARARGS,
@@ -845,7 +877,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     INTERN(S_wait_raw, "wait_raw"); INTERN(S_get_device, "get_device"); INTERN(S_is_neg, "is_neg");
     INTERN(S_dtype, "dtype"); INTERN(S_data_ptr, "data_ptr"); INTERN(S_shape, "shape");
     INTERN(S_stride, "stride"); INTERN(S_kind_tensor, "tensor");
-    INTERN(S_kind_partition, "partition");
+    INTERN(S_kind_partition, "partition"); INTERN(S_value, "value");
     if (!(ONE = PyLong_FromLong(1)) || !(ZERO = PyLong_FromLong(0)))
         return NULL;
     if (PyType_Ready(&LauncherType) < 0)

@@ -175,3 +175,46 @@ def test_tile_tensors_and_torch_mix(torch):
     z = api.zeros((4096,)).sync()
     vadd(z.partition((1024,)), a, x).sync()
     np.testing.assert_allclose(z.to_numpy(), a.to_numpy() + x.cpu().numpy(), rtol=1e-6)
+
+
+def test_tile_partition_of_torch_outputs(torch):
+    """tile.partition(z, tile): outputs read from torch's metadata (the C path after the first
+    call), right across reallocation, views, a second stream, aliasing and CuPy-free fallbacks."""
+    from tilejit import native
+    s = tile.Stream.borrow_raw(torch.cuda.current_stream())
+    for n in (1024, 1000, 4096):
+        x = torch.randn(n, device="cuda")
+        y = torch.randn(n, device="cuda")
+        z = torch.empty(n, device="cuda")
+        for _ in range(3):
+            vadd(tile.partition(z, (256,)), x, y).submit_on(s)
+        torch.cuda.synchronize()
+        torch.testing.assert_close(z, x + y)
+    z.set_(torch.empty(2048, device="cuda"))          # reallocated in place: read anew
+    x, y = torch.randn(2048, device="cuda"), torch.randn(2048, device="cuda")
+    vadd(tile.partition(z, (256,)), x, y).sync()
+    torch.testing.assert_close(z, x + y)
+    big = torch.zeros(64, 96, device="cuda")
+    xs = torch.randn(64, 96, device="cuda")
+    scale2d(tile.partition(big[:, 16:80], (16, 32)), xs[:, 16:80], 3.0).sync()
+    torch.testing.assert_close(big[:, 16:80], xs[:, 16:80] * 3)
+    assert big[:, :16].abs().sum() == 0 and big[:, 80:].abs().sum() == 0
+    with pytest.raises(tile.TensorError, match="share memory"):
+        vadd(tile.partition(x, (256,)), x, y).sync()
+    if native.enabled():
+        launches = vadd.stats.launches
+        vadd(tile.partition(z, (256,)), x, y).sync()
+        assert vadd.stats.launches == launches + 1
+
+
+def test_tile_partition_follows_torch_streams(torch):
+    side = torch.cuda.Stream()
+    x = torch.randn(1 << 20, device="cuda")
+    y = torch.randn(1 << 20, device="cuda")
+    z = torch.zeros(1 << 20, device="cuda")
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(10_000_000)
+        x.mul_(2)
+        vadd(tile.partition(z, (1024,)), x, y).sync()     # runs on torch's current stream (side)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(z, x + y)

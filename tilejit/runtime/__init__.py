@@ -5,11 +5,11 @@ from .backend import current as current_backend
 from .device import Device, default_arch
 from .stream import Stream, Event
 from .tensor import Tensor
-from .partition import Partition
+from .partition import ForeignPartition, Partition, partition
 from .argspec import atomic
 from .dlpack import from_dlpack
 from .module import Module, Function, load_module_from_ptx, load_module_from_file
 
 __all__ = ["current_backend", "Device", "default_arch", "Stream", "Event", "Tensor", "Partition",
-           "atomic", "from_dlpack", "Module", "Function", "load_module_from_ptx",
+           "ForeignPartition", "partition", "atomic", "from_dlpack", "Module", "Function", "load_module_from_ptx",
            "load_module_from_file"]

@@ -31,7 +31,7 @@ from ..errors import LaunchError, TensorError
 from ..keys import Facts, array_slots, scalar_slot
 from . import foreign as _foreign
 from .. import layout as _layout
-from .partition import Partition
+from .partition import ForeignPartition, Partition
 from .tensor import Tensor
 
 MAX_GRID_DIM = 1 << 24          # grid dims must be < 2^24 (tileiras / driver limit for tile kernels)
@@ -110,6 +110,13 @@ class ForeignInfo(_LightInfo):
 
     __slots__ = ("extent", "device", "writable")
     kind = "tensor"
+
+
+class ForeignPartitionInfo(ForeignInfo):
+    """A foreign GPU array passed as ``tile.partition(array, tile_shape)``."""
+
+    __slots__ = ("grid", "tile_shape")
+    kind = "partition"
 
 
 # --- keys of array arguments, memoized -----------------------------------------------------------
@@ -326,6 +333,8 @@ def classify(value, annotation=None, stream=None) -> ArgInfo:
         if info is None:
             info = value._info = _partition_info(value)
         return info
+    if tp is ForeignPartition:
+        return _foreign_partition_info(value, stream)
     if tp is atomic:
         inner = value.value
         if isinstance(inner, np.ndarray):
@@ -388,6 +397,56 @@ def foreign_info(view, writable: bool, value, stream) -> ForeignInfo:
     info.device = view.device
     info.writable = writable
     return info
+
+
+def _foreign_partition_info(fp: ForeignPartition, stream):
+    """A foreign GPU array as an output partition: from its metadata when a reader knows it, else
+    imported for this launch (``fp._live`` holds the partition until release_partitions)."""
+    inner = fp.value
+    view = _foreign.read(inner)
+    on_gpu = stream is not None and stream._cu is not None
+    if view is not None and view.device >= 0 and on_gpu:
+        dev = stream.device.ordinal
+        if view.device != dev:
+            raise TensorError(f"tile.partition of a {type(inner).__name__} on cuda:{view.device} "
+                              f"was passed to a launch on cuda:{dev}: every array of a launch "
+                              f"must be on the launch's device")
+        if view.readonly:
+            raise TensorError(f"tile.partition() needs a writable array, but this "
+                              f"{type(inner).__name__} is read-only")
+        ptr = view.ptr
+        key, slots, span, grid = array_key("partition", view.dtype, view.shape, view.strides, ptr,
+                                           fp.tile_shape)
+        if view.stream is not None:
+            stream.wait_raw(view.stream)
+        info = ForeignPartitionInfo()
+        info.key, info.slots, info.value = key, slots, fp
+        info.params = (ptr,) + tuple(view.shape) + tuple(view.strides)
+        info.extent = (ptr, ptr + span)
+        info.device = view.device
+        info.writable = True
+        info.grid = grid
+        info.tile_shape = fp.tile_shape
+        return info
+    host = (view is not None and view.device < 0) or isinstance(inner, np.ndarray) or \
+        _dlpack_on_host(inner)
+    if host:
+        raise TensorError(f"tile.partition(): this {type(inner).__name__} is in host memory, which "
+                          f"a kernel cannot write in place; write into a tile.Tensor (api.zeros(...)"
+                          f".sync()) and copy the result out, or pass tile.atomic(array) (copied "
+                          f"back after the launch)")
+    fp._live = _wrap_foreign(inner, stream).partition(fp.tile_shape)
+    return classify(fp._live, None, stream)
+
+
+def _dlpack_on_host(obj) -> bool:
+    fn = getattr(obj, "__dlpack_device__", None)
+    if fn is None:
+        return False
+    try:
+        return int(fn()[0]) in (1, 3)        # kDLCPU, kDLCUDAHost
+    except Exception:  # noqa: BLE001  (a broken producer: let the import report it)
+        return False
 
 
 def _wrap_foreign(obj, stream) -> Tensor:
@@ -463,12 +522,17 @@ def grid_from_partitions(infos, grid=None, names: Optional[Sequence[str]] = None
     g = i0.grid
     for k, i in parts[1:]:
         if i.grid != g:
-            desc = "; ".join(f"{_name(names, kk)}: tensor {ii.tensor.shape} / tile {ii.tile_shape}"
+            desc = "; ".join(f"{_name(names, kk)}: tensor {_shape_of(ii)} / tile {ii.tile_shape}"
                              f" -> grid {ii.grid}" for kk, ii in parts)
             raise LaunchError(f"partitioned arguments imply different launch grids ({desc}); "
                               f"choose tile shapes that give the same grid, or pass .grid(...)")
     _check_grid_limits(g, f"launch grid inferred from {_name(names, k0)}")
     return g
+
+
+def _shape_of(info) -> tuple:
+    t = info.tensor if info.tensor is not None else getattr(info.value, "value", None)
+    return tuple(getattr(t, "shape", ()))
 
 
 def _name(names, k: int) -> str:
@@ -497,8 +561,12 @@ def _device_of(info) -> int:
 def release_partitions(values) -> None:
     """End the leases the partitions among the launch arguments ``values`` took for a launch."""
     for v in values:
-        if type(v) is Partition:
+        tp = type(v)
+        if tp is Partition:
             v._release()
+        elif tp is ForeignPartition and v._live is not None:
+            v._live._release()
+            v._live = None
 
 
 def check_launch_devices(infos, device, names: Optional[Sequence[str]] = None) -> None:

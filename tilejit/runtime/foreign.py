@@ -73,6 +73,8 @@ def torch_stream_of(values) -> Optional[Tuple[int, int]]:
     among ``values``, or None. Torch's current streams are long-lived (its default and pool
     streams are never destroyed), so work may run on them directly."""
     for v in values:
+        if getattr(type(v), "wraps_foreign", False):        # tile.partition(torch_tensor, ...)
+            v = v.value
         r = reader_for(type(v))
         if r is not None and getattr(r, "torch_streams", False):
             view = r(v)
@@ -134,6 +136,8 @@ def _torch_reader(torch):
             if tdt is not None:
                 names[tdt] = dtype_of(tdt).name
         ext.set_torch(torch.Tensor, names, current_stream)
+        from .partition import ForeignPartition
+        ext.set_foreign_partition(ForeignPartition)
     return read_torch
 
 

@@ -16,6 +16,8 @@ ordered by the storage's stream tracking.
 from __future__ import annotations
 
 import weakref
+
+import numpy as np
 from typing import Tuple
 
 from ..errors import TensorError
@@ -36,7 +38,7 @@ def validate_tile_shape(shape, tensor) -> Tuple[int, ...]:
     plain = type(shape) is tuple and len(shape) < 4 and tuple(map(type, shape)) == _INTS[len(shape)]
     tile = _valid_tiles.get((shape, nd)) if plain else None
     if tile is None:
-        tile = _check_tile_shape(shape, tensor)
+        tile = _check_tile_shape(shape, nd, tensor._shape)
         if plain and len(_valid_tiles) < 4096:
             _valid_tiles[(shape, nd)] = tile
     if 0 in tensor._strides:
@@ -48,18 +50,17 @@ def validate_tile_shape(shape, tensor) -> Tuple[int, ...]:
     return tile
 
 
-def _check_tile_shape(shape, tensor) -> Tuple[int, ...]:
+def _check_tile_shape(shape, nd: int, tensor_shape) -> Tuple[int, ...]:
     try:
         tile = _layout.normalize_shape(shape, "partition tile shape")
     except TypeError as e:
         raise TensorError(str(e)) from None
-    nd = tensor.ndim
     if not 1 <= len(tile) <= MAX_RANK:
         raise TensorError(f"partition tile shape {tile} has rank {len(tile)}; partitions have rank "
                           f"1 to {MAX_RANK} (reshape the tensor first)")
     if len(tile) != nd:
         raise TensorError(f"partition tile shape {tile} has rank {len(tile)} but the tensor has "
-                          f"rank {nd} (shape {tensor.shape}); give one tile extent per dimension")
+                          f"rank {nd} (shape {tuple(tensor_shape)}); give one tile extent per dimension")
     for axis, n in enumerate(tile):
         if n < 1 or n & (n - 1):
             raise TensorError(f"partition tile shape {tile}: extent {n} on axis {axis} is not a "
@@ -206,3 +207,65 @@ class Partition:
 
 
 __all__ = ["Partition", "validate_tile_shape"]
+
+
+class ForeignPartition:
+    """``tile.partition(array, tile_shape)`` of a foreign GPU array (PyTorch, CuPy, ...): an
+    output partition read from the array's metadata at launch, with no tilejit tensor made.
+
+    It holds no lease between launches (tilejit does not own the memory); within a launch the
+    usual checks apply (no other argument may overlap it). On paths that need a real tensor (the
+    simulator, DLPack-only producers) the launch imports the array for its duration.
+    """
+
+    __slots__ = ("value", "tile_shape", "_live")
+    wraps_foreign = True
+
+    def __init__(self, value, tile_shape):
+        self.value = value
+        self.tile_shape = tile_shape
+        self._live = None            # the imported Partition while a general-path launch runs
+
+    @property
+    def shape(self):
+        return _shape_of(self.value)
+
+    def __repr__(self) -> str:
+        return f"tile.partition({type(self.value).__name__}{self.shape}, tile={self.tile_shape})"
+
+
+def _shape_of(array) -> Tuple[int, ...]:
+    shape = getattr(array, "shape", None)
+    if shape is None:
+        shape = array.__cuda_array_interface__["shape"]
+    return tuple(shape)
+
+
+def partition(array, tile_shape):
+    """An output partition of ``array`` with tiles of ``tile_shape`` (powers of two, one per
+    axis): ``t.partition(tile_shape)`` for a ``tile.Tensor``; for a GPU array of another library
+    (a torch tensor, a CuPy array, ...) a lightweight partition read from its metadata at each
+    launch, the cheap way to write kernel outputs into them."""
+    from .tensor import Tensor
+    if isinstance(array, Tensor):
+        return array.partition(tile_shape)
+    if isinstance(array, (Partition, ForeignPartition)):
+        raise TensorError("tile.partition() takes an array, not a partition")
+    if isinstance(array, np.ndarray):
+        raise TensorError("tile.partition(): a NumPy array is in host memory, which a kernel "
+                          "cannot write in place; write into a tile.Tensor (api.zeros(...).sync()) "
+                          "and copy the result out, or pass tile.atomic(array) (copied back after "
+                          "the launch)")
+    if not (hasattr(array, "__dlpack__") or hasattr(array, "__cuda_array_interface__")):
+        raise TensorError(f"tile.partition() needs a tile.Tensor or a DLPack / "
+                          f"__cuda_array_interface__ GPU array, got {type(array).__name__}")
+    shape = _shape_of(array)
+    nd = len(shape)
+    plain = type(tile_shape) is tuple and len(tile_shape) < 4 and \
+        tuple(map(type, tile_shape)) == _INTS[len(tile_shape)]
+    tile = _valid_tiles.get((tile_shape, nd)) if plain else None
+    if tile is None:
+        tile = _check_tile_shape(tile_shape, nd, shape)
+        if plain and len(_valid_tiles) < 4096:
+            _valid_tiles[(tile_shape, nd)] = tile
+    return ForeignPartition(array, tile)
