@@ -10,7 +10,8 @@ Rows:
   and tilejit's C launcher calling the driver directly;
 * peers: ``torch.add(x, y, out=z)``, cuTile ``ct.launch(stream, grid, kernel, (x, y, z, 1024))`` and
   Triton with the same torch tensors;
-* tilejit with torch tensors: every argument torch (``tile.from_dlpack(z).partition(t)`` for the
+* tilejit with torch tensors: every argument torch (``tile.partition(z, t)`` or
+  ``tile.from_dlpack(z).partition(t)`` for the
   output), on torch's current stream and on a tilejit stream; ``from_dlpack`` alone;
 * tilejit with tilejit tensors: a new partition per call, the op reused, a prepared launch;
 * ``sync()`` round trips (launch + wait), tilejit against torch;
@@ -139,6 +140,14 @@ def main(argv=None) -> int:
     vadd(tile.from_dlpack(z).partition((N,)), x, y).sync_on(s_t)
     torch.testing.assert_close(z, x + y)
     ref = cutile or torch_add
+    vadd(tile.partition(z, (N,)), x, y).sync_on(s_t)
+    tab.add("tilejit lazy, torch x,y,z: vadd(tile.partition(z, t), x, y).submit_on(s)",
+            measure(lambda: vadd(tile.partition(z, (N,)), x, y).submit_on(s_t), tsync, L, B),
+            ref, "(s = torch's stream)")
+    tab.add("  same, .sync() (torch's current stream, then wait)",
+            measure(lambda: vadd(tile.partition(z, (N,)), x, y).sync(), tsync, L, B))
+    tab.add("  tile.partition(torch_tensor, t) alone",
+            measure(lambda: tile.partition(z, (N,)), tsync, L, B))
     tab.add("tilejit lazy, torch x,y,z: vadd(from_dlpack(z).partition(t), x, y).submit_on(s)",
             measure(lambda: vadd(tile.from_dlpack(z).partition((N,)), x, y).submit_on(s_t),
                     tsync, L, B), ref, "(s = torch's stream)")

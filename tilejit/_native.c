@@ -207,6 +207,7 @@ typedef struct {
     PyObject *device;       /* owned */
     long ordinal;
     unsigned long long handle;
+    int torch_checked;      /* torch's current stream already ordered before this launch */
 } StreamInfo;
 
 /* torch, when a torch reader registered it (set_torch) */
@@ -401,7 +402,10 @@ static int torch_arg(Launcher *self, Arg *a, PyObject *v, StreamInfo *si, PyObje
     int r = PyTuple_Check(shape) ? from_memo(self, a, kind, name, shape, strides, ptr, extra) : 0;
     Py_DECREF(shape); Py_DECREF(strides);
     if (r != 1) return r;
-    /* order the launch after torch's pending work on its current stream (DLPack's rule) */
+    /* order the launch after torch's pending work on its current stream (DLPack's rule); once
+       per launch: every torch argument is on the launch's device, so on the same stream */
+    if (si->torch_checked) return 1;
+    si->torch_checked = 1;
     PyObject *h = PyObject_CallFunction(torch_stream_fn, "l", dev);
     if (!h) return -1;
     unsigned long long hv = PyLong_AsUnsignedLongLong(h);
@@ -598,6 +602,7 @@ static PyObject *Launcher_launch(Launcher *self, PyObject *const *argv, Py_ssize
         si.device = device;
         si.ordinal = o ? PyLong_AsLong(o) : -1;
         si.handle = h ? PyLong_AsUnsignedLongLong(h) : 0;
+        si.torch_checked = 0;
         Py_XDECREF(o); Py_XDECREF(h);
         if (PyErr_Occurred()) { ok = -1; goto done; }
     }

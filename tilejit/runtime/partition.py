@@ -234,6 +234,9 @@ class ForeignPartition:
         return f"tile.partition({type(self.value).__name__}{self.shape}, tile={self.tile_shape})"
 
 
+_Tensor = None
+
+
 def _shape_of(array) -> Tuple[int, ...]:
     shape = getattr(array, "shape", None)
     if shape is None:
@@ -246,8 +249,10 @@ def partition(array, tile_shape):
     axis): ``t.partition(tile_shape)`` for a ``tile.Tensor``; for a GPU array of another library
     (a torch tensor, a CuPy array, ...) a lightweight partition read from its metadata at each
     launch, the cheap way to write kernel outputs into them."""
-    from .tensor import Tensor
-    if isinstance(array, Tensor):
+    global _Tensor
+    if _Tensor is None:                 # tensor.py imports this module: bind the class late
+        from .tensor import Tensor as _Tensor
+    if type(array) is _Tensor or isinstance(array, _Tensor):
         return array.partition(tile_shape)
     if isinstance(array, (Partition, ForeignPartition)):
         raise TensorError("tile.partition() takes an array, not a partition")
