@@ -162,12 +162,17 @@ static CUresult do_launch(void *fn, void *ctx, unsigned gx, unsigned gy, unsigne
     CUresult err;
     Py_BEGIN_ALLOW_THREADS
     CUcontext cur = NULL;
+    int switched = 0;
     err = p_cuCtxGetCurrent(&cur);
-    if (!err && cur != (CUcontext)ctx)
+    if (!err && cur != (CUcontext)ctx) {
         err = p_cuCtxSetCurrent((CUcontext)ctx);
+        switched = !err;
+    }
     if (!err)
         err = p_cuLaunchKernel((CUfunction)fn, gx, gy, gz, 1, 1, 1, 0, (CUstream)stream,
                                pb->count ? pb->ptrs : NULL, NULL);
+    if (switched)       /* give the caller (torch, the CUDA runtime) its current device back */
+        p_cuCtxSetCurrent(cur);
     Py_END_ALLOW_THREADS
     return err;
 }

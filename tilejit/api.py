@@ -109,6 +109,10 @@ class _Fill(DeviceOp):
             ._execute(ctx)
         return t
 
+    def _default_stream(self):
+        from .ops.transfer import stream_near
+        return stream_near(self.tensor)
+
 
 def fill(tensor, value) -> DeviceOp:
     """Fill an existing tensor with ``value`` in place; the output is the tensor."""

@@ -408,8 +408,8 @@ class KernelLaunch(DeviceOp):
             if not st.launches & 255:       # now and then: did a frozen global change?
                 k.check_globals()
             return self.args
-        stream.device.make_current()
-        return self._execute(ExecutionContext(stream))
+        with stream.device.current():
+            return self._execute(ExecutionContext(stream))
 
     def _copy(self, **kw):
         d = dict(grid=self._grid, const_grid=self._const_grid, generics=self._generics,

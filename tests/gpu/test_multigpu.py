@@ -143,3 +143,23 @@ def test_torch_distributed_example():
                        capture_output=True, text=True, timeout=600, env=env)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "GPUs ok" in r.stdout
+
+
+def test_tilejit_leaves_the_callers_current_device_alone():
+    """Work on cuda:1 from a thread whose current device is 0 (torch's, the runtime's) must not
+    move that thread to device 1 — torch would then put "cuda" tensors on the wrong GPU."""
+    torch = pytest.importorskip("torch")
+    torch.cuda.set_device(0)
+    s1 = tile.Device(1).new_stream()
+    t = api.full((4096,), 1.0).sync_on(s1)
+    z = api.zeros((4096,)).sync_on(s1)
+    axpy(z.partition((1024,)), t, 2.0).sync_on(s1)
+    assert (z.to_numpy() == 2.0).all()
+    x1 = torch.ones(4096, device="cuda:1")
+    axpy(tile.partition(torch.zeros(4096, device="cuda:1"), (1024,)), x1, 1.0).sync()
+    tile.from_dlpack(x1)
+    del t
+    import gc
+    gc.collect()                                   # finalizers free cuda:1 memory here
+    assert torch.cuda.current_device() == 0
+    assert torch.zeros(1, device="cuda").device.index == 0

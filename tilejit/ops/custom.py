@@ -115,9 +115,9 @@ class AsyncKernelLaunch(DeviceOp):
         for o, raw in zip(offsets, self._values):
             mv[o:o + len(raw)] = raw
         cfg = self.config
-        ctx.device.make_current()
-        err = _d.drv.cuLaunchKernel(self.function._cu, *cfg.grid, *cfg.block, cfg.shared_mem_bytes,
-                                    ctx.stream._cu, kp, 0)[0]
+        with ctx.device.current():
+            err = _d.drv.cuLaunchKernel(self.function._cu, *cfg.grid, *cfg.block,
+                                        cfg.shared_mem_bytes, ctx.stream._cu, kp, 0)[0]
         if err != _d.SUCCESS:
             raise launch_error(err, getattr(self.function, "name", "<kernel>"), cfg.grid, cfg.block)
         return None

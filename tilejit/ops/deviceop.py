@@ -85,8 +85,8 @@ class DeviceOp:
         return self.schedule().__await__()
 
     def _submit(self, stream):
-        stream.device.make_current()
-        return self._execute(ExecutionContext(stream))
+        with stream.device.current():
+            return self._execute(ExecutionContext(stream))
 
     # --- composition -------------------------------------------------------------------------------
     def then(self, fn) -> "DeviceOp":

@@ -27,6 +27,16 @@ from .scheduling import default_stream
 
 
 # --- ops ------------------------------------------------------------------------------------------------
+def stream_near(*values):
+    """The default policy's stream on the device of the first tensor among ``values`` (a copy of
+    a tensor on cuda:1 runs on cuda:1), else on the default device."""
+    for v in values:
+        t = v._tensor if type(v) is Partition else v
+        if isinstance(t, Tensor):
+            return default_stream(t._storage.device)
+    return default_stream()
+
+
 class Empty(DeviceOp):
     allocates = True
 
@@ -81,6 +91,9 @@ class ToHost(DeviceOp):
         t._check_usable("copy to the host")
         return _copy.download(t, ctx.stream)
 
+    def _default_stream(self):
+        return stream_near(self.tensor)
+
 
 def to_host(tensor) -> ToHost:
     """Device -> host: an op producing a new NumPy array (C order) with the tensor's contents."""
@@ -111,7 +124,8 @@ class Dup(DeviceOp):
         return dst
 
     def _default_stream(self):
-        return default_stream(self.device) if self.device is not None else default_stream()
+        return default_stream(self.device) if self.device is not None else \
+            stream_near(self.tensor)
 
 
 def dup(tensor, device=None) -> Dup:
@@ -144,6 +158,9 @@ class Memcpy(DeviceOp):
         _copy.copy_tensor(dst, src, ctx.stream)
         return dst
 
+    def _default_stream(self):
+        return stream_near(self.dst, self.src)
+
 
 def memcpy(dst, src) -> Memcpy:
     """An op copying ``src`` into the existing tensor ``dst`` (same dtype, same element count);
@@ -163,6 +180,9 @@ class CopyFromHost(DeviceOp):
         dst._check_usable("copy into")
         _copy.upload_into(dst, self.arr, ctx.stream)
         return dst
+
+    def _default_stream(self):
+        return stream_near(self.dst)
 
 
 def copy_from_host(dst, arr) -> CopyFromHost:

@@ -173,14 +173,17 @@ def _copy_between_devices(dst, src, stream) -> None:
     from .transfer import new_tensor
     if not src.is_contiguous:
         s_src = src.device.internal_stream()
-        tmp = new_tensor(src.shape, src.dtype, s_src)
-        copy_tensor(tmp, src, s_src)
+        with src.device.current():          # a strided copy runs in its device's context
+            tmp = new_tensor(src.shape, src.dtype, s_src)
+            copy_tensor(tmp, src, s_src)
         src = tmp
     if not dst.is_contiguous:
         s_dst = dst.device.internal_stream()
-        tmp = new_tensor(dst.shape, dst.dtype, s_dst)
+        with dst.device.current():
+            tmp = new_tensor(dst.shape, dst.dtype, s_dst)
         _copy_between_devices(tmp, src, stream)
-        copy_tensor(dst, tmp, s_dst)
+        with dst.device.current():
+            copy_tensor(dst, tmp, s_dst)
         return
     for st in (dst.storage, src.storage):
         st.use(stream)

@@ -196,9 +196,15 @@ class Device:
 
     # --- context and streams -----------------------------------------------------------------------
     def make_current(self) -> None:
-        """Make this device's context current on the calling thread (no-op on the simulator)."""
+        """Make this device's context current on the calling thread (no-op on the simulator).
+        Inside tilejit prefer ``with device.current():``, which gives the caller's context back."""
         if self._ctx is not None:
             _d.check(_d.drv.cuCtxSetCurrent(self._ctx), "cuCtxSetCurrent")
+
+    def current(self) -> "_d.context":
+        """``with device.current():`` runs the block with this device's context current and
+        restores the calling thread's previous context afterwards."""
+        return _d.context(self._ctx)
 
     def new_stream(self, priority: int = 0):
         """A new stream owned by tilejit (non-blocking w.r.t. the legacy default stream)."""
@@ -219,8 +225,8 @@ class Device:
         """Wait for all work on this device (every stream)."""
         if self.is_simulated:
             return
-        self.make_current()
-        _d.check(_d.drv.cuCtxSynchronize(), "cuCtxSynchronize")
+        with self.current():
+            _d.check(_d.drv.cuCtxSynchronize(), "cuCtxSynchronize")
 
     @property
     def context_handle(self) -> int:

@@ -289,9 +289,9 @@ def _import_dlpack(obj, stream, device):
                           f"arrays are supported)")
     dev = Device(dev_id) if device is None else Device(device)
     s = _import_stream(dev, stream)
-    dev.make_current()          # DLPack: the producer's device is current during the export
-    capsule = _call_dlpack(obj, s.handle or 1)
-    return _tensor_from_capsule(capsule, dev, s, obj)
+    with dev.current():         # DLPack: the producer's device is current during the export
+        capsule = _call_dlpack(obj, s.handle or 1)
+        return _tensor_from_capsule(capsule, dev, s, obj)
 
 
 def _dlpack_device(obj):

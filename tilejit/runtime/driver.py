@@ -76,6 +76,35 @@ def _driver_error(err, what: str) -> DriverError:
     return DriverError(msg, code=int(err))
 
 
+class context:
+    """``with context(ctx):`` makes ``ctx`` (a CUcontext) current for the block and gives the
+    calling thread its previous context back afterwards, so work tilejit does never changes the
+    current device of the caller (PyTorch and the CUDA runtime read it)."""
+
+    __slots__ = ("ctx", "prev")
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.prev = None
+
+    def __enter__(self):
+        ctx = self.ctx
+        if ctx is None:
+            return self
+        err, cur = drv.cuCtxGetCurrent()
+        if err == SUCCESS and int(cur) == int(ctx):
+            return self
+        check(drv.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+        self.prev = cur if err == SUCCESS else None
+        return self
+
+    def __exit__(self, *exc):
+        prev, self.prev = self.prev, None
+        if prev is not None:
+            drv.cuCtxSetCurrent(prev)
+        return False
+
+
 def init() -> None:
     """Run ``cuInit(0)`` once. Raises ContextError (with the reason) when there is no usable driver."""
     global _init_done, _init_error

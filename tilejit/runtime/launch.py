@@ -180,8 +180,8 @@ class CudaKernel:
                 raise LaunchError(self.packer._explain(params, e)) from None
         else:
             kp = self._packer_for_thread().pack(params)
-        self._ctx.make_current()
-        err = cu_launch(f, grid[0], grid[1], grid[2], 1, 1, 1, 0, stream._cu, kp, 0)[0]
+        with self._ctx.current():
+            err = cu_launch(f, grid[0], grid[1], grid[2], 1, 1, 1, 0, stream._cu, kp, 0)[0]
         if err:
             self.raise_launch_error(err, grid)
 

@@ -212,8 +212,8 @@ def allocate(nbytes: int, stream, device: Optional[Device] = None) -> Storage:
         st._finalizer.atexit = False
         return st
     _ensure_pool(device)
-    device.make_current()
-    ptr = _cuda_alloc(max(nbytes, 1), stream)
+    with device.current():
+        ptr = _cuda_alloc(max(nbytes, 1), stream)
     st = Storage(ptr, nbytes, device, stream)
     st._finalizer = weakref.finalize(st, _free_cuda, st._h)
     st._finalizer.atexit = False       # the process is exiting: the driver frees everything
@@ -301,15 +301,15 @@ def _free_cuda(h: _FreeState) -> None:
         return
     try:
         drv = _d.drv
-        h.device.make_current()
-        stream = h.stream
-        if stream is None or stream._cu is None or h.event is not None:
-            # A raw foreign stream may be gone: free on our own stream, after the last use.
-            own = h.device.internal_stream()
-            if h.event is not None:
-                own.wait_event(h.event)
-            stream = own
-        drv.cuMemFreeAsync(drv.CUdeviceptr(ptr), stream._cu)
+        with h.device.current():   # finalizers run anywhere: leave the thread as found
+            stream = h.stream
+            if stream is None or stream._cu is None or h.event is not None:
+                # A raw foreign stream may be gone: free on our own stream, after the last use.
+                own = h.device.internal_stream()
+                if h.event is not None:
+                    own.wait_event(h.event)
+                stream = own
+            drv.cuMemFreeAsync(drv.CUdeviceptr(ptr), stream._cu)
     except Exception:   # never raise from a finalizer (interpreter shutdown, dead context)
         pass
 

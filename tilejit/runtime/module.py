@@ -57,8 +57,8 @@ class Module:
         with self._lock:
             fn = self._functions.get(name)
             if fn is None:
-                self.device.make_current()
-                err, cu_fn = _d.drv.cuModuleGetFunction(self._cu, name.encode())
+                with self.device.current():
+                    err, cu_fn = _d.drv.cuModuleGetFunction(self._cu, name.encode())
                 if err != _d.SUCCESS:
                     raise DriverError(f"kernel {name!r} not found in {self.name}: "
                                       f"{_d.error_text(err)}; check the entry name (C++ kernels "
@@ -120,9 +120,9 @@ def load_module_from_data(image, device=0, name: str = "<module>") -> Module:
     is_ptx = data[:4] not in _BINARY_MAGICS and _PTX_MAGIC in data[:65536]
     if is_ptx and not data.endswith(b"\0"):
         data += b"\0"               # the driver reads PTX as a NUL-terminated string
-    dev.make_current()
     drv = _d.drv
-    err, cu_mod = drv.cuModuleLoadData(data)
+    with dev.current():
+        err, cu_mod = drv.cuModuleLoadData(data)
     if err != _d.SUCCESS:
         log = _jit_error_log(data) if is_ptx else ""
         raise DriverError(f"cannot load {name} on {dev.name}: {_d.error_text(err)}"

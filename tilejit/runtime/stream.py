@@ -60,9 +60,10 @@ class Stream:
         if device.is_simulated:
             return cls._make(device, 0, None, owned=True)
         drv = _d.drv
-        device.make_current()
-        cu = _d.check(drv.cuStreamCreateWithPriority(
-            drv.CUstream_flags.CU_STREAM_NON_BLOCKING, int(priority)), "cuStreamCreateWithPriority")
+        with device.current():
+            cu = _d.check(drv.cuStreamCreateWithPriority(
+                drv.CUstream_flags.CU_STREAM_NON_BLOCKING, int(priority)),
+                "cuStreamCreateWithPriority")
         s = cls._make(device, int(cu), cu, owned=True)
         s._finalizer = weakref.finalize(s, _destroy_stream, cu)
         _owned_streams[s.handle] = s
@@ -82,6 +83,8 @@ class Stream:
         mine = _owned_streams.get(handle) if handle else None
         if mine is not None:                 # one of our own streams, by its raw handle
             return mine
+        if device is None:
+            device = _object_device(obj)
         if device is None:
             device = _stream_device(handle)
         device = Device(device) if not isinstance(device, Device) else device
@@ -179,11 +182,11 @@ class Stream:
             raise SchedulingError("this stream is already capturing a CUDA graph")
         cap = Capture()
         if self._cu is not None:
-            self.device.make_current()
             drv = _d.drv
-            _d.check(drv.cuStreamBeginCapture(
-                self._cu, drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED),
-                "cuStreamBeginCapture")
+            with self.device.current():
+                _d.check(drv.cuStreamBeginCapture(
+                    self._cu, drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED),
+                    "cuStreamBeginCapture")
         self._capture = cap
         return cap
 
@@ -288,6 +291,17 @@ def _stream_handle(obj) -> int:
                     f"torch.cuda.Stream, a CuPy stream or an object with __cuda_stream__")
 
 
+def _object_device(obj) -> Optional[int]:
+    """The device a stream object says it belongs to (torch: ``.device``; CuPy: ``.device_id``),
+    or None. Needed for the default streams (handles 0-2), which every device has."""
+    dev = getattr(obj, "device", None)
+    idx = getattr(dev, "index", None)
+    if isinstance(idx, int) and idx >= 0:
+        return idx
+    did = getattr(obj, "device_id", None)
+    return did if isinstance(did, int) and did >= 0 else None
+
+
 def _stream_device(handle: int) -> Device:
     from . import backend as _backend
     if _backend.current() == _backend.SIMULATOR:
@@ -299,7 +313,10 @@ def _stream_device(handle: int) -> Device:
             return Device(int(_d.check(fn(_d.drv.CUstream(handle)), "cuStreamGetDevice")))
         except Exception:
             pass
-    return Device(0)
+    try:                    # a default stream (0-2) is the current context's
+        return Device(int(_d.check(_d.drv.cuCtxGetDevice(), "cuCtxGetDevice")))
+    except Exception:
+        return Device(0)
 
 
 class GraphExec:
@@ -346,9 +363,9 @@ class Event:
             self._cu = None
             return
         drv = _d.drv
-        self.device.make_current()
         flags = 0 if timing else int(drv.CUevent_flags.CU_EVENT_DISABLE_TIMING)
-        self._cu = _d.check(drv.cuEventCreate(flags), "cuEventCreate")
+        with self.device.current():
+            self._cu = _d.check(drv.cuEventCreate(flags), "cuEventCreate")
         self._finalizer = weakref.finalize(self, _destroy_event, self._cu)
 
     def record(self, stream: Stream) -> "Event":
