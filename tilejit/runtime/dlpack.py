@@ -139,8 +139,9 @@ def export_capsule(t, stream=None, max_version=None, dl_device=None, copy=None):
         from .copy import copy_tensor
         from .transfer import new_tensor
         s = t.device.internal_stream()
-        c = new_tensor(t.shape, t.dtype, s)
-        copy_tensor(c, t, s)
+        with t.device.current():
+            c = new_tensor(t.shape, t.dtype, s)
+            copy_tensor(c, t, s)
         t = c
     if stream is not None and not t.device.is_simulated and stream != -1:
         _make_stream_wait(t, stream)
@@ -368,7 +369,8 @@ def _copy_from_host(arr: np.ndarray):
     """A device copy of a host array, queued on the device's internal stream (no sync needed)."""
     from .transfer import upload
     dev = Device(0)
-    return upload(np.asarray(arr), dev.internal_stream())
+    with dev.current():
+        return upload(np.asarray(arr), dev.internal_stream())
 
 
 __all__ = ["from_dlpack", "from_cuda_array_interface", "export_capsule", "device_tuple",

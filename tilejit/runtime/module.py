@@ -123,8 +123,8 @@ def load_module_from_data(image, device=0, name: str = "<module>") -> Module:
     drv = _d.drv
     with dev.current():
         err, cu_mod = drv.cuModuleLoadData(data)
+        log = _jit_error_log(data) if is_ptx and err != _d.SUCCESS else ""
     if err != _d.SUCCESS:
-        log = _jit_error_log(data) if is_ptx else ""
         raise DriverError(f"cannot load {name} on {dev.name}: {_d.error_text(err)}"
                           + (f"\nJIT log:\n{log}" if log else "")
                           + ("" if log or not is_ptx else

@@ -329,15 +329,17 @@ class GraphExec:
         self._graph = graph
         self.device = stream.device
         try:
-            self._exec = _d.check(drv.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
-            _d.check(drv.cuGraphUpload(self._exec, stream._cu), "cuGraphUpload")
+            with stream.device.current():
+                self._exec = _d.check(drv.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
+                _d.check(drv.cuGraphUpload(self._exec, stream._cu), "cuGraphUpload")
         except BaseException:
             drv.cuGraphDestroy(graph)
             raise
 
     def launch(self, stream: Stream) -> None:
         """Replay the graph on ``stream``."""
-        _d.check(_d.drv.cuGraphLaunch(self._exec, stream._cu), "cuGraphLaunch")
+        with stream.device.current():
+            _d.check(_d.drv.cuGraphLaunch(self._exec, stream._cu), "cuGraphLaunch")
 
     def close(self) -> None:
         """Destroy the driver objects (idempotent)."""

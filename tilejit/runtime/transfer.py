@@ -48,7 +48,8 @@ def read_prefix(t: Tensor, count: int) -> np.ndarray:
     if row.ndim == 1:
         row = row[:count]
     stream = t.device.internal_stream()
-    return _copy.download(row, stream).reshape(-1)
+    with t.device.current():
+        return _copy.download(row, stream).reshape(-1)
 
 
 __all__ = ["new_tensor", "upload", "read_prefix", "check_shape"]
