@@ -74,8 +74,14 @@ CUTILE = textwrap.dedent('''
 
 
 def run(code: str, env: dict) -> dict:
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                       timeout=600, cwd=ROOT)
+    # from a file: cuTile Python reads its kernels' source with inspect
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+        f.write(code)
+    try:
+        r = subprocess.run([sys.executable, f.name], capture_output=True, text=True, env=env,
+                           timeout=600, cwd=ROOT)
+    finally:
+        os.unlink(f.name)
     if r.returncode != 0:
         raise RuntimeError(r.stderr[-2000:])
     return json.loads(r.stdout.strip().splitlines()[-1])

@@ -24,16 +24,11 @@ compiles wins, without timing. ``kernel.tuning_report()`` lists every config's t
 """
 from __future__ import annotations
 
-import concurrent.futures
-import hashlib
-import json
 import os
-import statistics
 import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from . import dtypes as D
@@ -177,7 +172,9 @@ class Autotuned:
         parts.append(f"device:{dev}")
         return "|".join(parts)
 
-    def _cache_file(self) -> Optional[Path]:
+    def _cache_file(self):
+        import hashlib
+        from pathlib import Path
         from . import fingerprint
         from .toolchain import cache
         root = cache.usable_dir()
@@ -188,6 +185,7 @@ class Autotuned:
         return Path(root) / "autotune" / f"{self.kernel.__name__}-{h}.json"
 
     def _load(self, key: str) -> Optional[Tuning]:
+        import json
         path = self._cache_file()
         if path is None or not path.exists():
             return None
@@ -201,6 +199,7 @@ class Autotuned:
         return Tuning(entry["best"], trials, source="disk")
 
     def _save(self, key: str, tuning: Tuning) -> None:
+        import json
         from .toolchain import cache
         path = self._cache_file()
         if path is None:
@@ -251,6 +250,7 @@ class Autotuned:
                             op._options or k.options, grid_ones=ones)
 
     def _time_all(self, key: str, bound) -> Tuning:
+        import concurrent.futures
         n = len(self.configs)
         quiet = os.environ.get("TILEJIT_AUTOTUNE_QUIET") == "1"
         t_start = time.perf_counter()
@@ -442,6 +442,7 @@ class _Timer:
                 b = self.Event(self.device, timing=True).record(self.stream)
                 b.synchronize()
                 times.append(a.elapsed_ms(b))
+            import statistics
             return Trial(config, statistics.median(times))
         except TileJitError as e:
             return Trial(config, None, f"failed: {_first_line(e)}")
