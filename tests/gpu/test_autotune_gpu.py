@@ -6,21 +6,14 @@ import pytest
 import tilejit as tile
 from tilejit import api
 
+from test_autotune import _matmul  # noqa: E402  (the same kernel as the CPU tests)
+
 pytestmark = pytest.mark.gpu
 
 CONFIGS = [tile.Config(tile=(64, 64), BK=48),
            tile.Config(tile=(64, 64), BK=32),
            tile.Config(tile=(128, 64), BK=64, occupancy=2),
            tile.Config(tile=(128, 128), BK=32)]
-
-
-def _matmul(c, a, b, BK: tile.Constant[int]):
-    BM, BN = c.shape
-    bm, bn = c.block
-    acc = tile.zeros((BM, BN), tile.float32)
-    for k in range(tile.cdiv(a.shape[1], BK)):
-        acc = tile.mma(a.load((bm, k), (BM, BK)), b.load((k, bn), (BK, BN)), acc)
-    c.store(acc.astype(c.dtype))
 
 
 @pytest.fixture
