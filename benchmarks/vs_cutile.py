@@ -27,6 +27,24 @@ import tilejit as tile  # noqa: E402
 from harness import Table, Timer, check  # noqa: E402
 
 
+def _triton():
+    try:
+        import triton_kernels
+        return triton_kernels
+    except Exception as e:  # noqa: BLE001  (not installed here: measure the rest)
+        print(f"Triton not available: {type(e).__name__}: {e}")
+        return None
+
+
+def _try(label, fn):
+    """``fn()``, or None with the failure printed (a peer's failure must not stop the run)."""
+    try:
+        return fn()
+    except Exception as e:  # noqa: BLE001
+        print(f"  {label} failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+        return None
+
+
 def _peer():
     try:
         import cutile_kernels
@@ -62,8 +80,9 @@ def bench_vector_add(T, K, ct, CK, torch, quick):
 
 
 def bench_matmul(T, K, ct, CK, torch, quick):
-    tab = Table(["tilejit", "cuTile", "cuBLAS"], "TFLOP/s",
-                ratios=[("tilejit", "cuTile"), ("tilejit", "cuBLAS")])
+    tab = Table(["tilejit", "cuTile", "cuBLAS", "Triton"], "TFLOP/s",
+                ratios=[("tilejit", "cuTile"), ("tilejit", "cuBLAS"), ("tilejit", "Triton")])
+    TK = _triton()
     s = torch.cuda.current_stream()
     sizes = (2048,) if quick else (4096, 8192)
     for dt in (torch.float16, torch.bfloat16):
@@ -89,15 +108,33 @@ def bench_matmul(T, K, ct, CK, torch, quick):
                 check("cuTile matmul", c, ref, 2e-2)
                 cu = flops / T.ms(lambda: ct.launch(s, (g,), CK.matmul_grouped, args)) / 1e9
             cb = flops / T.ms(lambda: torch.matmul(a, b, out=c)) / 1e9
+            tr = None
+            if TK is not None:
+                def run_triton():
+                    c.zero_()
+                    TK.matmul(a, b, c)
+                    check("Triton matmul", c, ref, 2e-2)
+                    return flops / T.ms(lambda: TK.matmul(a, b, c)) / 1e9
+                tr = _try("Triton matmul", run_triton)
             name = str(dt).replace("torch.", "")
-            tab.add(f"matmul {name} {m}³, 128x128x64 grouped", tilejit=tj, cuTile=cu, cuBLAS=cb)
+            tab.add(f"matmul {name} {m}³, 128x128x64 grouped", tilejit=tj, cuTile=cu, cuBLAS=cb,
+                    Triton=tr)
     return tab
 
 
+def _tuned_softmax(K, n):
+    """softmax_rows autotuned over rows per block and occupancy (tile.autotune)."""
+    configs = [tile.Config(tile=(bm, n), occupancy=occ) for bm in (1, 2, 4, 8)
+               for occ in (1, 2, 4)]
+    return tile.autotune(configs=configs, key=["x"], partition="z")(K.softmax_rows)
+
+
 def bench_softmax(T, K, ct, CK, torch, quick):
-    tab = Table(["tilejit", "tilejit explicit", "cuTile", "torch"], "GB/s",
-                ratios=[("tilejit", "cuTile"), ("tilejit", "tilejit explicit"),
-                        ("tilejit", "torch")])
+    tab = Table(["tilejit", "tilejit explicit", "cuTile", "torch", "Triton", "tilejit autotuned"],
+                "GB/s", ratios=[("tilejit", "cuTile"), ("tilejit", "tilejit explicit"),
+                                ("tilejit", "torch"), ("tilejit", "Triton"),
+                                ("tilejit autotuned", "torch")])
+    TK = _triton()
     s = torch.cuda.current_stream()
     shapes = ((1024, 4096),) if quick else ((4096, 4096), (4096, 8192))
     for dt in (torch.float16, torch.float32):
@@ -122,14 +159,30 @@ def bench_softmax(T, K, ct, CK, torch, quick):
                 vals["cuTile"] = gb / T.ms(lambda: ct.launch(s, (r,), CK.softmax_rows,
                                                              (x, z, n))) * 1e3
             vals["torch"] = gb / T.ms(lambda: torch.softmax(x, dim=1)) * 1e3
+            if TK is not None:
+                def run_triton():
+                    z.zero_()
+                    TK.softmax(x, z)
+                    check("Triton softmax", z, ref, 1e-2)
+                    return gb / T.ms(lambda: TK.softmax(x, z)) * 1e3
+                vals["Triton"] = _try("Triton softmax", run_triton)
+            tuned = _tuned_softmax(K, n)
+            z.zero_()
+            tuned(z, x).sync()
+            check("tuned softmax", z, ref, 1e-2)
+            best = tuned.best_config(z, x)
+            p = tuned.launch_for(best, {"z": z, "x": x}).prepare(s)
+            vals["tilejit autotuned"] = gb / T.ms(p.launch) * 1e3
+            p.close()
             name = str(dt).replace("torch.", "")
-            tab.add(f"softmax {name} {r}x{n}, 1 row/block", **vals)
+            tab.add(f"softmax {name} {r}x{n}, 1 row/block", note=f"tuned: {best}", **vals)
     return tab
 
 
 def bench_layer_norm(T, K, ct, CK, torch, quick):
-    tab = Table(["tilejit", "cuTile", "torch"], "GB/s",
-                ratios=[("tilejit", "cuTile"), ("tilejit", "torch")])
+    tab = Table(["tilejit", "cuTile", "torch", "tilejit autotuned"], "GB/s",
+                ratios=[("tilejit", "cuTile"), ("tilejit", "torch"),
+                        ("tilejit autotuned", "torch")])
     s = torch.cuda.current_stream()
     r, n = (1024, 4096) if quick else (4096, 8192)
     for dt in (torch.float16, torch.float32):
@@ -156,8 +209,21 @@ def bench_layer_norm(T, K, ct, CK, torch, quick):
             vals["cuTile"] = gb / T.ms(lambda: ct.launch(s, (r,), CK.layer_norm_fwd, args)) * 1e3
         vals["torch"] = gb / T.ms(lambda: torch.nn.functional.layer_norm(x, (n,), w, b,
                                                                           1e-5)) * 1e3
+        tuned = tile.autotune(
+            configs=[tile.Config(TILE_N=tn, occupancy=occ) for tn in (512, 1024, 2048)
+                     for occ in (1, 2, 4, 8)],
+            key=["x"], grid=lambda cfg, a: (a["x"].shape[0], 1, 1))(K.layer_norm_fwd)
+        targs = (tile.atomic(f(y)), f(x), f(w), f(b), tile.atomic(f(mean)), tile.atomic(f(rstd)),
+                 1e-5)
+        tuned(*targs).sync()
+        check("tuned layer norm", y, ref, 2e-2)
+        bound = dict(zip(["y", "x", "w", "b", "mean_out", "rstd_out", "eps"], targs))
+        best = tuned.best_config(*targs)
+        p = tuned.launch_for(best, bound).prepare(s)
+        vals["tilejit autotuned"] = gb / T.ms(p.launch) * 1e3
+        p.close()
         name = str(dt).replace("torch.", "")
-        tab.add(f"LayerNorm fwd {name} {r}x{n}, TILE_N 1024", **vals)
+        tab.add(f"LayerNorm fwd {name} {r}x{n}, TILE_N 1024", note=f"tuned: {best}", **vals)
     return tab
 
 
