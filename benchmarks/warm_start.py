@@ -73,15 +73,13 @@ CUTILE = textwrap.dedent('''
 ''')
 
 
-def run(code: str, env: dict) -> dict:
-    # from a file: cuTile Python reads its kernels' source with inspect
-    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+def run(code: str, env: dict, path: str) -> dict:
+    # from a file (cuTile Python reads its kernels' source with inspect) at a fixed path: the
+    # file name is part of what a compiled kernel depends on (its line tables)
+    with open(path, "w") as f:
         f.write(code)
-    try:
-        r = subprocess.run([sys.executable, f.name], capture_output=True, text=True, env=env,
-                           timeout=600, cwd=ROOT)
-    finally:
-        os.unlink(f.name)
+    r = subprocess.run([sys.executable, path], capture_output=True, text=True, env=env,
+                       timeout=600, cwd=ROOT)
     if r.returncode != 0:
         raise RuntimeError(r.stderr[-2000:])
     return json.loads(r.stdout.strip().splitlines()[-1])
@@ -91,8 +89,9 @@ def series(name: str, code: str, cache_var: str, runs: int):
     d = tempfile.mkdtemp(prefix=f"warm-{name}-")
     env = dict(os.environ, **{cache_var: d})
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
-    cold = run(code, env)
-    warm = [run(code, env) for _ in range(runs)]
+    path = os.path.join(d, "first_call.py")
+    cold = run(code, env, path)
+    warm = [run(code, env, path) for _ in range(runs)]
     med = {k: statistics.median(w[k] for w in warm) for k in ("import_ms", "first_call_ms")}
     return cold, warm, med
 

@@ -549,6 +549,9 @@ static int classify_arg(Launcher *self, Arg *a, PyObject *v, PyObject *ann, PyOb
     }
     int isop = PyObject_IsInstance(v, self->deviceop_type);
     if (isop) return isop < 0 ? -1 : 0;
+    /* NumPy arrays are copied in per launch (a prepare hook): the Python path, without a
+       classification here that it would redo */
+    if (strcmp(tp->tp_name, "numpy.ndarray") == 0) return 0;
     PyObject *info = PyObject_CallFunctionObjArgs(self->classify, v, ann, stream, NULL);
     if (!info) return -1;
     int r = from_info(a, info);

@@ -199,20 +199,21 @@ def _partition_info(p: Partition) -> ArgInfo:
 
 
 # --- NumPy arrays (copied in, and out when writable) --------------------------------------------------
+_numpy_keys: dict = {}      # (NumPy dtype, shape, writable) -> (DType, key, slots)
+
+
 def _numpy_info(arr: np.ndarray, writable: bool, value) -> ArgInfo:
-    try:
-        dt = _dt.from_numpy(arr.dtype)
-    except TypeError as e:
-        raise TypeError(f"cannot pass a NumPy array of dtype {arr.dtype} to a kernel: {e}") from None
+    shape = arr.shape
+    hit = _numpy_keys.get((arr.dtype, shape, writable))
+    if hit is None:
+        hit = _numpy_key(arr, writable)
+        if len(_numpy_keys) < 4096:
+            _numpy_keys[(arr.dtype, shape, writable)] = hit
+    dt, key, slots = hit
     if writable and not arr.flags.writeable:
         raise TensorError("tile.atomic(array) needs a writable NumPy array (it is copied back after "
                           "the launch)")
-    shape = tuple(arr.shape)
-    strides = _layout.contiguous_strides(shape)
-    facts = Facts.of(0, shape, strides)          # the device copy is 256-byte aligned
-    key = _keys.tensor_key(dt.name, len(shape), facts, writable)
-    info = ArgInfo("tensor", key, None, array_slots(len(shape), facts[0]), value=value,
-                   writable=writable, host=arr)
+    info = ArgInfo("tensor", key, None, slots, value=value, writable=writable, host=arr)
 
     def prepare(stream, info=info, dt=dt):
         from .transfer import upload
@@ -228,6 +229,18 @@ def _numpy_info(arr: np.ndarray, writable: bool, value) -> ArgInfo:
             info.host[...] = download(info.tensor, stream)
         info.finish = finish
     return info
+
+
+def _numpy_key(arr: np.ndarray, writable: bool):
+    try:
+        dt = _dt.from_numpy(arr.dtype)
+    except TypeError as e:
+        raise TypeError(f"cannot pass a NumPy array of dtype {arr.dtype} to a kernel: {e}") from None
+    shape = tuple(arr.shape)
+    strides = _layout.contiguous_strides(shape)
+    facts = Facts.of(0, shape, strides)          # the device copy is 256-byte aligned
+    return dt, _keys.tensor_key(dt.name, len(shape), facts, writable), \
+        array_slots(len(shape), facts[0])
 
 
 # --- scalars --------------------------------------------------------------------------------------------
