@@ -16,6 +16,25 @@ def _run(script, *args, **env_overrides):
                           capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
 
 
+EXAMPLES = sorted(f[:-3] for f in os.listdir(os.path.join(ROOT, "examples"))
+                  if f.endswith(".py") and f not in ("quickstart.py", "distributed_matmul.py"))
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_example_runs_and_checks_its_result(name):
+    """Every gallery script runs on the simulator and reports its own check as ok."""
+    r = _run(f"examples/{name}.py", TILEJIT_SIMULATE="1")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"{name}: " in r.stdout and r.stdout.rstrip().endswith("ok"), r.stdout
+
+
+def test_the_examples_readme_lists_every_script():
+    listed = open(os.path.join(ROOT, "examples", "README.md")).read()
+    for f in os.listdir(os.path.join(ROOT, "examples")):
+        if f.endswith(".py"):
+            assert f"`{f}`" in listed, f
+
+
 def test_quickstart_runs():
     r = _run("examples/quickstart.py")
     assert r.returncode == 0, r.stdout + r.stderr
