@@ -113,6 +113,10 @@ class _Fill(DeviceOp):
         from .ops.transfer import stream_near
         return stream_near(self.tensor)
 
+    def describe(self, depth: int = 0) -> str:
+        from .ops.describe import value
+        return f"fill {value(self.tensor, depth)} with {self.value!r}"
+
 
 def fill(tensor, value) -> DeviceOp:
     """Fill an existing tensor with ``value`` in place; the output is the tensor."""

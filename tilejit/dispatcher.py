@@ -19,12 +19,13 @@ from typing import Any, Dict, Optional, Sequence
 from . import backends
 from . import compiler as _compiler
 from . import dtypes as D
+from . import envvars
 from . import fingerprint
 from . import keys as _keys
 from . import language as L
 from . import native
 from .compiler import CompileOptions, Compiled
-from .errors import LaunchError
+from .errors import CompileError, LaunchError
 from .ops.deviceop import DeviceFuture, DeviceOp, _as_stream, _sync_quietly
 from .ops.execution import ExecutionContext
 from .ops.scheduling import default_stream, has_user_policy
@@ -126,7 +127,22 @@ class Kernel:
         return out
 
     def __repr__(self) -> str:
-        return f"<tile.entry {self.py_func.__qualname__}>"
+        n = len(self._cache)
+        return (f"<tile.entry {self.__name__}{self._sig}: {n} compiled "
+                f"specialization{'s' if n != 1 else ''}, {self.stats.launches} launches>")
+
+    def _repr_html_(self) -> str:
+        import html
+        rows = "".join(
+            f"<tr><td><code>{html.escape(', '.join(_describe_key(a) for a in keys))}</code></td>"
+            f"<td><code>{html.escape(', '.join(f'{n}={v!r}' for n, v in consts))}</code></td>"
+            f"<td>{html.escape(str(target))}</td></tr>"
+            for (keys, consts, _opts, target, *_rest) in self._cache)
+        table = (f"<table><tr><th>arguments</th><th>constants</th><th>target</th></tr>{rows}"
+                 f"</table>") if rows else "<p>nothing compiled yet</p>"
+        return (f"<div><b>tile.entry</b> <code>{html.escape(self.__name__)}"
+                f"{html.escape(str(self._sig))}</code>{table}"
+                f"<p><code>{html.escape(repr(self.stats))}</code></p></div>")
 
     # --- launching -------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs) -> "KernelLaunch":
@@ -216,9 +232,16 @@ class Kernel:
             self._frozen = fingerprint.frozen_globals(self.py_func)
         else:
             self.check_globals()
-        c = _compiler.compile(self.py_func, keys, consts, target, options, const_grid=const_grid,
-                              name=self.__name__, key=key, use_disk_cache=self.use_disk_cache,
-                              grid_ones=grid_ones)
+        try:
+            c = _compiler.compile(self.py_func, keys, consts, target, options,
+                                  const_grid=const_grid, name=self.__name__, key=key,
+                                  use_disk_cache=self.use_disk_cache, grid_ones=grid_ones)
+        except CompileError as e:
+            if envvars.flag("TILEJIT_FULL_TRACEBACK"):
+                raise
+            # The message already points at the user's line; tilejit's own frames (and Numba's
+            # chained exceptions) would bury it, in notebooks especially.
+            raise e.with_traceback(None) from None
         st = self.stats
         t = c.timings
         if "index" in t:
@@ -318,6 +341,17 @@ class Kernel:
         return [k[0] for k in self._cache]
 
 
+def _describe_key(key) -> str:
+    """One argument key in words: ``partition float32 2-d tile (32, 64)``."""
+    kind = key[0]
+    if kind == "scalar":
+        return f"{key[1]} scalar" + (" (weak)" if key[2] else "")
+    what = f"{kind} {key[1]} {key[2]}-d"
+    if kind == "partition":
+        return f"{what} tile {tuple(key[4])}"
+    return what + (" writable" if key[4] else "")
+
+
 def arch_or_raise(arch: str) -> str:
     """``arch`` if it names an architecture (``"sm_90"``), else ValueError."""
     if not isinstance(arch, str) or not re.fullmatch(r"sm_\d{2,3}[a-z]?", arch):
@@ -410,6 +444,16 @@ class KernelLaunch(DeviceOp):
             return self.args
         with stream.device.current():
             return self._execute(ExecutionContext(stream))
+
+    def describe(self, depth: int = 0) -> str:
+        from .ops.describe import value
+        k = self.kernel
+        names = k.param_names if len(self.args) == len(k.param_names) else k.runtime_names
+        parts = [f"{n}={value(a, depth)}" for n, a in zip(names, self.args)
+                 if a is not _MISSING]
+        parts += [f"{n}={v!r}" for n, v in self._generics.items()]
+        grid = f"grid {self._grid}" if self._grid is not None else "grid from the partitions"
+        return f"launch {k.__name__}({', '.join(parts)}), {grid}"
 
     def _copy(self, **kw):
         d = dict(grid=self._grid, const_grid=self._const_grid, generics=self._generics,

@@ -12,6 +12,7 @@ variable, the value and what it may be (instead of being silently ignored).
 ``TILEJIT_TILEIRAS``           a tileiras binary; ``TILEJIT_TILEIRAS_TIMEOUT`` its time limit (s)
 ``TILEJIT_ARCH``               target architecture without a GPU (``sm_90``)
 ``TILEJIT_BYTECODE_VERSION``   pin the Tile IR bytecode version (``13.3``)
+``TILEJIT_FULL_TRACEBACK``     a flag: compile errors keep tilejit's own frames in the traceback
 =============================  ===================================================================
 """
 from __future__ import annotations

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import linecache
 import re
+import sys
 from dataclasses import dataclass
 from typing import Optional
 
@@ -57,6 +58,20 @@ class InternalError(DeviceError):
 
 # --------------------------------------------------------------------------------------------------
 # Compile side
+def notebook_cell(filename: str) -> Optional[str]:
+    """``"Cell In[7]"`` when ``filename`` is the code of an IPython/Jupyter cell (IPython names it
+    after a hash of the source; its own tracebacks show the cell number instead), else None."""
+    if "IPython" not in sys.modules:
+        return None
+    try:
+        from IPython import get_ipython
+        shell = get_ipython()
+        n = shell.compile._filename_map.get(filename) if shell is not None else None
+    except Exception:       # another IPython layout: fall back to the file name
+        return None
+    return f"Cell In[{n}]" if n is not None else None
+
+
 @dataclass(frozen=True)
 class SourceLocation:
     """A place in the user's Python source. ``col`` is 0-based and optional."""
@@ -72,7 +87,8 @@ class SourceLocation:
 
     def render(self) -> str:
         """``file:line`` plus the source line and a caret under the offending code."""
-        head = f'File "{self.filename}", line {self.line}'
+        cell = notebook_cell(self.filename)
+        head = f"{cell}, line {self.line}" if cell else f'File "{self.filename}", line {self.line}'
         if self.function:
             head += f", in {self.function}"
         text = self.source_line()
@@ -88,7 +104,8 @@ class SourceLocation:
         return f"{head}\n    {stripped}\n    {' ' * start}{'^' * width}"
 
     def __str__(self) -> str:
-        return f"{self.filename}:{self.line}"
+        cell = notebook_cell(self.filename)
+        return f"{cell}, line {self.line}" if cell else f"{self.filename}:{self.line}"
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")

@@ -32,6 +32,16 @@ def cp():
     return cp
 
 
+@pytest.fixture
+def jax():
+    jax = pytest.importorskip("jax")
+    try:
+        jax.devices("cuda")
+    except Exception as e:
+        pytest.skip(f"jax has no CUDA backend: {e}")
+    return jax
+
+
 @tile.entry
 def vadd(z, x, y):
     z.store(tile.load_tile_like(x, z) + tile.load_tile_like(y, z))
@@ -167,6 +177,28 @@ def test_cupy_arrays(cp):
     np.testing.assert_allclose(cp.asnumpy(zs), cp.asnumpy(xs * 2), rtol=1e-6)
     with pytest.raises(tile.TensorError, match="negative strides"):
         vadd(tile.from_dlpack(zs).partition((512,)), xs[::-1], xs).sync_on(s)
+
+
+def test_cupy_outputs_through_tile_partition_and_back(cp):
+    x = cp.arange(4096, dtype=cp.float32)
+    z = cp.empty(4096, dtype=cp.float32)
+    s = tile.Stream.borrow_raw(cp.cuda.get_current_stream())
+    vadd(tile.partition(z, (1024,)), x, x).sync_on(s)
+    np.testing.assert_allclose(cp.asnumpy(z), 2 * np.arange(4096), rtol=1e-6)
+    t = api.rand((1000,), seed=1).sync()
+    back = cp.from_dlpack(t)                               # zero-copy: the same memory
+    assert back.data.ptr == t.device_pointer
+    np.testing.assert_array_equal(cp.asnumpy(back), t.to_numpy())
+
+
+def test_jax_cuda_arrays_zero_copy(jax):
+    jnp = jax.numpy
+    x = jax.device_put(jnp.arange(4096, dtype=jnp.float32), jax.devices("cuda")[0])
+    z = api.empty((4096,)).sync()
+    vadd(z.partition((1024,)), x, x).sync()
+    back = jnp.from_dlpack(z)
+    np.testing.assert_allclose(np.asarray(back), 2 * np.arange(4096), rtol=1e-6)
+    assert tile.from_dlpack(x).device_pointer == x.unsafe_buffer_pointer()
 
 
 def test_tile_tensors_and_torch_mix(torch):

@@ -11,6 +11,10 @@ from . import execution as _ex
 from .deviceop import DeviceOp, into_op
 
 
+def _callable_name(fn) -> str:
+    return getattr(fn, "__name__", None) or type(fn).__name__
+
+
 class Value(DeviceOp):
     """``tile.value(x)``: an op whose output is ``x`` (no GPU work)."""
 
@@ -19,6 +23,10 @@ class Value(DeviceOp):
     def __init__(self, x):
         self.x = x
         self.arity = len(x) if isinstance(x, tuple) else None
+
+    def describe(self, depth: int = 0) -> str:
+        from .describe import value
+        return f"the value {value(self.x, depth)}"
 
     def _execute(self, ctx):
         return self.x
@@ -40,6 +48,10 @@ class Then(DeviceOp):
         self.checked = checked
         self.with_context = with_context
 
+    def describe(self, depth: int = 0) -> str:
+        from .describe import op
+        return f"{op(self.op, depth + 1)}, then {_callable_name(self.fn)}(output)"
+
     def _execute(self, ctx):
         out = self.op._execute(ctx)
         with contextlib.nullcontext() if self.checked else _ex.unguarded():
@@ -60,6 +72,11 @@ class Map(DeviceOp):
             raise TypeError(f"{self._what} needs a callable, got {type(fn).__name__}")
         self.op = into_op(op)
         self.fn = fn
+
+    def describe(self, depth: int = 0) -> str:
+        from .describe import op
+        verb = "inspected by" if isinstance(self, Inspect) else "mapped by"
+        return f"{op(self.op, depth + 1)}, {verb} {_callable_name(self.fn)}"
 
     @property
     def graph_safe(self):  # type: ignore[override]
@@ -90,6 +107,10 @@ class Zip(DeviceOp):
     def __init__(self, *ops):
         self.ops = tuple(into_op(o) for o in ops)
         self.arity = len(self.ops)
+
+    def describe(self, depth: int = 0) -> str:
+        from .describe import op
+        return "zip of " + "; ".join(op(o, depth + 1) for o in self.ops)
 
     @property
     def graph_safe(self):  # type: ignore[override]

@@ -174,8 +174,17 @@ class DeviceOp:
         from .graph import CudaGraph
         return CudaGraph.capture(self, stream)
 
+    def describe(self, depth: int = 0) -> str:
+        """What this op will do, in words (``repr`` and notebooks show it; nothing runs)."""
+        return type(self).__name__
+
     def __repr__(self) -> str:
-        return f"<{type(self).__name__} (lazy DeviceOp)>"
+        from . import describe
+        return describe.op_repr(self)
+
+    def _repr_html_(self) -> str:
+        from . import describe
+        return describe.op_html(self)
 
 
 def execute_input(value, ctx: ExecutionContext):

@@ -47,6 +47,9 @@ class Empty(DeviceOp):
     def _execute(self, ctx):
         return new_tensor(self.shape, self.dtype, ctx.stream)
 
+    def describe(self, depth: int = 0) -> str:
+        return f"a new uninitialised tensor {self.shape} {self.dtype.name}"
+
 
 def empty(shape, dtype=_dt.float32) -> Empty:
     """An op producing an uninitialised tensor of ``shape`` and ``dtype``."""
@@ -67,6 +70,9 @@ class FromNumpy(DeviceOp):
 
     def _execute(self, ctx):
         return upload(self.arr, ctx.stream, self.dtype)
+
+    def describe(self, depth: int = 0) -> str:
+        return f"copy a NumPy array {self.arr.shape} to the device as {self.dtype.name}"
 
 
 def from_numpy(arr, dtype=None) -> FromNumpy:
@@ -93,6 +99,10 @@ class ToHost(DeviceOp):
 
     def _default_stream(self):
         return stream_near(self.tensor)
+
+    def describe(self, depth: int = 0) -> str:
+        from .describe import value
+        return f"copy {value(self.tensor, depth)} to the host (a NumPy array)"
 
 
 def to_host(tensor) -> ToHost:
@@ -126,6 +136,11 @@ class Dup(DeviceOp):
     def _default_stream(self):
         return default_stream(self.device) if self.device is not None else \
             stream_near(self.tensor)
+
+    def describe(self, depth: int = 0) -> str:
+        from .describe import value
+        where = f" on {self.device!r}" if self.device is not None else ""
+        return f"a contiguous copy of {value(self.tensor, depth)}{where}"
 
 
 def dup(tensor, device=None) -> Dup:
@@ -161,6 +176,10 @@ class Memcpy(DeviceOp):
     def _default_stream(self):
         return stream_near(self.dst, self.src)
 
+    def describe(self, depth: int = 0) -> str:
+        from .describe import value
+        return f"copy {value(self.src, depth)} into {value(self.dst, depth)}"
+
 
 def memcpy(dst, src) -> Memcpy:
     """An op copying ``src`` into the existing tensor ``dst`` (same dtype, same element count);
@@ -183,6 +202,10 @@ class CopyFromHost(DeviceOp):
 
     def _default_stream(self):
         return stream_near(self.dst)
+
+    def describe(self, depth: int = 0) -> str:
+        from .describe import value
+        return f"copy a NumPy array {self.arr.shape} into {value(self.dst, depth)}"
 
 
 def copy_from_host(dst, arr) -> CopyFromHost:

@@ -284,7 +284,7 @@ def _import_dlpack(obj, stream, device):
         if dev_type not in (kDLCPU, kDLCUDAHost):
             raise TensorError(f"cannot import a GPU array (DLPack device {dev_type}) on the "
                               f"simulator backend; copy it to the host first")
-        return _copy_from_host(np.from_dlpack(obj))
+        return _copy_from_host(_host_array(obj))
     if dev_type not in (kDLCUDA, kDLCUDAManaged):
         raise TensorError(f"from_dlpack: unsupported DLPack device type {dev_type} (CUDA and CPU "
                           f"arrays are supported)")
@@ -310,7 +310,9 @@ def _call_dlpack(obj, stream_handle: int):
         return obj.__dlpack__(stream=stream_handle)
 
 
-def _tensor_from_capsule(capsule, dev, stream, producer):
+def _open_capsule(capsule):
+    """Consume a DLPack capsule: ``(owner, data pointer, shape, strides, DType)``. The owner
+    runs the producer's deleter (exactly once) when collected."""
     if _PyCapsule_IsValidObj(capsule, _P_NAME_V):
         ptr = _PyCapsule_GetPointer(capsule, _P_NAME_V)
         m = DLManagedTensorVersioned.from_address(ptr)
@@ -337,14 +339,36 @@ def _tensor_from_capsule(capsule, dev, stream, producer):
     deleter = m.deleter
     owner = _DLPackOwner(capsule, ptr, deleter if ctypes.cast(deleter, ctypes.c_void_p).value
                          else None)
-    owner_chain = (owner, producer)
     if any(s < 0 for s in strides):
         raise TensorError(f"from_dlpack: negative strides {strides} are not supported; make the "
                           f"array contiguous first")
-    data = (dl.data or 0) + dl.byte_offset
+    return owner, (dl.data or 0) + dl.byte_offset, shape, strides, dtype
+
+
+def _tensor_from_capsule(capsule, dev, stream, producer):
+    owner, data, shape, strides, dtype = _open_capsule(capsule)
     nbytes = _layout.span_elements(shape, strides) * dtype.itemsize
-    st = Storage(data, nbytes, dev, stream, owner_chain)
+    st = Storage(data, nbytes, dev, stream, (owner, producer))
     return Tensor._new(st, shape, strides, 0, dtype)
+
+
+def _host_array(obj) -> np.ndarray:
+    """A NumPy copy of a host DLPack array, including dtypes NumPy's own DLPack import refuses
+    (bfloat16, float8: read through their ml_dtypes types)."""
+    try:
+        return np.from_dlpack(obj)
+    except (BufferError, RuntimeError, TypeError):
+        pass
+    owner, data, shape, strides, dtype = _open_capsule(_call_dlpack(obj, None))
+    span = _layout.span_elements(shape, strides) * dtype.itemsize
+    raw = np.ctypeslib.as_array((ctypes.c_uint8 * span).from_address(data)) if span else \
+        np.empty(0, np.uint8)
+    flat = raw.view(dtype.np_dtype)
+    item = dtype.itemsize
+    arr = np.lib.stride_tricks.as_strided(flat, shape, tuple(s * item for s in strides))
+    out = arr.copy()
+    del owner                               # the producer's memory may go now: we copied it
+    return out
 
 
 def from_cuda_array_interface(obj, stream=None):

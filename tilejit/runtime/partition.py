@@ -15,6 +15,7 @@ ordered by the storage's stream tracking.
 """
 from __future__ import annotations
 
+import sys
 import weakref
 
 import numpy as np
@@ -22,6 +23,11 @@ from typing import Tuple
 
 from ..errors import TensorError
 from .. import layout as _layout
+
+# IPython keeps every displayed value (Out[n], _, __): a lazy op shown in a cell holds its
+# partitions until that history is cleared.
+_NOTEBOOK_HINT = ("; in IPython/Jupyter a displayed DeviceOp stays alive in Out[n] and _ (end the "
+                  "cell with ';' to not display it, or run %reset -f out)")
 
 MAX_RANK = 3
 
@@ -135,7 +141,8 @@ class Partition:
                     raise TensorError(
                         f"cannot {how} tensor(shape={t.shape}, dtype={t.dtype.name}): its memory "
                         f"is already partitioned (live partition with tile shape {other_tile}); "
-                        f"finish or drop that partition first (p.unpartition() or del p)")
+                        f"finish or drop that partition first (p.unpartition() or del p)"
+                        f"{_NOTEBOOK_HINT if 'IPython' in sys.modules else ''}")
             if len(leases) > 8:                 # forget partitions that are gone
                 leases[:] = [r for r in leases if r() is not None]
         leases.append(self._ref)

@@ -353,6 +353,20 @@ class Tensor:
         return cuda_array_interface(self)
 
     # --- display -----------------------------------------------------------------------------------
+    def state(self) -> str:
+        """Ownership in words: ``owned``, ``borrowed from <producer>``, ``moved into a
+        partition``, ``written by a live partition``, ``shared by N handles``."""
+        if self._moved:
+            return "moved into a partition (p.unpartition() gives it back)"
+        st = self._storage
+        leases = [r() for r in (st.leases or ())]
+        if any(p is not None and p._leased for p in leases):
+            return "written by a live partition"
+        if self._share_count:
+            return f"shared by {self._share_count} handle(s) (read-only)"
+        owner = st.owner
+        return "owned" if owner is None else f"borrowed from {type(owner).__name__}"
+
     def __repr__(self) -> str:
         try:
             dev = self._storage.device
@@ -362,20 +376,43 @@ class Tensor:
                 head += f", strides={self._strides}"
             if self._moved:
                 return head + ", moved into a partition)"
-            return head + ", " + _preview(self) + ")"
+            state = self.state()
+            return head + ("" if state == "owned" else f", {state}") + ", " + _preview(self) + ")"
         except Exception as e:  # repr must never raise
             return f"<tile.Tensor (repr failed: {type(e).__name__}: {e})>"
 
+    def _repr_html_(self) -> str:
+        import html
+        try:
+            dev = self._storage.device
+            rows = [("shape", self._shape), ("dtype", self._dtype.name),
+                    ("device", f"{'sim' if dev.is_simulated else 'cuda'}:{dev.ordinal}"),
+                    ("state", self.state())]
+            if not self.is_contiguous:
+                rows.append(("strides", self._strides))
+            rows.append(("values", "" if self._moved else _preview(self, full=True)))
+            body = "".join(f"<tr><th style='text-align:left'>{k}</th><td><pre style='margin:0'>"
+                           f"{html.escape(str(v))}</pre></td></tr>" for k, v in rows)
+            return f"<div><b>tile.Tensor</b><table>{body}</table></div>"
+        except Exception as e:  # noqa: BLE001  (a repr must never raise)
+            return f"<pre>{html.escape(repr(self))} ({type(e).__name__})</pre>"
+
 
 _PREVIEW = 6
+SMALL = 1000            # tensors up to this many elements show all their values
 
 
-def _preview(t: Tensor) -> str:
-    """A few leading values, read cheaply (only the first row's head is copied)."""
+def _preview(t: Tensor, full: bool = False) -> str:
+    """Values: all of them (``full``, NumPy's format) for a small tensor, else a few leading
+    ones; nothing is read for a large tensor when ``full`` (only the first row's head ever is)."""
     if t.size == 0:
         return "[]"
     if is_executing():
         return "values not shown inside a running DeviceOp"
+    if full:
+        if t.size > SMALL:
+            return f"(not fetched: {t.size} elements; t.to_numpy() reads them)"
+        return np.array2string(t.to_numpy(), threshold=SMALL, precision=6)
     from .transfer import read_prefix
     vals = read_prefix(t, _PREVIEW)
     items = ", ".join(_fmt(v) for v in vals)

@@ -18,7 +18,7 @@ class VerifyError(InternalError):
 
     def __init__(self, message: str, op: Optional[Operation] = None):
         if op is not None and op.loc is not None:
-            message += f"\n  (from {op.loc.filename}:{op.loc.line})"
+            message += f"\n  (from {op.loc})"
         super().__init__(message)
         self.op = op
 

@@ -532,7 +532,7 @@ def _inline_chain(name: Optional[str], sites: dict) -> List[str]:
         if sid.isdigit() and int(sid) in sites:
             helper, loc, caller = sites[int(sid)]
             out.append(f"    (in @tile.function '{helper}', inlined into '{caller}' at "
-                       f"{loc.filename}:{loc.line})")
+                       f"{SourceLocation(loc.filename, loc.line)})")
     return out
 
 

@@ -1,0 +1,60 @@
+"""What a lazy DeviceOp will do, in words, without running it: the text of ``repr(op)`` and the
+HTML notebooks show (``op._repr_html_()``)."""
+from __future__ import annotations
+
+import html
+
+import numpy as np
+
+from ..runtime.argspec import atomic
+from ..runtime.partition import ForeignPartition, Partition
+from ..runtime.tensor import Tensor
+
+MAX_DEPTH = 4
+
+
+def value(v, depth: int = 0) -> str:
+    """A short description of an op input (an argument of a launch, a copy's source...)."""
+    from .deviceop import DeviceOp
+    if isinstance(v, Tensor):
+        return f"tensor {v.shape} {v.dtype.name}"
+    if isinstance(v, Partition):
+        t = v._tensor
+        return f"partition of {t.shape} {t.dtype.name} by {v.tile_shape}"
+    if isinstance(v, ForeignPartition):
+        return f"partition of {type(v.value).__name__} {v.shape} by {v.tile_shape}"
+    if isinstance(v, atomic):
+        return f"writable {value(v.value, depth)}"
+    if isinstance(v, np.ndarray):
+        return f"NumPy {v.shape} {v.dtype} (copied in)"
+    if isinstance(v, DeviceOp):
+        return f"({op(v, depth + 1)})" if depth < MAX_DEPTH else "(...)"
+    shape = getattr(v, "shape", None)
+    if shape is not None and hasattr(v, "dtype"):
+        return f"{type(v).__name__} {tuple(shape)} {v.dtype}"
+    if isinstance(v, (bool, int, float, np.generic)):
+        return repr(v)
+    return type(v).__name__
+
+
+def op(o, depth: int = 0) -> str:
+    """The description of ``o`` (its ``describe`` method, or its class name)."""
+    d = getattr(o, "describe", None)
+    if d is None or depth > MAX_DEPTH:
+        return type(o).__name__
+    try:
+        return d(depth)
+    except Exception as e:  # noqa: BLE001  (a repr must never raise)
+        return f"{type(o).__name__} (description failed: {type(e).__name__})"
+
+
+def op_repr(o) -> str:
+    return f"<{type(o).__name__}: {op(o)} (lazy: .sync(), submit_on(stream) or await run it)>"
+
+
+def op_html(o) -> str:
+    return (f"<div><b>{html.escape(type(o).__name__)}</b> (lazy DeviceOp, not run yet)<br>"
+            f"<code>{html.escape(op(o))}</code></div>")
+
+
+__all__ = ["value", "op", "op_repr", "op_html"]
