@@ -1,6 +1,7 @@
 """The cuTile Python side of the side-by-side benchmarks, written by us in cuTile's language
 following its published samples' algorithms (VectorAddition, MatMul with a grouped 1-D grid,
-row softmax, LayerNorm forward, AttentionFMHA). Imported only where ``cuda.tile`` is installed.
+row softmax, LayerNorm forward, BatchMatMul, AttentionFMHA). Imported only where ``cuda.tile``
+is installed.
 """
 from __future__ import annotations
 
@@ -34,6 +35,18 @@ def matmul_grouped(a, b, c, BM: ct.Constant[int], BN: ct.Constant[int], BK: ct.C
         acc = ct.mma(ct.load(a, index=(pid_m, k), shape=(BM, BK)),
                      ct.load(b, index=(k, pid_n), shape=(BK, BN)), acc)
     ct.store(c, index=(pid_m, pid_n), tile=acc.astype(c.dtype))
+
+
+@ct.kernel
+def batched_matmul(A, B, C, tm: ct.Constant[int], tn: ct.Constant[int], tk: ct.Constant[int]):
+    # cuTile's BatchMatMul sample: a (batch, M tiles, N tiles) grid of 3-D tiles
+    pb, pm, pn = ct.bid(0), ct.bid(1), ct.bid(2)
+    acc = ct.full((tm, tn), 0.0, dtype=ct.float32)
+    for k in range(ct.cdiv(A.shape[2], tk)):
+        x = ct.load(A, index=(pb, pm, k), shape=(1, tm, tk)).reshape((tm, tk))
+        y = ct.load(B, index=(pb, k, pn), shape=(1, tk, tn)).reshape((tk, tn))
+        acc = ct.mma(x, y, acc)
+    ct.store(C, index=(pb, pm, pn), tile=acc.astype(C.dtype).reshape((1, tm, tn)))
 
 
 @ct.kernel

@@ -4,7 +4,8 @@
 
 Kernels (``tilejit_kernels.py`` / ``cutile_kernels.py``): vector add, grouped matmul (fp16/bf16,
 4096^3/8192^3), row softmax (fp16/f32, 4096x4096/4096x8192; tilejit's idiomatic
-``x.load(z.block, z.shape)`` and the explicit ``(z.block[0], 0)`` form), LayerNorm forward, and
+``x.load(z.block, z.shape)`` and the explicit ``(z.block[0], 0)`` form), LayerNorm forward,
+batched matmul and RMSNorm forward (autotuned tilejit against torch.bmm / rms_norm), and
 flash attention forward (B4 H32 S4096 D128, causal and not, tiles 64x64/128x64/128x128; tilejit
 also with its idiomatic source). tilejit launches are prepared (host time excluded), called with
 torch tensors; every result is checked against torch before timing. Prints markdown tables for
@@ -227,6 +228,69 @@ def bench_layer_norm(T, K, ct, CK, torch, quick):
     return tab
 
 
+def bench_bmm(T, K, ct, CK, torch, quick):
+    tab = Table(["tilejit autotuned", "cuTile", "torch.bmm"], "TFLOP/s",
+                ratios=[("tilejit autotuned", "torch.bmm"), ("tilejit autotuned", "cuTile")])
+    configs = [tile.Config(BM=bm, BN=bn, BK=bk, GROUP=8, occupancy=occ)
+               for (bm, bn, bk) in ((128, 128, 64), (128, 256, 64), (256, 128, 64),
+                                    (128, 128, 32), (64, 128, 64))
+               for occ in (1, 2)]
+
+    tuned = tile.autotune(configs=configs, key=["a", "b"], grid=K.bmm_grid)(K.batched_matmul)
+    shapes = ((8, 1024, 1024, 1024),) if quick else ((16, 2048, 2048, 2048), (64, 1024, 1024, 1024))
+    s = torch.cuda.current_stream()
+    for dt in (torch.float16, torch.bfloat16):
+        for (bt, m, k, n) in shapes:
+            a = torch.randn(bt, m, k, device="cuda", dtype=dt)
+            b = torch.randn(bt, k, n, device="cuda", dtype=dt)
+            c = torch.empty(bt, m, n, device="cuda", dtype=dt)
+            ref = torch.bmm(a.float(), b.float())
+            out = tile.atomic(tile.from_dlpack(c))
+            tuned(out, a, b).sync()
+            check("tuned bmm", c, ref, 2e-2)
+            best = tuned.best_config(out, a, b)
+            p = tuned.launch_for(best, {"c": out, "a": a, "b": b}).prepare(s)
+            tf = 2 * bt * m * n * k / 1e12
+            vals = {"tilejit autotuned": tf / T.ms(p.launch) * 1e3}
+            p.close()
+            if ct is not None:
+                c.zero_()
+                args = (a, b, c, 128, 128, 64)
+                g = (bt, m // 128, n // 128)
+                ct.launch(s, g, CK.batched_matmul, args)
+                check("cuTile bmm", c, ref, 2e-2)
+                vals["cuTile"] = tf / T.ms(lambda: ct.launch(s, g, CK.batched_matmul, args)) * 1e3
+            vals["torch.bmm"] = tf / T.ms(lambda: torch.bmm(a, b, out=c)) * 1e3
+            name = str(dt).replace("torch.", "")
+            tab.add(f"bmm {name} {bt}x{m}x{k}x{n}", note=f"tuned: {best}", **vals)
+    return tab
+
+
+def bench_rms_norm(T, K, ct, CK, torch, quick):
+    tab = Table(["tilejit autotuned", "torch"], "GB/s", ratios=[("tilejit autotuned", "torch")])
+    r, n = (1024, 4096) if quick else (4096, 8192)
+    configs = [tile.Config(tile=(bm, n), occupancy=occ) for bm in (1, 2, 4)
+               for occ in (1, 2, 4, 8)]
+    tuned = tile.autotune(configs=configs, key=["x"], partition="y")(K.rms_norm)
+    for dt in (torch.float16, torch.float32):
+        x = torch.randn(r, n, device="cuda", dtype=dt)
+        w = torch.randn(n, device="cuda", dtype=dt)
+        y = torch.empty_like(x)
+        ref = torch.nn.functional.rms_norm(x.float(), (n,), w.float(), 1e-6)
+        tuned(y, x, w, 1e-6).sync()
+        check("tuned rms norm", y, ref, 2e-2)
+        best = tuned.best_config(y, x, w, 1e-6)
+        p = tuned.launch_for(best, {"y": y, "x": x, "w": w, "eps": 1e-6}).prepare(
+            torch.cuda.current_stream())
+        gb = 2 * x.numel() * x.element_size() / 1e9
+        vals = {"tilejit autotuned": gb / T.ms(p.launch) * 1e3}
+        p.close()
+        vals["torch"] = gb / T.ms(lambda: torch.nn.functional.rms_norm(x, (n,), w, 1e-6)) * 1e3
+        name = str(dt).replace("torch.", "")
+        tab.add(f"RMSNorm fwd {name} {r}x{n}", note=f"tuned: {best}", **vals)
+    return tab
+
+
 def bench_attention(T, K, ct, CK, torch, quick):
     tab = Table(["tilejit", "tilejit idiomatic", "cuTile", "SDPA"], "TFLOP/s",
                 ratios=[("tilejit", "cuTile"), ("tilejit idiomatic", "cuTile"),
@@ -273,7 +337,8 @@ def bench_attention(T, K, ct, CK, torch, quick):
 
 
 BENCHES = {"vector_add": bench_vector_add, "matmul": bench_matmul, "softmax": bench_softmax,
-           "layer_norm": bench_layer_norm, "attention": bench_attention}
+           "layer_norm": bench_layer_norm, "attention": bench_attention, "bmm": bench_bmm,
+           "rms_norm": bench_rms_norm}
 
 
 def main(argv=None) -> int:

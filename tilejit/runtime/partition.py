@@ -257,9 +257,15 @@ def partition(array, tile_shape):
     (a torch tensor, a CuPy array, ...) a lightweight partition read from its metadata at each
     launch, the cheap way to write kernel outputs into them."""
     global _Tensor
+    tp = type(array)
+    if tp in _foreign_types:            # the hot path: a type seen before, a checked tile shape
+        key = (tile_shape, array.ndim)
+        tile = _last_tile.get(key) if type(tile_shape) is tuple else None
+        if tile is not None and tile[0] is tile_shape:
+            return ForeignPartition(array, tile[1])
     if _Tensor is None:                 # tensor.py imports this module: bind the class late
         from .tensor import Tensor as _Tensor
-    if type(array) is _Tensor or isinstance(array, _Tensor):
+    if tp is _Tensor or isinstance(array, _Tensor):
         return array.partition(tile_shape)
     if isinstance(array, (Partition, ForeignPartition)):
         raise TensorError("tile.partition() takes an array, not a partition")
@@ -280,4 +286,13 @@ def partition(array, tile_shape):
         tile = _check_tile_shape(tile_shape, nd, shape)
         if plain and len(_valid_tiles) < 4096:
             _valid_tiles[(tile_shape, nd)] = tile
+    if plain and isinstance(getattr(array, "ndim", None), int) and len(_last_tile) < 4096:
+        _foreign_types.add(tp)
+        # keyed by value, checked by identity: a literal tuple is the same object at every call,
+        # and a different object of equal value (say of NumPy ints) takes the checked path
+        _last_tile[(tile_shape, nd)] = (tile_shape, tile)
     return ForeignPartition(array, tile)
+
+
+_foreign_types: set = set()     # array types tile.partition accepted (with an int `ndim`)
+_last_tile: dict = {}           # (tile shape, rank) -> (that tuple object, the checked shape)
