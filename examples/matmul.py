@@ -3,7 +3,8 @@ occupancy chosen by `tile.autotune`.
 
     python examples/matmul.py
 
-Each block computes one (BM, BN) tile of C with a K loop of `tile.mma`. The first call for a
+Each block computes one (BM, BN) tile of C with a K loop of `tile.mma`; a branch on `a.dtype`
+(decided when the kernel is specialized) sends float32 through tf32. The first call for a
 given shape times every config on the GPU and remembers the winner (also on disk, next to the
 cubin cache); on the simulator the first config that compiles is used.
 """
@@ -24,27 +25,17 @@ CONFIGS = [tile.Config(tile=(128, 128), BK=64),
 @tile.autotune(configs=CONFIGS, key=["a", "b"])
 @tile.entry
 def matmul(c, a, b, BK: tile.Constant[int]):
-    """fp16 / bf16 inputs, float32 accumulation."""
+    """fp16 / bf16 inputs, or float32 rounded to tf32 for the tensor cores; float32 accumulation."""
     BM, BN = c.shape
     bm, bn = c.block
     acc = tile.zeros((BM, BN), tile.float32)
     for k in range(tile.cdiv(a.shape[1], BK)):
-        acc = tile.mma(a.load((bm, k), (BM, BK)), b.load((k, bn), (BK, BN)), acc)
-    c.store(acc.astype(c.dtype))
-
-
-@tile.autotune(configs=CONFIGS, key=["a", "b"])
-@tile.entry
-def matmul_tf32(c, a, b, BK: tile.Constant[int]):
-    """float32 inputs rounded to tf32 for the tensor cores, float32 accumulation."""
-    BM, BN = c.shape
-    bm, bn = c.block
-    acc = tile.zeros((BM, BN), tile.float32)
-    for k in range(tile.cdiv(a.shape[1], BK)):
-        ta = a.load((bm, k), (BM, BK)).astype(tile.tfloat32)
-        tb = b.load((k, bn), (BK, BN)).astype(tile.tfloat32)
+        ta = a.load((bm, k), (BM, BK))
+        tb = b.load((k, bn), (BK, BN))
+        if a.dtype == tile.float32:             # decided per specialization, before typing
+            ta, tb = ta.astype(tile.tfloat32), tb.astype(tile.tfloat32)
         acc = tile.mma(ta, tb, acc)
-    c.store(acc)
+    c.store(acc.astype(c.dtype))
 
 
 def main() -> int:
@@ -57,14 +48,13 @@ def main() -> int:
         a = api.from_numpy(a32, dtype).sync()
         b = api.from_numpy(b32, dtype).sync()
         c = api.zeros((m, n), dtype).sync()
-        kernel = matmul_tf32 if dtype is tile.float32 else matmul
-        kernel(c, a, b).sync()
+        matmul(c, a, b).sync()
         ref = a.to_numpy().astype(np.float32) @ b.to_numpy().astype(np.float32)
         err = np.abs(c.to_numpy().astype(np.float32) - ref).max() / np.abs(ref).max()
         good = err < tol
         ok &= good
         print(f"  {dtype.name:9s} {m}x{k}x{n}: max relative error {err:.1e}, "
-              f"config {kernel.best_config(c, a, b)}")
+              f"config {matmul.best_config(c, a, b)}")
     print(f"matmul: fp16, bf16, tf32 {'ok' if ok else 'MISMATCH'}")
     return 0 if ok else 1
 

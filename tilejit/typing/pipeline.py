@@ -39,6 +39,7 @@ from .diagnostics import Collector, ExprText, describe_type
 from .inline import inline_helpers
 from .keys import arg_type, check_constant, constant_type
 from .passes import apply_rewrites, freeze_constants, unify_returns
+from .static_branches import fold_static_branches
 from .reject import check_ir, check_source
 
 
@@ -288,6 +289,7 @@ def _build_untyped(pyfunc, entry: bool, constants: Optional[dict], stack: List) 
 def _prepare_ssa(func_ir, called_args) -> ir.FunctionIR:
     unify_returns(func_ir)
     func_ir._definitions = build_definitions(func_ir.blocks)
+    fold_static_branches(func_ir, called_args)     # a.dtype == tile.float32 and the like
     dead_branch_prune(func_ir, called_args)
     func_ir = ssa.reconstruct_ssa(func_ir)
     func_ir._definitions = build_definitions(func_ir.blocks)

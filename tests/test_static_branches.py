@@ -1,0 +1,98 @@
+"""Branches the specialization decides (argument dtype / ndim, a partition's tile shape) are
+removed before typing, so each path may give variables its own tile types."""
+import numpy as np
+import pytest
+
+import tilejit as tile
+from tilejit import api
+
+pytestmark = pytest.mark.usefixtures("simulator_backend")
+
+
+@tile.entry
+def mm(c, a, b, BK: tile.Constant[int]):
+    BM, BN = c.shape
+    acc = tile.zeros((BM, BN), tile.float32)
+    for k in range(tile.cdiv(a.shape[1], BK)):
+        ta = a.load((c.block[0], k), (BM, BK))
+        tb = b.load((k, c.block[1]), (BK, BN))
+        if a.dtype == tile.float32:
+            ta, tb = ta.astype(tile.tfloat32), tb.astype(tile.tfloat32)
+        acc = tile.mma(ta, tb, acc)
+    c.store(acc.astype(c.dtype))
+
+
+@pytest.mark.parametrize("dt", [tile.float16, tile.bfloat16, tile.float32])
+def test_dtype_branch_gives_each_path_its_own_types(dt):
+    rng = np.random.default_rng(0)
+    an = rng.standard_normal((32, 48)).astype(np.float32)
+    bn = rng.standard_normal((48, 32)).astype(np.float32)
+    a = api.from_numpy(an.astype(dt.np_dtype)).sync()
+    b = api.from_numpy(bn.astype(dt.np_dtype)).sync()
+    c = api.zeros((32, 32), dt).sync()
+    mm(c.partition((16, 16)), a, b, 16).sync()
+    ref = an.astype(dt.np_dtype).astype(np.float32) @ bn.astype(dt.np_dtype).astype(np.float32)
+    np.testing.assert_allclose(c.to_numpy().astype(np.float32), ref, rtol=2e-2, atol=5e-2)
+    tir = mm.inspect_tileir(c.partition((16, 16)), a, b, 16)
+    assert ("tf32" in tir) == (dt is tile.float32)
+
+
+@tile.entry
+def pick(z, x):
+    t = tile.load_tile_like(x, z)
+    if x.ndim == 2 and z.shape[0] >= 8:                 # `and`: two folded branches
+        r = t * 2                                       # float tile
+    elif x.dtype in (tile.int32, tile.int64):
+        r = (t + 1).astype(tile.float32)
+    else:
+        r = (t > 0)                                     # a bool tile: another type entirely
+    z.store(r.astype(z.dtype))
+
+
+def test_ndim_tile_shape_membership_and_elif():
+    x = api.from_numpy(np.arange(-8, 8, dtype=np.float32).reshape(2, 8)).sync()
+    z = api.zeros((2, 8)).sync()
+    pick(z.partition((8, 8)), x).sync()
+    assert z.to_numpy().tolist() == (2 * x.to_numpy()).tolist()
+    z2 = api.zeros((2, 8)).sync()
+    pick(z2.partition((2, 8)), x).sync()                # tile of 2 rows: the else branch
+    assert z2.to_numpy().tolist() == (x.to_numpy() > 0).astype(np.float32).tolist()
+    xi = api.from_numpy(np.arange(16, dtype=np.int32)).sync()
+    z3 = api.zeros((16,)).sync()
+    pick(z3.partition((16,)), xi).sync()                # 1-D int: the elif branch
+    assert z3.to_numpy().tolist() == list(range(1, 17))
+
+
+def test_untaken_branch_is_not_typed_but_a_taken_one_is():
+    @tile.entry
+    def only_for_floats(z, x):
+        t = tile.load_tile_like(x, z)
+        if x.dtype == tile.int32:
+            t = t + "not a number"                      # would not type
+        z.store(t)
+
+    x = api.from_numpy(np.ones(8, np.float32)).sync()
+    z = api.zeros((8,)).sync()
+    only_for_floats(z.partition((8,)), x).sync()
+    assert z.to_numpy().tolist() == [1.0] * 8
+    xi = api.from_numpy(np.ones(8, np.int32)).sync()
+    zi = api.zeros((8,), tile.int32).sync()
+    with pytest.raises(tile.TypingError, match="not a number"):
+        only_for_floats(zi.partition((8,)), xi).sync()
+
+
+def test_runtime_conditions_still_branch_at_run_time():
+    @tile.entry
+    def by_value(z, x, n):
+        t = tile.load_tile_like(x, z)
+        if n > 3:                                       # a runtime scalar: a real branch
+            t = t * 10.0
+        z.store(t)
+
+    x = api.from_numpy(np.ones(8, np.float32)).sync()
+    z = api.zeros((8,)).sync()
+    by_value(z.partition((8,)), x, 5).sync()
+    assert z.to_numpy().tolist() == [10.0] * 8
+    by_value(z.partition((8,)), x, 1).sync()
+    assert z.to_numpy().tolist() == [1.0] * 8
+    assert "if " in by_value.inspect_tileir(z.partition((8,)), x, 1)

@@ -1,0 +1,152 @@
+"""Branches decided by the specialization, removed before typing.
+
+A kernel is typed once per specialization, so ``a.dtype``, ``a.ndim`` and a partition's tile
+shape (``c.shape``) are known before type inference starts. A branch on them, such as
+
+    if a.dtype == tile.float32:
+        ta = ta.astype(tile.tfloat32)       # a different tile type on this path only
+
+is replaced by a jump to the side that runs, so the other side is never typed and the variable
+keeps one type (otherwise inference would have to unify float16 and tfloat32 tiles and fail).
+Constant parameters are already constants here (``freeze_constants``), and Numba's
+``dead_branch_prune`` (run next) removes the blocks that became unreachable.
+
+Conditions are folded from constants, globals (``tile.float32``, module attributes), static
+argument attributes, comparisons (``== != is is not < <= > >= in``), ``not``, tuples and
+constant indexing. Anything else leaves the branch alone.
+"""
+from __future__ import annotations
+
+import operator
+import types as pytypes
+
+from numba.core import ir, types
+from numba.core.ir_utils import build_definitions
+
+from ..dtypes import DType
+from .types import PartitionType, TensorType, TileType
+
+_UNKNOWN = object()
+_BINOPS = frozenset({operator.eq, operator.ne, operator.is_, operator.is_not, operator.lt,
+                     operator.le, operator.gt, operator.ge, operator.contains})
+_FOLDABLE = (bool, int, float, str, type(None), DType, tuple)
+
+
+class _Arg:
+    """An argument seen through its type: only its static attributes fold."""
+
+    __slots__ = ("ty",)
+
+    def __init__(self, ty):
+        self.ty = ty
+
+    def attr(self, name: str):
+        ty = self.ty
+        if isinstance(ty, (TensorType, PartitionType, TileType)):
+            if name == "dtype":
+                return ty.dtype
+            if name == "ndim":
+                return ty.ndim if not isinstance(ty, TileType) else len(ty.shape)
+            if name == "shape" and isinstance(ty, PartitionType):
+                return tuple(ty.tile_shape)         # a partition's shape is its tile's
+            if name == "shape" and isinstance(ty, TileType):
+                return tuple(ty.shape)
+        return _UNKNOWN
+
+
+def fold_static_branches(func_ir: ir.FunctionIR, arg_types) -> int:
+    """Replace branches whose condition the argument types decide by jumps (in place, before
+    SSA); ``arg_types``: the Numba types of the arguments by position. Returns how many."""
+    defs = {}
+    for block in func_ir.blocks.values():
+        for stmt in block.body:
+            if isinstance(stmt, ir.Assign):
+                defs.setdefault(stmt.target.name, []).append(stmt.value)
+    memo: dict = {}
+
+    def value(var: ir.Var, depth: int = 0):
+        name = var.name
+        if name in memo:
+            return memo[name]
+        memo[name] = _UNKNOWN                       # cycles (loop-carried names) stay unknown
+        found = defs.get(name)
+        v = _UNKNOWN
+        if found is not None and len(found) == 1 and depth < 64:
+            v = evaluate(found[0], depth + 1)
+        memo[name] = v
+        return v
+
+    def evaluate(node, depth):
+        if isinstance(node, (ir.Const, ir.Global, ir.FreeVar)):
+            return node.value
+        if isinstance(node, ir.Var):
+            return value(node, depth)
+        if isinstance(node, ir.Arg):
+            ty = arg_types[node.index] if node.index < len(arg_types) else None
+            if isinstance(ty, types.Literal):
+                return ty.literal_value
+            return _Arg(ty) if ty is not None else _UNKNOWN
+        if not isinstance(node, ir.Expr):
+            return _UNKNOWN
+        op = node.op
+        if op == "getattr":
+            base = value(node.value, depth)
+            if isinstance(base, _Arg):
+                return base.attr(node.attr)
+            # attributes of modules, classes and dtypes only: no user code (properties) runs
+            if isinstance(base, (pytypes.ModuleType, type, DType)):
+                return getattr(base, node.attr, _UNKNOWN)
+            return _UNKNOWN
+        if op == "binop" and node.fn in _BINOPS:
+            lhs, rhs = value(node.lhs, depth), value(node.rhs, depth)
+            if _foldable(lhs) and _foldable(rhs):
+                try:
+                    return bool(node.fn(lhs, rhs))
+                except Exception:
+                    return _UNKNOWN
+            return _UNKNOWN
+        if op == "unary" and node.fn is operator.not_:
+            v = value(node.value, depth)
+            return (not v) if _foldable(v) else _UNKNOWN
+        if op == "build_tuple":
+            items = tuple(value(i, depth) for i in node.items)
+            return items if all(_foldable(i) for i in items) else _UNKNOWN
+        if op in ("static_getitem", "getitem"):
+            base = value(node.value, depth)
+            index = node.index if op == "static_getitem" else value(node.index, depth)
+            if isinstance(base, tuple) and isinstance(index, int) and -len(base) <= index < len(base):
+                return base[index]
+            return _UNKNOWN
+        if op == "call" and not node.kws and len(node.args) == 1:
+            if value(node.func, depth) is bool:
+                v = value(node.args[0], depth)
+                return bool(v) if isinstance(v, (bool, int)) else _UNKNOWN
+        return _UNKNOWN
+
+    folded = 0
+    for block in func_ir.blocks.values():
+        term = block.body[-1] if block.body else None
+        if not isinstance(term, ir.Branch):
+            continue
+        v = value(term.cond)
+        if isinstance(v, bool):
+            block.body[-1] = ir.Jump(term.truebr if v else term.falsebr, term.loc)
+            folded += 1
+    if folded:
+        # The comparisons stay in the live blocks (their values may be used elsewhere) but
+        # become constants: some, such as `x.dtype in (...)`, have no typing rule.
+        for block in func_ir.blocks.values():
+            for stmt in block.body:
+                if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr) and \
+                        stmt.value.op in ("binop", "unary", "call"):
+                    v = memo.get(stmt.target.name, _UNKNOWN)
+                    if isinstance(v, bool):
+                        stmt.value = ir.Const(v, stmt.loc)
+        func_ir._definitions = build_definitions(func_ir.blocks)
+    return folded
+
+
+def _foldable(v) -> bool:
+    if isinstance(v, tuple):
+        return all(_foldable(i) for i in v)
+    return v is not _UNKNOWN and isinstance(v, _FOLDABLE)
