@@ -147,3 +147,14 @@ def test_dlpack_export_does_not_import_numba():
                        env=dict(os.environ, TILEJIT_SIMULATE="1"))
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "False"
+
+
+def test_import_tilejit_stays_light():
+    # import time is part of every warm start: no compiler front end, no asyncio (~30 ms), no
+    # torch, no autotune machinery until used
+    heavy = ("numba", "asyncio", "concurrent.futures", "torch", "llvmlite")
+    code = ("import sys, tilejit\n"
+            f"print([m for m in {heavy!r} if m in sys.modules])\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]"

@@ -16,8 +16,6 @@ in ``runtime.memory`` for ops such as ``then`` whose behaviour is only known at 
 """
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 from typing import Any, Optional
 
 from ..errors import SchedulingError
@@ -225,14 +223,15 @@ def _sync_quietly(stream) -> None:
 
 
 # --- futures ----------------------------------------------------------------------------------------
-_waiters: Optional[concurrent.futures.ThreadPoolExecutor] = None
+_waiters = None     # a concurrent.futures.ThreadPoolExecutor, made (and imported) on first use
 
 _SPIN_QUERIES = 8          # cheap event queries before handing the wait to a worker thread
 
 
-def _waiter_pool() -> concurrent.futures.ThreadPoolExecutor:
+def _waiter_pool():
     global _waiters
     if _waiters is None:
+        import concurrent.futures
         _waiters = concurrent.futures.ThreadPoolExecutor(max_workers=4,
                                                          thread_name_prefix="tilejit-wait")
     return _waiters
@@ -272,6 +271,7 @@ class DeviceFuture:
                 deadline = time.monotonic() + timeout
                 while not self.stream.query():
                     if time.monotonic() > deadline:
+                        import concurrent.futures
                         raise concurrent.futures.TimeoutError(
                             f"GPU work did not finish within {timeout} s")
                     time.sleep(50e-6)
@@ -284,6 +284,7 @@ class DeviceFuture:
                 if self.stream.query():
                     break
             else:
+                import asyncio          # not at import time: asyncio costs ~30 ms to import
                 loop = asyncio.get_running_loop()
                 await loop.run_in_executor(_waiter_pool(), self.stream.synchronize)
             self._done = True
