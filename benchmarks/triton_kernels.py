@@ -1,6 +1,6 @@
 """The Triton side of the benchmarks, written by us following Triton's published tutorial
-algorithms (grouped-ordering matmul, one-row-per-program softmax). Imported only where triton
-is installed (the GPU machine)."""
+algorithms (grouped-ordering matmul, also batched; one-row-per-program softmax, LayerNorm and
+RMSNorm; fused attention). Imported only where triton is installed (the GPU machine)."""
 import triton
 import triton.language as tl
 
@@ -59,3 +59,148 @@ def softmax(x, out):
     block = triton.next_power_of_2(n)
     softmax_kernel[(rows,)](out, x, x.stride(0), out.stride(0), n, BLOCK=block,
                             num_warps=16 if block >= 8192 else 8)
+
+
+@triton.jit
+def bmm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sab, sam, sak, sbb, sbk, sbn, scb, scm, scn,
+               BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr):
+    # the grouped matmul above, one batch per program_id(1)
+    pid = tl.program_id(0)
+    bid = tl.program_id(1)
+    num_m = tl.cdiv(M, BM)
+    num_n = tl.cdiv(N, BN)
+    width = GROUP * num_n
+    first_m = (pid // width) * GROUP
+    size_m = tl.minimum(num_m - first_m, GROUP)
+    pid_m = first_m + (pid % width) % size_m
+    pid_n = (pid % width) // size_m
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a = a_ptr + bid * sab + rm[:, None] * sam + rk[None, :] * sak
+    b = b_ptr + bid * sbb + rk[:, None] * sbk + rn[None, :] * sbn
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        av = tl.load(a, mask=rk[None, :] < K - k * BK, other=0.0)
+        bv = tl.load(b, mask=rk[:, None] < K - k * BK, other=0.0)
+        acc = tl.dot(av, bv, acc)
+        a += BK * sak
+        b += BK * sbk
+    c = c_ptr + bid * scb + rm[:, None] * scm + rn[None, :] * scn
+    tl.store(c, acc.to(c_ptr.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+def bmm(a, b, c, BM=128, BN=128, BK=64, GROUP=8):
+    nb, M, K = a.shape
+    N = b.shape[2]
+    grid = (triton.cdiv(M, BM) * triton.cdiv(N, BN), nb)
+    bmm_kernel[grid](a, b, c, M, N, K, *a.stride(), *b.stride(), *c.stride(), BM=BM, BN=BN,
+                     BK=BK, GROUP=GROUP, num_warps=8, num_stages=3)
+
+
+@triton.jit
+def layer_norm_kernel(X, Y, W, B, Mean, Rstd, stride, N, eps, BLOCK: tl.constexpr):
+    # Triton's LayerNorm tutorial: one row per program, mean and variance in BLOCK chunks
+    row = tl.program_id(0)
+    X += row * stride
+    Y += row * stride
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for off in range(0, N, BLOCK):
+        cols = off + tl.arange(0, BLOCK)
+        acc += tl.load(X + cols, mask=cols < N, other=0.0).to(tl.float32)
+    mean = tl.sum(acc, axis=0) / N
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for off in range(0, N, BLOCK):
+        cols = off + tl.arange(0, BLOCK)
+        x = tl.load(X + cols, mask=cols < N, other=0.0).to(tl.float32)
+        x = tl.where(cols < N, x - mean, 0.0)
+        acc += x * x
+    rstd = 1 / tl.sqrt(tl.sum(acc, axis=0) / N + eps)
+    tl.store(Mean + row, mean)
+    tl.store(Rstd + row, rstd)
+    for off in range(0, N, BLOCK):
+        cols = off + tl.arange(0, BLOCK)
+        mask = cols < N
+        w = tl.load(W + cols, mask=mask)
+        b = tl.load(B + cols, mask=mask)
+        x = tl.load(X + cols, mask=mask, other=0.0).to(tl.float32)
+        tl.store(Y + cols, ((x - mean) * rstd * w + b).to(Y.dtype.element_ty), mask=mask)
+
+
+def layer_norm(x, w, b, y, mean, rstd, eps):
+    rows, n = x.shape
+    block = min(65536 // x.element_size(), triton.next_power_of_2(n))   # the tutorial's choice
+    layer_norm_kernel[(rows,)](x, y, w, b, mean, rstd, x.stride(0), n, eps, BLOCK=block,
+                               num_warps=min(max(block // 256, 1), 8))
+
+
+@triton.jit
+def rms_norm_kernel(X, Y, W, stride, N, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < N
+    x = tl.load(X + row * stride + cols, mask=mask, other=0.0).to(tl.float32)
+    rs = 1 / tl.sqrt(tl.sum(x * x, axis=0) / N + eps)
+    w = tl.load(W + cols, mask=mask, other=0.0).to(tl.float32)
+    tl.store(Y + row * stride + cols, (x * rs * w).to(Y.dtype.element_ty), mask=mask)
+
+
+def rms_norm(x, w, y, eps):
+    rows, n = x.shape
+    block = triton.next_power_of_2(n)
+    rms_norm_kernel[(rows,)](x, y, w, x.stride(0), n, eps, BLOCK=block,
+                             num_warps=min(max(block // 256, 1), 8))
+
+
+@triton.jit
+def _attn_block(acc, l_i, m_i, q, K, V, base, stride_s, offs_m, offs_n, offs_d, lo, hi,
+                qk_scale, BN: tl.constexpr, MASK: tl.constexpr):
+    for start_n in range(lo, hi, BN):
+        cols = start_n + offs_n
+        k = tl.load(K + base + cols[None, :] * stride_s + offs_d[:, None])
+        qk = tl.dot(q, k) * qk_scale
+        if MASK:
+            qk = tl.where(offs_m[:, None] >= cols[None, :], qk, float("-inf"))
+        m_ij = tl.maximum(m_i, tl.max(qk, 1))
+        p = tl.math.exp2(qk - m_ij[:, None])
+        alpha = tl.math.exp2(m_i - m_ij)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = tl.load(V + base + cols[:, None] * stride_s + offs_d[None, :])
+        acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])
+        m_i = m_ij
+    return acc, l_i, m_i
+
+
+@triton.jit
+def attn_kernel(Q, K, V, O, sm_scale, S, stride_h, stride_s, D: tl.constexpr,
+                BM: tl.constexpr, BN: tl.constexpr, CAUSAL: tl.constexpr):
+    # Triton's fused-attention tutorial (FlashAttention-2 forward): off-diagonal key blocks
+    # without a mask, then the diagonal ones with it
+    start_m = tl.program_id(0)
+    base = tl.program_id(1) * stride_h
+    offs_m = start_m * BM + tl.arange(0, BM)
+    offs_n = tl.arange(0, BN)
+    offs_d = tl.arange(0, D)
+    q = tl.load(Q + base + offs_m[:, None] * stride_s + offs_d[None, :])
+    m_i = tl.full([BM], float("-inf"), tl.float32)
+    l_i = tl.zeros([BM], tl.float32)
+    acc = tl.zeros([BM, D], tl.float32)
+    qk_scale = sm_scale * 1.4426950408889634
+    if CAUSAL:
+        acc, l_i, m_i = _attn_block(acc, l_i, m_i, q, K, V, base, stride_s, offs_m, offs_n,
+                                    offs_d, 0, start_m * BM, qk_scale, BN, False)
+        acc, l_i, m_i = _attn_block(acc, l_i, m_i, q, K, V, base, stride_s, offs_m, offs_n,
+                                    offs_d, start_m * BM, (start_m + 1) * BM, qk_scale, BN, True)
+    else:
+        acc, l_i, m_i = _attn_block(acc, l_i, m_i, q, K, V, base, stride_s, offs_m, offs_n,
+                                    offs_d, 0, S, qk_scale, BN, False)
+    o = acc / l_i[:, None]
+    tl.store(O + base + offs_m[:, None] * stride_s + offs_d[None, :], o.to(O.dtype.element_ty))
+
+
+def attention(q, k, v, o, sm_scale, causal, BM=128, BN=64):
+    """q, k, v, o: contiguous (batch * heads, S, D)."""
+    bh, s, d = q.shape
+    attn_kernel[(s // BM, bh)](q, k, v, o, sm_scale, s, q.stride(0), q.stride(1), D=d, BM=BM,
+                               BN=BN, CAUSAL=causal, num_warps=4 if BM == 64 else 8,
+                               num_stages=3 if BN == 64 else 2)

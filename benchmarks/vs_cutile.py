@@ -1,15 +1,16 @@
-"""tilejit against cuTile Python (and torch) on the same algorithms, in one run on one GPU.
+"""tilejit against cuTile Python, Triton and torch on the same algorithms, in one run on one GPU.
 
     python benchmarks/vs_cutile.py [--quick] [--only NAME[,NAME...]]
 
-Kernels (``tilejit_kernels.py`` / ``cutile_kernels.py``): vector add, grouped matmul (fp16/bf16,
-4096^3/8192^3), row softmax (fp16/f32, 4096x4096/4096x8192; tilejit's idiomatic
-``x.load(z.block, z.shape)`` and the explicit ``(z.block[0], 0)`` form), LayerNorm forward,
-batched matmul and RMSNorm forward (autotuned tilejit against torch.bmm / rms_norm), and
+Kernels (``tilejit_kernels.py``, ``cutile_kernels.py``, ``triton_kernels.py``): vector add,
+grouped matmul (fp16/bf16, 4096^3/8192^3), row softmax (fp16/f32, 4096x4096/4096x8192;
+tilejit's idiomatic ``x.load(z.block, z.shape)`` and the explicit ``(z.block[0], 0)`` form),
+LayerNorm forward, batched matmul and RMSNorm forward (the gallery's kernels autotuned), and
 flash attention forward (B4 H32 S4096 D128, causal and not, tiles 64x64/128x64/128x128; tilejit
 also with its idiomatic source). tilejit launches are prepared (host time excluded), called with
 torch tensors; every result is checked against torch before timing. Prints markdown tables for
-BENCHMARKS.md. Without a GPU it says so and exits 0; without cuda.tile the cuTile column is empty.
+BENCHMARKS.md. Without a GPU it says so and exits 0; without cuda.tile or triton those columns
+are empty.
 """
 from __future__ import annotations
 
@@ -182,9 +183,10 @@ def bench_softmax(T, K, ct, CK, torch, quick):
 
 
 def bench_layer_norm(T, K, ct, CK, torch, quick):
-    tab = Table(["tilejit", "cuTile", "torch", "tilejit autotuned"], "GB/s",
+    tab = Table(["tilejit", "cuTile", "torch", "Triton", "tilejit autotuned"], "GB/s",
                 ratios=[("tilejit", "cuTile"), ("tilejit", "torch"),
-                        ("tilejit autotuned", "torch")])
+                        ("tilejit autotuned", "torch"), ("tilejit autotuned", "Triton")])
+    TK = _triton()
     s = torch.cuda.current_stream()
     r, n = (1024, 4096) if quick else (4096, 8192)
     # "tilejit": cuTile's LayerNorm sample algorithm (TILE_N chunks, x read three times), beside
@@ -213,6 +215,13 @@ def bench_layer_norm(T, K, ct, CK, torch, quick):
             vals["cuTile"] = gb / T.ms(lambda: ct.launch(s, (r,), CK.layer_norm_fwd, args)) * 1e3
         vals["torch"] = gb / T.ms(lambda: torch.nn.functional.layer_norm(x, (n,), w, b,
                                                                           1e-5)) * 1e3
+        if TK is not None:
+            def run_triton():
+                y.zero_()
+                TK.layer_norm(x, w, b, y, mean, rstd, 1e-5)
+                check("Triton layer norm", y, ref, 2e-2)
+                return gb / T.ms(lambda: TK.layer_norm(x, w, b, y, mean, rstd, 1e-5)) * 1e3
+            vals["Triton"] = _try("Triton layer norm", run_triton)
         # the gallery's LayerNorm (examples/layernorm.py): whole rows in one tile, x read once
         tuned = tile.autotune(
             configs=[tile.Config(tile=(bm, n), occupancy=occ) for bm in (1, 2, 4)
@@ -232,8 +241,10 @@ def bench_layer_norm(T, K, ct, CK, torch, quick):
 
 
 def bench_bmm(T, K, ct, CK, torch, quick):
-    tab = Table(["tilejit autotuned", "cuTile", "torch.bmm"], "TFLOP/s",
-                ratios=[("tilejit autotuned", "torch.bmm"), ("tilejit autotuned", "cuTile")])
+    tab = Table(["tilejit autotuned", "cuTile", "torch.bmm", "Triton"], "TFLOP/s",
+                ratios=[("tilejit autotuned", "torch.bmm"), ("tilejit autotuned", "cuTile"),
+                        ("tilejit autotuned", "Triton")])
+    TK = _triton()
     configs = [tile.Config(BM=bm, BN=bn, BK=bk, GROUP=8, occupancy=occ)
                for (bm, bn, bk) in ((128, 128, 64), (128, 256, 64), (256, 128, 64),
                                     (128, 128, 32), (64, 128, 64))
@@ -263,13 +274,22 @@ def bench_bmm(T, K, ct, CK, torch, quick):
                 check("cuTile bmm", c, ref, 2e-2)
                 vals["cuTile"] = tf / T.ms(lambda: ct.launch(s, g, CK.batched_matmul, args)) * 1e3
             vals["torch.bmm"] = tf / T.ms(lambda: torch.bmm(a, b, out=c)) * 1e3
+            if TK is not None:
+                def run_triton():
+                    c.zero_()
+                    TK.bmm(a, b, c)
+                    check("Triton bmm", c, ref, 2e-2)
+                    return tf / T.ms(lambda: TK.bmm(a, b, c)) * 1e3
+                vals["Triton"] = _try("Triton bmm", run_triton)
             name = str(dt).replace("torch.", "")
             tab.add(f"bmm {name} {bt}x{m}x{k}x{n}", note=f"tuned: {best}", **vals)
     return tab
 
 
 def bench_rms_norm(T, K, ct, CK, torch, quick):
-    tab = Table(["tilejit autotuned", "torch"], "GB/s", ratios=[("tilejit autotuned", "torch")])
+    tab = Table(["tilejit autotuned", "torch", "Triton"], "GB/s",
+                ratios=[("tilejit autotuned", "torch"), ("tilejit autotuned", "Triton")])
+    TK = _triton()
     r, n = (1024, 4096) if quick else (4096, 8192)
     configs = [tile.Config(tile=(bm, n), occupancy=occ) for bm in (1, 2, 4)
                for occ in (1, 2, 4, 8)]
@@ -288,15 +308,23 @@ def bench_rms_norm(T, K, ct, CK, torch, quick):
         vals = {"tilejit autotuned": gb / T.ms(p.launch) * 1e3}
         p.close()
         vals["torch"] = gb / T.ms(lambda: torch.nn.functional.rms_norm(x, (n,), w, 1e-6)) * 1e3
+        if TK is not None:
+            def run_triton():
+                y.zero_()
+                TK.rms_norm(x, w, y, 1e-6)
+                check("Triton rms norm", y, ref, 2e-2)
+                return gb / T.ms(lambda: TK.rms_norm(x, w, y, 1e-6)) * 1e3
+            vals["Triton"] = _try("Triton rms norm", run_triton)
         name = str(dt).replace("torch.", "")
         tab.add(f"RMSNorm fwd {name} {r}x{n}", note=f"tuned: {best}", **vals)
     return tab
 
 
 def bench_attention(T, K, ct, CK, torch, quick):
-    tab = Table(["tilejit", "tilejit idiomatic", "cuTile", "SDPA"], "TFLOP/s",
+    tab = Table(["tilejit", "tilejit idiomatic", "cuTile", "Triton", "SDPA"], "TFLOP/s",
                 ratios=[("tilejit", "cuTile"), ("tilejit idiomatic", "cuTile"),
-                        ("tilejit", "SDPA")])
+                        ("tilejit", "Triton"), ("tilejit", "SDPA")])
+    TK = _triton()
     s = torch.cuda.current_stream()
     B, H, S, D = (1, 8, 1024, 128) if quick else (4, 32, 4096, 128)
     q4, k4, v4 = [torch.randn(B, H, S, D, device="cuda", dtype=torch.float16) for _ in range(3)]
@@ -333,6 +361,14 @@ def bench_attention(T, K, ct, CK, torch, quick):
                 check("cuTile fmha", o, ref, 2e-2)
                 vals["cuTile"] = flops / T.ms(lambda: ct.launch(s, (S // tm, B * H, 1), CK.fmha,
                                                                 args)) / 1e9
+            if TK is not None:
+                def run_triton():
+                    o.zero_()
+                    TK.attention(q, k, v, o, scale, causal, tm, tn)
+                    check("Triton attention", o, ref, 2e-2)
+                    return flops / T.ms(lambda: TK.attention(q, k, v, o, scale, causal, tm,
+                                                             tn)) / 1e9
+                vals["Triton"] = _try("Triton attention", run_triton)
             tab.add(f"attention fp16 B{B} H{H} S{S} D{D} {'causal' if causal else 'non-causal'}"
                     f", {tm}x{tn}", **vals)
     return tab

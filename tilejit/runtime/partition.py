@@ -39,14 +39,23 @@ _INTS = ((), (int,), (int, int), (int, int, int))
 def validate_tile_shape(shape, tensor) -> Tuple[int, ...]:
     """The tile shape as a tuple; TensorError unless powers of two, rank 1-3, rank of ``tensor``."""
     nd = len(tensor._shape)
-    # Hot path: a tuple of plain ints seen before (True == 1 and np.int64(4) == 4 hash alike, so
-    # other element types always take the full check).
-    plain = type(shape) is tuple and len(shape) < 4 and tuple(map(type, shape)) == _INTS[len(shape)]
-    tile = _valid_tiles.get((shape, nd)) if plain else None
-    if tile is None:
-        tile = _check_tile_shape(shape, nd, tensor._shape)
-        if plain and len(_valid_tiles) < 4096:
-            _valid_tiles[(shape, nd)] = tile
+    # Hottest path: the very tuple object seen before (a literal in the caller's code is one
+    # object at every call), checked by identity.
+    seen = _last_tile.get((shape, nd)) if type(shape) is tuple else None
+    if seen is not None and seen[0] is shape:
+        tile = seen[1]
+    else:
+        # a tuple of plain ints seen before (True == 1 and np.int64(4) == 4 hash alike, so other
+        # element types always take the full check)
+        plain = type(shape) is tuple and len(shape) < 4 and \
+            tuple(map(type, shape)) == _INTS[len(shape)]
+        tile = _valid_tiles.get((shape, nd)) if plain else None
+        if tile is None:
+            tile = _check_tile_shape(shape, nd, tensor._shape)
+            if plain and len(_valid_tiles) < 4096:
+                _valid_tiles[(shape, nd)] = tile
+        if plain and len(_last_tile) < 4096:
+            _last_tile[(shape, nd)] = (shape, tile)
     if 0 in tensor._strides:
         for axis, (n, s) in enumerate(zip(tensor.shape, tensor.strides)):
             if s == 0 and n > 1:
