@@ -595,3 +595,28 @@ def test_float_of_a_string_that_is_not_a_number():
         lower_kernel(structurize(type_kernel(bad_float_string, [P1], None)))
     assert "float('one'): the string is not a number" in str(info.value)
     assert info.value.loc.line == marked_line(bad_float_string)
+
+
+def test_compile_error_traceback_stops_at_the_users_call(monkeypatch):
+    import traceback
+    from tilejit import api
+    from tilejit.runtime import backend
+
+    @tile.entry
+    def bad_add(z, x):
+        z.store(tile.load_tile_like(x, z) + "oops")
+
+    def frames(err):
+        return [f.filename for f in traceback.extract_tb(err.__traceback__)]
+
+    with backend.force("simulator"):
+        x = api.zeros((8,)).sync()
+        with pytest.raises(tile.TypingError) as short:
+            bad_add(api.zeros((8,)).sync().partition((8,)), x).sync()
+        assert not any("typing" in f for f in frames(short.value))
+        assert short.value.__cause__ is None and short.value.__suppress_context__
+        monkeypatch.setenv("TILEJIT_FULL_TRACEBACK", "1")
+        bad_add2 = tile.entry(bad_add.py_func)
+        with pytest.raises(tile.TypingError) as full:
+            bad_add2(api.zeros((8,)).sync().partition((8,)), x).sync()
+        assert any("typing" in f for f in frames(full.value))
