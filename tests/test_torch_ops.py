@@ -114,3 +114,12 @@ def test_bad_operator_name_is_refused():
 def test_import_tilejit_does_not_import_torch():
     code = "import sys, tilejit; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_allocating_function_must_return_one_tensor():
+    @tt.kernel_op("tjtest::two_outputs", kernel=scale, tile=(1, 32))
+    def two(x: torch.Tensor, a: float) -> torch.Tensor:
+        return (torch.empty_like(x), torch.empty_like(x))
+
+    with pytest.raises(TypeError, match="one torch.Tensor"):
+        two(torch.ones(4, 32), 2.0)

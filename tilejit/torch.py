@@ -79,6 +79,9 @@ def kernel_op(name: str, *, kernel, tile: Union[Sequence[int], Callable],
             bound.apply_defaults()
             values = list(bound.arguments.values())
             out = alloc(*values)
+            if not isinstance(out, torch.Tensor):
+                raise TypeError(f"{name}: the kernel_op function must return the output tensor it "
+                                f"allocated (one torch.Tensor), got {type(out).__name__}")
             shape = tile(*values) if callable(tile) else tile
             return launch(kernel, out, shape, *values)
 
