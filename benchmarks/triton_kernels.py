@@ -6,21 +6,17 @@ import triton.language as tl
 
 
 @triton.jit
-def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
-                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr):
-    pid = tl.program_id(0)
-    num_m = tl.cdiv(M, BM)
-    num_n = tl.cdiv(N, BN)
+def _grouped(pid, num_m, num_n, GROUP: tl.constexpr):
+    """The tutorial's grouped ordering: GROUP row tiles share each column of B in L2."""
     width = GROUP * num_n
     first_m = (pid // width) * GROUP
     size_m = tl.minimum(num_m - first_m, GROUP)
-    pid_m = first_m + (pid % width) % size_m
-    pid_n = (pid % width) // size_m
-    rm = pid_m * BM + tl.arange(0, BM)
-    rn = pid_n * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
-    a = a_ptr + rm[:, None] * sam + rk[None, :] * sak
-    b = b_ptr + rk[:, None] * sbk + rn[None, :] * sbn
+    return first_m + (pid % width) % size_m, (pid % width) // size_m
+
+
+@triton.jit
+def _k_loop(a, b, K, rk, sak, sbk, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """The tutorial's K loop: masked (BM, BK) x (BK, BN) tiles accumulated in float32."""
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k in range(0, tl.cdiv(K, BK)):
         av = tl.load(a, mask=rk[None, :] < K - k * BK, other=0.0)
@@ -28,6 +24,19 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
         acc = tl.dot(av, bv, acc)
         a += BK * sak
         b += BK * sbk
+    return acc
+
+
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
+                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr):
+    pid_m, pid_n = _grouped(tl.program_id(0), tl.cdiv(M, BM), tl.cdiv(N, BN), GROUP)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a = a_ptr + rm[:, None] * sam + rk[None, :] * sak
+    b = b_ptr + rk[:, None] * sbk + rn[None, :] * sbn
+    acc = _k_loop(a, b, K, rk, sak, sbk, BM, BN, BK)
     c = c_ptr + rm[:, None] * scm + rn[None, :] * scn
     tl.store(c, acc.to(c_ptr.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))
 
@@ -65,27 +74,14 @@ def softmax(x, out):
 def bmm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sab, sam, sak, sbb, sbk, sbn, scb, scm, scn,
                BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr):
     # the grouped matmul above, one batch per program_id(1)
-    pid = tl.program_id(0)
     bid = tl.program_id(1)
-    num_m = tl.cdiv(M, BM)
-    num_n = tl.cdiv(N, BN)
-    width = GROUP * num_n
-    first_m = (pid // width) * GROUP
-    size_m = tl.minimum(num_m - first_m, GROUP)
-    pid_m = first_m + (pid % width) % size_m
-    pid_n = (pid % width) // size_m
+    pid_m, pid_n = _grouped(tl.program_id(0), tl.cdiv(M, BM), tl.cdiv(N, BN), GROUP)
     rm = pid_m * BM + tl.arange(0, BM)
     rn = pid_n * BN + tl.arange(0, BN)
     rk = tl.arange(0, BK)
     a = a_ptr + bid * sab + rm[:, None] * sam + rk[None, :] * sak
     b = b_ptr + bid * sbb + rk[:, None] * sbk + rn[None, :] * sbn
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BK)):
-        av = tl.load(a, mask=rk[None, :] < K - k * BK, other=0.0)
-        bv = tl.load(b, mask=rk[:, None] < K - k * BK, other=0.0)
-        acc = tl.dot(av, bv, acc)
-        a += BK * sak
-        b += BK * sbk
+    acc = _k_loop(a, b, K, rk, sak, sbk, BM, BN, BK)
     c = c_ptr + bid * scb + rm[:, None] * scm + rn[None, :] * scn
     tl.store(c, acc.to(c_ptr.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))
 
