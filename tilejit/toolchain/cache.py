@@ -119,40 +119,14 @@ class DiskCache:
         return self.dir / key[:2] / f"{key}.cubin"
 
     def get(self, key: str) -> Optional[bytes]:
-        p = self._path(key)
-        try:
-            data = p.read_bytes()
-        except OSError:
-            return None
-        payload = data[len(MAGIC) + 32:]
-        if (data[:len(MAGIC)] != MAGIC or
-                hashlib.sha256(payload).digest() != data[len(MAGIC):len(MAGIC) + 32] or not payload):
-            try:
-                p.unlink()                        # corrupted: drop it, the caller rebuilds
-            except OSError:
-                pass
-            return None
-        try:
-            os.utime(p)                           # mark as recently used
-        except OSError:
-            pass
-        return payload
+        return read_record(self._path(key), MAGIC)
 
     def put(self, key: str, cubin: bytes) -> None:
-        p = self._path(key)
-        if not write_atomic(p, MAGIC + hashlib.sha256(cubin).digest() + cubin):
-            return
-        self.evict()
+        if write_record(self._path(key), MAGIC, cubin):
+            self.evict()
 
     def entries(self):
-        out = []
-        for p in self.dir.glob("*/*.cubin"):
-            try:
-                st = p.stat()
-            except OSError:
-                continue
-            out.append((st.st_mtime, st.st_size, p))
-        return out
+        return list_entries(self.dir, "*/*.cubin")
 
     def size(self) -> int:
         return sum(s for _, s, _ in self.entries())
@@ -180,6 +154,52 @@ class DiskCache:
                 p.unlink()
             except OSError:
                 pass
+
+
+# --- checksummed records, shared with the warm-start index ----------------------------------------
+# A record is ``magic + sha256(payload) + payload``: a torn or foreign file fails the check.
+def read_record(path: Path, magic: bytes) -> Optional[bytes]:
+    """The payload of the record at ``path`` (marked as recently used), or None when it is missing;
+    a corrupted or empty record is removed, so the caller rebuilds it."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    n = len(magic)
+    payload = data[n + 32:]
+    if data[:n] != magic or hashlib.sha256(payload).digest() != data[n:n + 32] or not payload:
+        discard(path)
+        return None
+    try:
+        os.utime(path)                            # mark as recently used (eviction is LRU)
+    except OSError:
+        pass
+    return payload
+
+
+def write_record(path: Path, magic: bytes, payload: bytes) -> bool:
+    """Write a record atomically; False when it could not be written."""
+    return write_atomic(path, magic + hashlib.sha256(payload).digest() + payload)
+
+
+def discard(path: Path) -> None:
+    """Remove a record that turned out unusable (failures ignored: a reader may race us)."""
+    try:
+        path.unlink()
+    except OSError:
+        pass
+
+
+def list_entries(directory: Path, pattern: str):
+    """``(mtime, size, path)`` of every file matching ``pattern`` below ``directory``."""
+    out = []
+    for p in directory.glob(pattern):
+        try:
+            st = p.stat()
+        except OSError:
+            continue
+        out.append((st.st_mtime, st.st_size, p))
+    return out
 
 
 def write_atomic(path: Path, data: bytes) -> bool:

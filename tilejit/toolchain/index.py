@@ -13,9 +13,7 @@ of the disk cache.
 """
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Optional, Tuple
 
@@ -37,47 +35,27 @@ class Index:
     def get(self, key: str) -> Optional[Tuple[str, tuple, bytes]]:
         """``(symbol, slots, cubin)`` for ``key``, or None (missing or corrupted)."""
         p = self._path(key)
-        try:
-            data = p.read_bytes()
-        except OSError:
+        payload = _cache.read_record(p, MAGIC)
+        if payload is None:
             return None
-        n = len(MAGIC)
-        payload = data[n + 32:]
         try:
-            if data[:n] != MAGIC or hashlib.sha256(payload).digest() != data[n:n + 32]:
-                raise ValueError("checksum")
             head, cubin = payload.split(b"\n", 1)
             meta = json.loads(head)
-            result = (str(meta["symbol"]), tuple(meta["slots"]), cubin)
             if not cubin:
                 raise ValueError("empty cubin")
+            return str(meta["symbol"]), tuple(meta["slots"]), cubin
         except (ValueError, KeyError, TypeError):
-            try:
-                p.unlink()          # corrupted: drop it; the caller compiles and writes it again
-            except OSError:
-                pass
+            _cache.discard(p)       # unreadable: drop it; the caller compiles and writes it again
             return None
-        try:
-            os.utime(p)
-        except OSError:
-            pass
-        return result
 
     def put(self, key: str, symbol: str, slots, cubin: bytes) -> None:
         """Store an entry; failures (read-only directory, full disk) are ignored."""
         payload = json.dumps({"symbol": symbol, "slots": list(slots)}).encode() + b"\n" + cubin
-        _cache.write_atomic(self._path(key), MAGIC + hashlib.sha256(payload).digest() + payload)
+        _cache.write_record(self._path(key), MAGIC, payload)
 
     def entries(self):
         """``(mtime, size, path)`` of every entry."""
-        out = []
-        for p in self.dir.glob("*/*.tjx"):
-            try:
-                st = p.stat()
-            except OSError:
-                continue
-            out.append((st.st_mtime, st.st_size, p))
-        return out
+        return _cache.list_entries(self.dir, "*/*.tjx")
 
 
 def current() -> Optional[Index]:
