@@ -89,6 +89,7 @@ from batched_matmul import batched_matmul, grid as bmm_grid  # noqa: E402,F401
 from rmsnorm import rmsnorm as rms_norm  # noqa: E402,F401
 from softmax import softmax as softmax_fast  # noqa: E402,F401
 from layernorm import layernorm_fwd as layer_norm_rows  # noqa: E402,F401
+from flash_attention import attention  # noqa: E402,F401  (tilejit's idiomatic spelling)
 
 
 @tile.entry(occupancy=2)
@@ -132,42 +133,3 @@ def fmha(o, q, k, v, qk_scale, DHEAD: tile.Constant[int], TILE_M: tile.Constant[
     out = tile.truediv(acc, l_i, flush_to_zero=True, rounding_mode=tile.RoundingMode.APPROX)
     tile.store(o.partition((1, TILE_M, DHEAD)), (bh, bm, 0),
                out.astype(o.dtype).reshape((1, TILE_M, DHEAD)))
-
-
-@tile.entry(occupancy=2)
-def attention(o, q, k, v, BN: tile.Constant[int], CAUSAL: tile.Constant[bool]):
-    """Idiomatic tilejit attention: ``o`` is the (S, B*H, D) view of the output partitioned into
-    (BM, 1, D) tiles, so the partition gives the grid and each block's (query tile, head); the
-    mask is an ``if`` on the key tile (split out of the loop by the compiler); ``tk.T``."""
-    BM, _, D = o.shape
-    i, h, _ = o.block
-    scale = (1.0 / D ** 0.5) * INV_LOG_2
-    tq = q.load((h, i, 0), (1, BM, D)).reshape((BM, D))
-    rows = i * BM + tile.arange(BM)[:, None]
-    m = tile.full((BM, 1), -math.inf, tile.float32)
-    l = tile.zeros((BM, 1), tile.float32)
-    acc = tile.zeros((BM, D), tile.float32)
-    seq = k.shape[1]
-    n_blocks = tile.cdiv(seq, BN)
-    first_masked = seq // BN
-    if CAUSAL:
-        n_blocks = tile.cdiv(min((i + 1) * BM, seq), BN)
-        first_masked = min(i * BM // BN, first_masked)
-    for j in range(n_blocks):
-        tk = k.load((h, j, 0), (1, BN, D), latency=2).reshape((BN, D))
-        s = tile.mma(tq, tk.T, tile.zeros((BM, BN), tile.float32))
-        if j >= first_masked:
-            cols = j * BN + tile.arange(BN)[None, :]
-            valid = cols < seq
-            if CAUSAL:
-                valid = valid & (cols <= rows)
-            s = tile.where(valid, s, -math.inf)
-        m_new = tile.maximum(m, tile.max(s, axis=1, keepdims=True) * scale)
-        p = tile.exp2(s * scale - m_new, flush_to_zero=True)
-        alpha = tile.exp2(m - m_new, flush_to_zero=True)
-        l = l * alpha + tile.sum(p, axis=1, keepdims=True)
-        tv = v.load((h, j, 0), (1, BN, D), latency=4).reshape((BN, D))
-        acc = tile.mma(p.astype(tv.dtype), tv, acc * alpha)
-        m = m_new
-    out = tile.truediv(acc, l, flush_to_zero=True, rounding_mode=tile.RoundingMode.APPROX)
-    o.store(out.astype(o.dtype).reshape((BM, 1, D)))
