@@ -24,6 +24,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import tilejit as tile  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import Timer  # noqa: E402
+
 
 @tile.entry
 def vadd(z, x, y):
@@ -80,23 +83,6 @@ def time_gpu(fn, stream, reps: int, warmup: int = 3) -> float:
     return statistics.median(out)
 
 
-def time_torch(fn, reps: int, warmup: int = 3) -> float:
-    import torch
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    out = []
-    for _ in range(reps):
-        a = torch.cuda.Event(enable_timing=True)
-        b = torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        out.append(a.elapsed_time(b))
-    return statistics.median(out)
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="smaller sizes, fewer repetitions")
@@ -111,6 +97,9 @@ def main(argv=None) -> int:
     stream = dev.new_stream()
     ts = torch.cuda.ExternalStream(stream.handle)
     reps = 5 if args.quick else 20
+    # torch's side: CUDA events on torch's current stream (``ts`` below), no L2 flush, like the
+    # tilejit side
+    time_torch = Timer(reps=reps, flush=False).ms
     print(f"device: {dev.name} ({dev.arch}); torch {torch.__version__}; median of {reps} runs")
 
     # --- vector add -------------------------------------------------------------------------
@@ -129,7 +118,7 @@ def main(argv=None) -> int:
         print(f"vector add 2^{n.bit_length() - 1} f32, tile {tsz}: {ms * 1e3:8.1f} us  "
               f"{gb / ms * 1e3:7.0f} GB/s")
     with torch.cuda.stream(ts):
-        ms = time_torch(lambda: torch.add(xt, yt, out=zt), reps)
+        ms = time_torch(lambda: torch.add(xt, yt, out=zt))
     print(f"vector add torch.add:            {ms * 1e3:8.1f} us  {gb / ms * 1e3:7.0f} GB/s")
 
     # --- matmul -------------------------------------------------------------------------------
@@ -158,7 +147,7 @@ def main(argv=None) -> int:
             gms = time_gpu(lambda: matmul_grouped(c.partition((128, 128)), a, b, 64, 8)
                            .grid((g, 1, 1)).submit_on(stream), stream, reps)
             with torch.cuda.stream(ts):
-                tms = time_torch(lambda: torch.matmul(at, bt, out=ct), reps)
+                tms = time_torch(lambda: torch.matmul(at, bt, out=ct))
             print(f"matmul {m}^3 {dt.name}: tilejit 2-D grid {flops / ms / 1e9:6.0f} TFLOP/s, "
                   f"grouped 1-D grid {flops / gms / 1e9:6.0f} TFLOP/s, torch "
                   f"{flops / tms / 1e9:6.0f} TFLOP/s  (first call incl. compile {first:.2f} s, "
@@ -173,7 +162,7 @@ def main(argv=None) -> int:
     x, z = tile.from_dlpack(xt), tile.from_dlpack(zt)
     gb = 2 * r * r * 4 / 1e9
     with torch.cuda.stream(ts):
-        tms = time_torch(lambda: torch.softmax(xt, dim=1), reps)
+        tms = time_torch(lambda: torch.softmax(xt, dim=1))
     for rows in (1, 2, 4):
         softmax(z.partition((rows, r)), x).sync_on(stream)
         assert torch.allclose(zt, torch.softmax(xt, dim=1), atol=1e-6)

@@ -47,6 +47,17 @@ def _try(label, fn):
         return None
 
 
+def _triton_rate(T, name, launch, out, ref, tol, amount):
+    """Triton's figure, or None when Triton fails: one run into a zeroed ``out`` checked against
+    ``ref``, then ``amount`` (the table's unit times seconds: TFLOP, GB) per second."""
+    def run():
+        out.zero_()
+        launch()
+        check(f"Triton {name}", out, ref, tol)
+        return amount / T.ms(launch) * 1e3
+    return _try(f"Triton {name}", run)
+
+
 def _peer():
     try:
         import cutile_kernels
@@ -112,12 +123,8 @@ def bench_matmul(T, K, ct, CK, torch, quick):
             cb = flops / T.ms(lambda: torch.matmul(a, b, out=c)) / 1e9
             tr = None
             if TK is not None:
-                def run_triton():
-                    c.zero_()
-                    TK.matmul(a, b, c)
-                    check("Triton matmul", c, ref, 2e-2)
-                    return flops / T.ms(lambda: TK.matmul(a, b, c)) / 1e9
-                tr = _try("Triton matmul", run_triton)
+                tr = _triton_rate(T, "matmul", lambda: TK.matmul(a, b, c), c, ref, 2e-2,
+                                  flops / 1e12)
             name = str(dt).replace("torch.", "")
             tab.add(f"matmul {name} {m}³, 128x128x64 grouped", tilejit=tj, cuTile=cu, cuBLAS=cb,
                     Triton=tr)
@@ -163,12 +170,8 @@ def bench_softmax(T, K, ct, CK, torch, quick):
                                                              (x, z, n))) * 1e3
             vals["torch"] = gb / T.ms(lambda: torch.softmax(x, dim=1)) * 1e3
             if TK is not None:
-                def run_triton():
-                    z.zero_()
-                    TK.softmax(x, z)
-                    check("Triton softmax", z, ref, 1e-2)
-                    return gb / T.ms(lambda: TK.softmax(x, z)) * 1e3
-                vals["Triton"] = _try("Triton softmax", run_triton)
+                vals["Triton"] = _triton_rate(T, "softmax", lambda: TK.softmax(x, z), z, ref,
+                                              1e-2, gb)
             tuned = _tuned_softmax(K, n)
             z.zero_()
             tuned(z, x).sync()
@@ -216,12 +219,9 @@ def bench_layer_norm(T, K, ct, CK, torch, quick):
         vals["torch"] = gb / T.ms(lambda: torch.nn.functional.layer_norm(x, (n,), w, b,
                                                                           1e-5)) * 1e3
         if TK is not None:
-            def run_triton():
-                y.zero_()
-                TK.layer_norm(x, w, b, y, mean, rstd, 1e-5)
-                check("Triton layer norm", y, ref, 2e-2)
-                return gb / T.ms(lambda: TK.layer_norm(x, w, b, y, mean, rstd, 1e-5)) * 1e3
-            vals["Triton"] = _try("Triton layer norm", run_triton)
+            vals["Triton"] = _triton_rate(
+                T, "layer norm", lambda: TK.layer_norm(x, w, b, y, mean, rstd, 1e-5), y, ref,
+                2e-2, gb)
         # the gallery's LayerNorm (examples/layernorm.py): whole rows in one tile, x read once
         tuned = tile.autotune(
             configs=[tile.Config(tile=(bm, n), occupancy=occ) for bm in (1, 2, 4)
@@ -275,12 +275,8 @@ def bench_bmm(T, K, ct, CK, torch, quick):
                 vals["cuTile"] = tf / T.ms(lambda: ct.launch(s, g, CK.batched_matmul, args)) * 1e3
             vals["torch.bmm"] = tf / T.ms(lambda: torch.bmm(a, b, out=c)) * 1e3
             if TK is not None:
-                def run_triton():
-                    c.zero_()
-                    TK.bmm(a, b, c)
-                    check("Triton bmm", c, ref, 2e-2)
-                    return tf / T.ms(lambda: TK.bmm(a, b, c)) * 1e3
-                vals["Triton"] = _try("Triton bmm", run_triton)
+                vals["Triton"] = _triton_rate(T, "bmm", lambda: TK.bmm(a, b, c), c, ref, 2e-2,
+                                              tf)
             name = str(dt).replace("torch.", "")
             tab.add(f"bmm {name} {bt}x{m}x{k}x{n}", note=f"tuned: {best}", **vals)
     return tab
@@ -309,12 +305,8 @@ def bench_rms_norm(T, K, ct, CK, torch, quick):
         p.close()
         vals["torch"] = gb / T.ms(lambda: torch.nn.functional.rms_norm(x, (n,), w, 1e-6)) * 1e3
         if TK is not None:
-            def run_triton():
-                y.zero_()
-                TK.rms_norm(x, w, y, 1e-6)
-                check("Triton rms norm", y, ref, 2e-2)
-                return gb / T.ms(lambda: TK.rms_norm(x, w, y, 1e-6)) * 1e3
-            vals["Triton"] = _try("Triton rms norm", run_triton)
+            vals["Triton"] = _triton_rate(T, "rms norm", lambda: TK.rms_norm(x, w, y, 1e-6), y,
+                                          ref, 2e-2, gb)
         name = str(dt).replace("torch.", "")
         tab.add(f"RMSNorm fwd {name} {r}x{n}", note=f"tuned: {best}", **vals)
     return tab
@@ -362,13 +354,9 @@ def bench_attention(T, K, ct, CK, torch, quick):
                 vals["cuTile"] = flops / T.ms(lambda: ct.launch(s, (S // tm, B * H, 1), CK.fmha,
                                                                 args)) / 1e9
             if TK is not None:
-                def run_triton():
-                    o.zero_()
-                    TK.attention(q, k, v, o, scale, causal, tm, tn)
-                    check("Triton attention", o, ref, 2e-2)
-                    return flops / T.ms(lambda: TK.attention(q, k, v, o, scale, causal, tm,
-                                                             tn)) / 1e9
-                vals["Triton"] = _try("Triton attention", run_triton)
+                vals["Triton"] = _triton_rate(
+                    T, "attention", lambda: TK.attention(q, k, v, o, scale, causal, tm, tn), o,
+                    ref, 2e-2, flops / 1e12)
             tab.add(f"attention fp16 B{B} H{H} S{S} D{D} {'causal' if causal else 'non-causal'}"
                     f", {tm}x{tn}", **vals)
     return tab

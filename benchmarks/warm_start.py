@@ -18,14 +18,19 @@ import textwrap
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 
-TILEJIT = textwrap.dedent('''
+# both children: torch initialized, the inputs and the result check made before the clock starts
+SETUP = textwrap.dedent('''
     import json, sys, time
     import torch
     a = torch.randn(2048, 2048, device="cuda", dtype=torch.float16)
     b = torch.randn(2048, 2048, device="cuda", dtype=torch.float16)
     c = torch.empty(2048, 2048, device="cuda", dtype=torch.float16)
+    CHECK = lambda a, b, c: torch.allclose(c.float(), a.float() @ b.float(), atol=0.5, rtol=2e-2)
     torch.cuda.synchronize()
     t0 = time.perf_counter()
+''')
+
+TILEJIT = SETUP + textwrap.dedent('''
     import tilejit as tile
     t1 = time.perf_counter()
 
@@ -40,19 +45,12 @@ TILEJIT = textwrap.dedent('''
 
     matmul(tile.from_dlpack(c).partition((128, 128)), a, b, 64).sync()
     t2 = time.perf_counter()
-    ok = torch.allclose(c.float(), (a.float() @ b.float()), atol=0.5, rtol=2e-2)
+    ok = CHECK(a, b, c)
     print(json.dumps({"import_ms": (t1 - t0) * 1e3, "first_call_ms": (t2 - t1) * 1e3, "ok": ok,
                       "numba": "numba" in sys.modules}))
 ''')
 
-CUTILE = textwrap.dedent('''
-    import json, sys, time
-    import torch
-    a = torch.randn(2048, 2048, device="cuda", dtype=torch.float16)
-    b = torch.randn(2048, 2048, device="cuda", dtype=torch.float16)
-    c = torch.empty(2048, 2048, device="cuda", dtype=torch.float16)
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
+CUTILE = SETUP + textwrap.dedent('''
     import cuda.tile as ct
     t1 = time.perf_counter()
 
@@ -68,7 +66,7 @@ CUTILE = textwrap.dedent('''
     ct.launch(torch.cuda.current_stream(), (16, 16, 1), matmul, (a, b, c, 128, 128, 64))
     torch.cuda.synchronize()
     t2 = time.perf_counter()
-    ok = torch.allclose(c.float(), (a.float() @ b.float()), atol=0.5, rtol=2e-2)
+    ok = CHECK(a, b, c)
     print(json.dumps({"import_ms": (t1 - t0) * 1e3, "first_call_ms": (t2 - t1) * 1e3, "ok": ok}))
 ''')
 
