@@ -256,57 +256,47 @@ def test_stale_temporary_files_are_evicted(tmp_path):
 
 
 # --- tileiras -------------------------------------------------------------------------------------
-def _fake_tileiras(tmp_path, script: str):
-    p = tmp_path / "tileiras"
-    p.write_text("#!/bin/sh\n" + script)
-    p.chmod(0o755)
-    return str(p)
+@pytest.fixture
+def fake_tileiras(tmp_path, monkeypatch):
+    """``install(script)``: a shell script stands in for tileiras (TILEJIT_TILEIRAS) for the test."""
+    from tilejit.toolchain import tileiras
+
+    def install(script: str) -> None:
+        p = tmp_path / "tileiras"
+        p.write_text("#!/bin/sh\n" + script)
+        p.chmod(0o755)
+        monkeypatch.setenv("TILEJIT_TILEIRAS", str(p))
+        tileiras.find_toolchain.cache_clear()
+
+    yield install
+    monkeypatch.undo()
+    tileiras.find_toolchain.cache_clear()
 
 
-def test_a_timed_out_tileiras_is_killed_with_its_children(tmp_path):
+def test_a_timed_out_tileiras_is_killed_with_its_children(tmp_path, fake_tileiras):
     from tilejit.toolchain import tileiras
     pidfile = tmp_path / "child.pid"
-    fake = _fake_tileiras(tmp_path, f"sleep 300 &\necho $! > {pidfile}\nsleep 300\n")
-    old = os.environ.get("TILEJIT_TILEIRAS")
-    os.environ["TILEJIT_TILEIRAS"] = fake
-    tileiras.find_toolchain.cache_clear()
-    try:
-        t0 = time.time()
-        with pytest.raises(tile.ToolchainError, match="did not finish within 1 s"):
-            tileiras.compile_bytecode(b"\x7fTileIR\x00", "sm_90", timeout=1, keep_failed=False)
-        assert time.time() - t0 < 30
-        child = int(pidfile.read_text())
-        for _ in range(50):
-            try:
-                os.kill(child, 0)
-            except ProcessLookupError:
-                break
-            time.sleep(0.1)
-        else:
-            pytest.fail("tileiras' child process outlived the timeout")
-    finally:
-        if old is None:
-            os.environ.pop("TILEJIT_TILEIRAS", None)
-        else:
-            os.environ["TILEJIT_TILEIRAS"] = old
-        tileiras.find_toolchain.cache_clear()
+    fake_tileiras(f"sleep 300 &\necho $! > {pidfile}\nsleep 300\n")
+    t0 = time.time()
+    with pytest.raises(tile.ToolchainError, match="did not finish within 1 s"):
+        tileiras.compile_bytecode(b"\x7fTileIR\x00", "sm_90", timeout=1, keep_failed=False)
+    assert time.time() - t0 < 30
+    child = int(pidfile.read_text())
+    for _ in range(50):
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("tileiras' child process outlived the timeout")
 
 
-def test_tileiras_exiting_0_without_a_cubin_says_so(tmp_path):
+def test_tileiras_exiting_0_without_a_cubin_says_so(fake_tileiras):
     from tilejit.toolchain import tileiras
-    fake = _fake_tileiras(tmp_path, "exit 0\n")
-    old = os.environ.get("TILEJIT_TILEIRAS")
-    os.environ["TILEJIT_TILEIRAS"] = fake
-    tileiras.find_toolchain.cache_clear()
-    try:
-        with pytest.raises(tile.ToolchainError, match="exited successfully but wrote no cubin"):
-            tileiras.compile_bytecode(b"\x7fTileIR\x00", "sm_90", keep_failed=False)
-    finally:
-        if old is None:
-            os.environ.pop("TILEJIT_TILEIRAS", None)
-        else:
-            os.environ["TILEJIT_TILEIRAS"] = old
-        tileiras.find_toolchain.cache_clear()
+    fake_tileiras("exit 0\n")
+    with pytest.raises(tile.ToolchainError, match="exited successfully but wrote no cubin"):
+        tileiras.compile_bytecode(b"\x7fTileIR\x00", "sm_90", keep_failed=False)
 
 
 def test_math_inf_helpers_are_still_fine():

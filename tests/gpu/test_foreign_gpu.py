@@ -52,16 +52,22 @@ def scale2d(z, x, a):
     z.store(tile.load_tile_like(x, z) * a)
 
 
-def test_torch_inputs_and_output_every_call(torch):
-    s = tile.Stream.borrow_raw(torch.cuda.current_stream())
+def _vadd_three_sizes(torch, s, output):
+    """vadd into ``output(z)`` three times per size (even and ragged); returns the last z."""
     for n in (1024, 1000, 4096):
         x = torch.randn(n, device="cuda")
         y = torch.randn(n, device="cuda")
         z = torch.empty(n, device="cuda")
         for _ in range(3):
-            vadd(tile.from_dlpack(z).partition((256,)), x, y).submit_on(s)
+            vadd(output(z), x, y).submit_on(s)
         torch.cuda.synchronize()
         torch.testing.assert_close(z, x + y)
+    return z
+
+
+def test_torch_inputs_and_output_every_call(torch):
+    s = tile.Stream.borrow_raw(torch.cuda.current_stream())
+    _vadd_three_sizes(torch, s, lambda z: tile.from_dlpack(z).partition((256,)))
 
 
 def test_sync_with_torch_tensors_follows_torch_current_stream(torch):
@@ -214,14 +220,7 @@ def test_tile_partition_of_torch_outputs(torch):
     call), right across reallocation, views, a second stream, aliasing and CuPy-free fallbacks."""
     from tilejit import native
     s = tile.Stream.borrow_raw(torch.cuda.current_stream())
-    for n in (1024, 1000, 4096):
-        x = torch.randn(n, device="cuda")
-        y = torch.randn(n, device="cuda")
-        z = torch.empty(n, device="cuda")
-        for _ in range(3):
-            vadd(tile.partition(z, (256,)), x, y).submit_on(s)
-        torch.cuda.synchronize()
-        torch.testing.assert_close(z, x + y)
+    z = _vadd_three_sizes(torch, s, lambda z: tile.partition(z, (256,)))
     z.set_(torch.empty(2048, device="cuda"))          # reallocated in place: read anew
     x, y = torch.randn(2048, device="cuda"), torch.randn(2048, device="cuda")
     vadd(tile.partition(z, (256,)), x, y).sync()
