@@ -33,29 +33,35 @@ MAX_RANK = 3
 
 
 _valid_tiles: dict = {}     # (tile shape as given, rank) -> the checked tuple of ints
+_last_tile: dict = {}       # (tile shape, rank) -> (that tuple object, the checked shape)
 _INTS = ((), (int,), (int, int), (int, int, int))
 
 
-def validate_tile_shape(shape, tensor) -> Tuple[int, ...]:
-    """The tile shape as a tuple; TensorError unless powers of two, rank 1-3, rank of ``tensor``."""
-    nd = len(tensor._shape)
+def checked_tile(shape, nd: int, owner) -> Tuple[int, ...]:
+    """``shape`` as a checked tile shape for an array of rank ``nd`` (``owner``: the array, named
+    in errors); TensorError unless powers of two, rank 1-3, rank ``nd``."""
     # Hottest path: the very tuple object seen before (a literal in the caller's code is one
-    # object at every call), checked by identity.
+    # object at every call), keyed by value and checked by identity.
     seen = _last_tile.get((shape, nd)) if type(shape) is tuple else None
     if seen is not None and seen[0] is shape:
-        tile = seen[1]
-    else:
-        # a tuple of plain ints seen before (True == 1 and np.int64(4) == 4 hash alike, so other
-        # element types always take the full check)
-        plain = type(shape) is tuple and len(shape) < 4 and \
-            tuple(map(type, shape)) == _INTS[len(shape)]
-        tile = _valid_tiles.get((shape, nd)) if plain else None
-        if tile is None:
-            tile = _check_tile_shape(shape, nd, tensor._shape)
-            if plain and len(_valid_tiles) < 4096:
-                _valid_tiles[(shape, nd)] = tile
-        if plain and len(_last_tile) < 4096:
-            _last_tile[(shape, nd)] = (shape, tile)
+        return seen[1]
+    # a tuple of plain ints seen before (True == 1 and np.int64(4) == 4 hash alike, so other
+    # element types always take the full check)
+    plain = type(shape) is tuple and len(shape) < 4 and tuple(map(type, shape)) == _INTS[len(shape)]
+    tile = _valid_tiles.get((shape, nd)) if plain else None
+    if tile is None:
+        tile = _check_tile_shape(shape, nd, _shape_of(owner))
+        if plain and len(_valid_tiles) < 4096:
+            _valid_tiles[(shape, nd)] = tile
+    if plain and len(_last_tile) < 4096:
+        _last_tile[(shape, nd)] = (shape, tile)
+    return tile
+
+
+def validate_tile_shape(shape, tensor) -> Tuple[int, ...]:
+    """The tile shape as a tuple; TensorError unless powers of two, rank 1-3, rank of ``tensor``,
+    and ``tensor`` not a broadcast (stride 0) view."""
+    tile = checked_tile(shape, len(tensor._shape), tensor)
     if 0 in tensor._strides:
         for axis, (n, s) in enumerate(zip(tensor.shape, tensor.strides)):
             if s == 0 and n > 1:
@@ -267,11 +273,8 @@ def partition(array, tile_shape):
     launch, the cheap way to write kernel outputs into them."""
     global _Tensor
     tp = type(array)
-    if tp in _foreign_types:            # the hot path: a type seen before, a checked tile shape
-        key = (tile_shape, array.ndim)
-        tile = _last_tile.get(key) if type(tile_shape) is tuple else None
-        if tile is not None and tile[0] is tile_shape:
-            return ForeignPartition(array, tile[1])
+    if tp in _foreign_types:            # the hot path: a foreign array type seen before
+        return ForeignPartition(array, checked_tile(tile_shape, array.ndim, array))
     if _Tensor is None:                 # tensor.py imports this module: bind the class late
         from .tensor import Tensor as _Tensor
     if tp is _Tensor or isinstance(array, _Tensor):
@@ -286,22 +289,11 @@ def partition(array, tile_shape):
     if not (hasattr(array, "__dlpack__") or hasattr(array, "__cuda_array_interface__")):
         raise TensorError(f"tile.partition() needs a tile.Tensor or a DLPack / "
                           f"__cuda_array_interface__ GPU array, got {type(array).__name__}")
-    shape = _shape_of(array)
-    nd = len(shape)
-    plain = type(tile_shape) is tuple and len(tile_shape) < 4 and \
-        tuple(map(type, tile_shape)) == _INTS[len(tile_shape)]
-    tile = _valid_tiles.get((tile_shape, nd)) if plain else None
-    if tile is None:
-        tile = _check_tile_shape(tile_shape, nd, shape)
-        if plain and len(_valid_tiles) < 4096:
-            _valid_tiles[(tile_shape, nd)] = tile
-    if plain and isinstance(getattr(array, "ndim", None), int) and len(_last_tile) < 4096:
-        _foreign_types.add(tp)
-        # keyed by value, checked by identity: a literal tuple is the same object at every call,
-        # and a different object of equal value (say of NumPy ints) takes the checked path
-        _last_tile[(tile_shape, nd)] = (tile_shape, tile)
+    tile = checked_tile(tile_shape, len(_shape_of(array)), array)
+    if isinstance(getattr(array, "ndim", None), int):
+        _foreign_types.add(tp)          # the checks above hold for every array of this type
     return ForeignPartition(array, tile)
 
 
 _foreign_types: set = set()     # array types tile.partition accepted (with an int `ndim`)
-_last_tile: dict = {}           # (tile shape, rank) -> (that tuple object, the checked shape)
+
