@@ -134,7 +134,7 @@ class Kernel:
     def _repr_html_(self) -> str:
         import html
         rows = "".join(
-            f"<tr><td><code>{html.escape(', '.join(_describe_key(a) for a in keys))}</code></td>"
+            f"<tr><td><code>{html.escape(', '.join(_keys.as_key(a).describe() for a in keys))}</code></td>"
             f"<td><code>{html.escape(', '.join(f'{n}={v!r}' for n, v in consts))}</code></td>"
             f"<td>{html.escape(str(target))}</td></tr>"
             for (keys, consts, _opts, target, *_rest) in self._cache)
@@ -339,17 +339,6 @@ class Kernel:
     def signatures(self) -> list:
         """The argument keys of every compiled specialization."""
         return [k[0] for k in self._cache]
-
-
-def _describe_key(key) -> str:
-    """One argument key in words: ``partition float32 2-d tile (32, 64)``."""
-    kind = key[0]
-    if kind == "scalar":
-        return f"{key[1]} scalar" + (" (weak)" if key[2] else "")
-    what = f"{kind} {key[1]} {key[2]}-d"
-    if kind == "partition":
-        return f"{what} tile {tuple(key[4])}"
-    return what + (" writable" if key[4] else "")
 
 
 def arch_or_raise(arch: str) -> str:

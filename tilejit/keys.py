@@ -102,6 +102,10 @@ class TensorKey(NamedTuple):
     def abi_slots(self) -> Tuple[str, ...]:
         return array_slots(self.ndim, self.facts[0])
 
+    def describe(self) -> str:
+        """In words, for reprs: ``tensor float32 2-d`` (``writable`` when it is)."""
+        return f"tensor {self.dtype} {self.ndim}-d" + (" writable" if self.writable else "")
+
 
 class PartitionKey(NamedTuple):
     """A partitioned output: each block owns one tile of ``tile_shape``."""
@@ -114,6 +118,10 @@ class PartitionKey(NamedTuple):
 
     def abi_slots(self) -> Tuple[str, ...]:
         return array_slots(self.ndim, self.facts[0])
+
+    def describe(self) -> str:
+        """In words, for reprs: ``partition float32 2-d tile (32, 64)``."""
+        return f"partition {self.dtype} {self.ndim}-d tile {tuple(self.tile_shape)}"
 
 
 _SCALAR_SLOT = {"bool_": "i32", "tfloat32": "f32"}
@@ -133,6 +141,10 @@ class ScalarKey(NamedTuple):
 
     def abi_slots(self) -> Tuple[str, ...]:
         return (scalar_slot(_dt.from_name(self.dtype)),)
+
+    def describe(self) -> str:
+        """In words, for reprs: ``float32 scalar (weak)``."""
+        return f"{self.dtype} scalar" + (" (weak)" if self.weak else "")
 
 
 def tensor_key(dtype_name: str, ndim: int, facts: Facts, writable: bool) -> TensorKey:
