@@ -233,9 +233,13 @@ class Device:
         """The raw CUcontext as an int (0 on the simulator)."""
         return int(self._ctx) if self._ctx is not None else 0
 
+    @property
+    def label(self) -> str:
+        """``cuda:N`` or ``sim:N`` (the simulator's devices), as reprs show it."""
+        return f"{'sim' if self.is_simulated else 'cuda'}:{self.ordinal}"
+
     def __repr__(self) -> str:
-        kind = "sim" if self.is_simulated else "cuda"
-        return f"<tilejit.Device {kind}:{self.ordinal} {self.name!r} {self.arch}>"
+        return f"<tilejit.Device {self.label} {self.name!r} {self.arch}>"
 
     def __reduce__(self):
         return (Device, (self.ordinal,))

@@ -369,9 +369,8 @@ class Tensor:
 
     def __repr__(self) -> str:
         try:
-            dev = self._storage.device
-            where = f"{'sim' if dev.is_simulated else 'cuda'}:{dev.ordinal}"
-            head = f"tile.Tensor(shape={self._shape}, dtype={self._dtype.name}, device={where}"
+            head = (f"tile.Tensor(shape={self._shape}, dtype={self._dtype.name}, "
+                    f"device={self._storage.device.label}")
             if not self.is_contiguous:
                 head += f", strides={self._strides}"
             if self._moved:
@@ -384,9 +383,8 @@ class Tensor:
     def _repr_html_(self) -> str:
         import html
         try:
-            dev = self._storage.device
             rows = [("shape", self._shape), ("dtype", self._dtype.name),
-                    ("device", f"{'sim' if dev.is_simulated else 'cuda'}:{dev.ordinal}"),
+                    ("device", self._storage.device.label),
                     ("state", self.state())]
             if not self.is_contiguous:
                 rows.append(("strides", self._strides))
