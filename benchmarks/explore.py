@@ -10,7 +10,8 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import tilejit as tile  # noqa: E402
-from kernels import time_gpu, time_torch  # noqa: E402
+from harness import Timer  # noqa: E402
+from kernels import time_gpu  # noqa: E402
 
 
 def vadd_kernel(latency):
@@ -48,7 +49,7 @@ def main() -> int:
     x, y, z = tile.from_dlpack(xt), tile.from_dlpack(yt), tile.from_dlpack(zt)
     gb = 3 * n * 4 / 1e9
     with torch.cuda.stream(ts):
-        tms = time_torch(lambda: torch.add(xt, yt, out=zt), 20)
+        tms = Timer(reps=20, flush=False).ms(lambda: torch.add(xt, yt, out=zt))
     print(f"torch.add {gb / tms * 1e3:.0f} GB/s")
     for occ in (None, 2, 4):
         for lat in (None, 4):
@@ -61,7 +62,7 @@ def main() -> int:
     r = 4096
     with torch.cuda.stream(ts):
         xt, zt = torch.randn(r, r, device="cuda"), torch.empty(r, r, device="cuda")
-        tms = time_torch(lambda: torch.softmax(xt, dim=1), 20)
+        tms = Timer(reps=20, flush=False).ms(lambda: torch.softmax(xt, dim=1))
     torch.cuda.synchronize()
     x, z = tile.from_dlpack(xt), tile.from_dlpack(zt)
     gb = 2 * r * r * 4 / 1e9
