@@ -113,3 +113,14 @@ def test_disk_cache_round_trip(tmp_path, monkeypatch):
     # a different config list is a different file: no stale winner
     other = make(CONFIGS[:2])
     assert other._load("k1") is None
+
+
+def test_a_host_array_output_is_refused_not_written_into_a_copy():
+    @tile.autotune(configs=[tile.Config(tile=(8,))], key=["x"])
+    @tile.entry
+    def copy8(z, x):
+        z.store(tile.load_tile_like(x, z))
+
+    z = np.zeros(16, np.float32)
+    with pytest.raises(tile.TileJitError, match="NumPy array is in host memory"):
+        copy8(z, np.ones(16, np.float32)).sync()

@@ -34,6 +34,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 from . import dtypes as D
 from .compiler import CompileOptions
 from .errors import LaunchError, TileJitError
+from .runtime.partition import partition
 
 _OPTION_NAMES = ("occupancy", "num_ctas", "opt_level")
 L2_FLUSH_BYTES = 256 << 20
@@ -152,9 +153,9 @@ class Autotuned:
         """The kernel launch of ``config`` on the bound runtime arguments."""
         args = dict(bound)
         if config.tile is not None:
-            target = args[self.partition]
-            t = _as_tensor(target)
-            args[self.partition] = t.partition(config.tile)
+            # tile.partition: a tilejit tensor or a GPU array written in place; host arrays are
+            # refused (a copy would take the results)
+            args[self.partition] = partition(args[self.partition], config.tile)
         op = self.kernel(*[args[n] for n in self.kernel.runtime_names])
         op = op.generics(**config.constants) if config.constants else op
         opts = config.options(self.kernel.options)
