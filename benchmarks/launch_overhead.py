@@ -59,6 +59,25 @@ def measure(fn, sync, launches: int, batches: int) -> float:
     return statistics.median(per)
 
 
+def measure_pair(fa, fb, sync, launches: int, batches: int):
+    """Medians ``(a, b)`` of host microseconds per call, batches of ``fa`` and ``fb``
+    alternating, so that drift in the machine's speed hits both sides of a ratio alike."""
+    for f in (fa, fb):
+        for _ in range(3):
+            for _ in range(launches):
+                f()
+            sync()
+    pa, pb = [], []
+    for _ in range(batches):
+        for f, per in ((fa, pa), (fb, pb)):
+            t0 = time.perf_counter()
+            for _ in range(launches):
+                f()
+            per.append((time.perf_counter() - t0) / launches * 1e6)
+            sync()
+    return statistics.median(pa), statistics.median(pb)
+
+
 class Table:
     def __init__(self):
         self.rows = []
@@ -98,8 +117,8 @@ def main(argv=None) -> int:
     p_val, n_val = ctypes.c_uint64(buf.device_pointer), ctypes.c_uint32(N)
     arr = (ctypes.c_void_p * 2)(ctypes.addressof(p_val), ctypes.addressof(n_val))
     kp, f_cu, s_cu = ctypes.addressof(arr), noop._cu, stream._cu
-    bare = measure(lambda: drv.cuLaunchKernel(f_cu, 1, 1, 1, 1, 1, 1, 0, s_cu, kp, 0),
-                   stream.synchronize, L, B)
+    bare_fn = lambda: drv.cuLaunchKernel(f_cu, 1, 1, 1, 1, 1, 1, 0, s_cu, kp, 0)  # noqa: E731
+    bare = measure(bare_fn, stream.synchronize, L, B)
     tab.add("[bare] cuLaunchKernel, cuda-bindings, pre-packed args", bare)
     ext = native.ext()
     if ext is not None:
@@ -132,7 +151,7 @@ def main(argv=None) -> int:
     # --- peers --------------------------------------------------------------------------------------
     torch_add = measure(lambda: torch.add(x, y, out=z), tsync, L, B)
     tab.add("[torch] torch.add(x, y, out=z)", torch_add, bare)
-    cutile = _cutile_row(torch, x, y, z, ts, L, B, tab, bare)
+    cutile, cutile_fn = _cutile_row(torch, x, y, z, ts, L, B, tab, bare)
     _triton_row(torch, x, y, z, L, B, tab, bare)
 
     # --- tilejit with torch tensors -----------------------------------------------------------------
@@ -173,8 +192,30 @@ def main(argv=None) -> int:
     _tilejit_native_rows(tile, api, vadd, stream, L, B, tab, bare, torch_add)
     _numpy_rows(torch, tile, api, vadd, stream, L, B, tab)
     _cupy_rows(tile, vadd, L, B, tab, ref)
+    _target_rows(torch, tile, api, vadd, x, y, z, s_t, stream, L, B, tab, bare_fn, cutile_fn)
     _write(args.json, tab)
     return 0
+
+
+def _target_rows(torch, tile, api, vadd, x, y, z, s_t, stream, L, B, tab, bare_fn, cutile_fn):
+    """The issue's three ratios again, each side measured in alternating batches."""
+    print("targets, measured in alternating batches (ratio: tilejit / peer):")
+    tsync = torch.cuda.synchronize
+    if cutile_fn is not None:
+        a, b = measure_pair(lambda: vadd(tile.partition(z, (N,)), x, y).submit_on(s_t), cutile_fn,
+                            tsync, L, B)
+        tab.add("target: lazy call, torch x,y,z / cuTile ct.launch", a, b, f"(cuTile {b:.2f} us)")
+    xt = api.rand((N,), seed=1).sync_on(stream)
+    yt = api.rand((N,), seed=2).sync_on(stream)
+    zt = api.zeros((N,)).sync_on(stream)
+    vadd(zt.partition((N,)), xt, yt).sync_on(stream)
+    a, b = measure_pair(lambda: vadd(zt.partition((N,)), xt, yt).submit_on(stream),
+                        lambda: torch.add(x, y, out=z), tsync, L, B)
+    tab.add("target: lazy call, tilejit tensors / torch.add", a, b, f"(torch.add {b:.2f} us)")
+    p = vadd(zt.partition((N,)), xt, yt).prepare(stream)
+    a, b = measure_pair(p.launch, bare_fn, tsync, L, B)
+    tab.add("target: prepared p.launch() / bare cuLaunchKernel", a, b, f"(bare {b:.2f} us)")
+    p.close()
 
 
 def _tilejit_native_rows(tile, api, vadd, stream, L, B, tab, bare, torch_add):
@@ -239,12 +280,28 @@ def _cupy_rows(tile, vadd, L, B, tab, ref):
     s = tile.Stream.borrow_raw(cp.cuda.get_current_stream())
     vadd(tile.from_dlpack(z).partition((N,)), x, y).sync_on(s)
     assert bool(cp.allclose(z, x + y))
-    tab.add("tilejit lazy, CuPy x,y,z on CuPy's stream",
+    found = _cutile_kernel()
+    if found is not None:
+        ct, vadd_ct = found
+        cs = cp.cuda.get_current_stream()
+        try:
+            ct.launch(cs, (1,), vadd_ct, (x, y, z, N))
+            cs.synchronize()
+            assert bool(cp.allclose(z, x + y))
+            ref = measure(lambda: ct.launch(cs, (1,), vadd_ct, (x, y, z, N)), s.synchronize, L, B)
+            tab.add("[cutile-cupy] cuTile Python ct.launch with CuPy x, y, z", ref)
+        except Exception as e:
+            print(f"  cuTile Python with CuPy: skipped ({type(e).__name__}: {e})")
+    tab.add("tilejit lazy, CuPy x,y,z on CuPy's stream: vadd(tile.partition(z, t), x, y)",
+            measure(lambda: vadd(tile.partition(z, (N,)), x, y).submit_on(s),
+                    s.synchronize, L, B), ref)
+    tab.add("  same, from_dlpack(z).partition(t) for the output",
             measure(lambda: vadd(tile.from_dlpack(z).partition((N,)), x, y).submit_on(s),
                     s.synchronize, L, B), ref)
 
 
-def _cutile_row(torch, x, y, z, ts, L, B, tab, bare):
+def _cutile_kernel():
+    """``(cuda.tile, vadd)`` in cuTile Python, or None when it is not installed."""
     try:
         import cuda.tile as ct
     except ImportError:
@@ -257,17 +314,27 @@ def _cutile_row(torch, x, y, z, ts, L, B, tab, bare):
         ta = ct.load(a, index=(bid,), shape=(TILE,))
         tb = ct.load(b, index=(bid,), shape=(TILE,))
         ct.store(c, index=(bid,), tile=ta + tb)
+    return ct, vadd_ct
 
+
+def _cutile_row(torch, x, y, z, ts, L, B, tab, bare):
+    found = _cutile_kernel()
+    if found is None:
+        return None, None
+    ct, vadd_ct = found
     try:
         ct.launch(ts, (1,), vadd_ct, (x, y, z, N))
         torch.cuda.synchronize()
         torch.testing.assert_close(z, x + y)
     except Exception as e:           # no tileiras, API drift ...
         print(f"  cuTile Python: skipped ({type(e).__name__}: {e})")
-        return None
-    us = measure(lambda: ct.launch(ts, (1,), vadd_ct, (x, y, z, N)), torch.cuda.synchronize, L, B)
+        return None, None
+
+    def fn():
+        ct.launch(ts, (1,), vadd_ct, (x, y, z, N))
+    us = measure(fn, torch.cuda.synchronize, L, B)
     tab.add("[cutile] cuTile Python ct.launch(s, (1,), k, (x, y, z, 1024))", us, bare)
-    return us
+    return us, fn
 
 
 def _triton_row(torch, x, y, z, L, B, tab, bare):

@@ -41,7 +41,8 @@ def test_quickstart_runs():
     assert "add:    (1000, 300) ok" in r.stdout and "matmul: (200, 130) ok" in r.stdout
 
 
-@pytest.mark.parametrize("script", ["launch_overhead.py", "kernels.py", "profile_launch.py",
+@pytest.mark.parametrize("script", ["launch_overhead.py", "launch_breakdown.py", "kernels.py",
+                                    "profile_launch.py",
                                     "vs_cutile.py", "autotune_time.py",
                                     "explore.py"])
 def test_benchmarks_say_there_is_nothing_to_measure_without_a_gpu(script):

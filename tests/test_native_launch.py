@@ -154,3 +154,248 @@ def test_native_packing_matches_the_python_packer():
 def test_info_reports_the_launch_path():
     line = native.status()
     assert ("native C extension" in line) == native.enabled()
+
+
+def test_lazy_call_methods_agree_with_python():
+    """kernel(...), op.submit_on(s) and op.sync_on(s) run in C with the extension; keywords,
+    arity errors, reentrancy and non-Stream arguments go back to the Python methods."""
+    from tilejit.dispatcher import Kernel, KernelLaunch
+    s = tile.Device(0).new_stream()
+    a = _data(64)
+    x = api.from_numpy(a).sync_on(s)
+    z = api.zeros((64,)).sync_on(s)
+    op = axpb(z.partition((32,)), x, 2.0, 1)
+    assert type(op) is KernelLaunch and op.arity == 4 and op._simple
+    fut = op.submit_on(s)
+    assert type(fut) is tile.DeviceFuture and fut.stream is s
+    fut.result()
+    np.testing.assert_allclose(z.to_numpy(), a * 2 + 1, rtol=1e-6)
+    op = axpb(z=z.partition((32,)), x=x, a=3.0, b=0)            # keywords: bound in Python
+    assert op.sync_on(s)[1] is x
+    np.testing.assert_allclose(z.to_numpy(), a * 3, rtol=1e-6)
+    with pytest.raises(TypeError, match="axpb"):
+        axpb(z.partition((32,)), x)
+    with pytest.raises(TypeError):
+        axpb(z.partition((32,)), x, 1.0, 2, b=3)
+    axpb(z.partition((32,)), x, 1.0, 0).submit_on(s._cu if s._cu is not None else s).result()
+    np.testing.assert_allclose(z.to_numpy(), a, rtol=1e-6)
+    inner = []
+
+    def nested(_):
+        with pytest.raises(tile.SchedulingError, match="non-reentrant"):
+            axpb(z.partition((32,)), x, 1.0, 0).submit_on(s)
+        inner.append(True)
+        return tile.value(None)
+    api.zeros((4,)).then(nested).sync_on(s)
+    assert inner == [True]
+    if native.enabled():
+        assert type(Kernel.__dict__["__call__"]).__name__ == "method_descriptor"
+        assert type(KernelLaunch.__dict__["submit_on"]).__name__ == "method_descriptor"
+
+
+def test_tile_partition_of_torch_tensors_in_c_matches_python():
+    torch = pytest.importorskip("torch")
+    from tilejit.runtime import foreign
+    from tilejit.runtime.partition import ForeignPartition
+    foreign.reader_for(torch.Tensor)                  # registers torch with the extension
+    z = torch.zeros(8, 4)
+    tile_shape = (4, 4)
+    p = tile.partition(z, tile_shape)
+    assert type(p) is ForeignPartition and p.value is z and p.tile_shape == (4, 4)
+    assert p._live is None
+    q = tile.partition(torch.nn.Parameter(z), (2, 4))
+    assert type(q) is ForeignPartition and q.tile_shape == (2, 4)
+    assert tile.partition(array=z, tile_shape=(8, 4)).tile_shape == (8, 4)
+    for bad, msg in [((3, 4), "power of two"), ((4,), "rank"), ((0, 4), "power of two"),
+                     ((4, 4, 4, 4), "rank"), ([4, 4], None)]:
+        if msg is None:
+            assert tile.partition(z, bad).tile_shape == (4, 4)   # a list is normalized
+            continue
+        with pytest.raises(tile.TensorError, match=msg):
+            tile.partition(z, bad)
+    with pytest.raises(tile.TensorError, match="not a partition"):
+        tile.partition(p, (4, 4))
+    if native.enabled() and foreign.torch_exchange_active():
+        assert tile.partition is native.ext().partition
+
+
+def test_tensor_partition_in_c_keeps_the_lease_rules():
+    """t.partition(shape) runs in C in its common case: the lease, conflicts and every error
+    stay the Python method's."""
+    from tilejit.runtime.partition import Partition
+    s = tile.Device(0).new_stream()
+    z = api.zeros((64,)).sync_on(s)
+    p = z.partition((32,))
+    assert type(p) is Partition and p.tile_shape == (32,) and p.grid == (2, 1, 1)
+    assert p._leased and not p.owned and p._ref() is p
+    with pytest.raises(tile.TensorError, match="cannot partition .* already partitioned"):
+        z.partition((32,))
+    with pytest.raises(tile.TensorError, match="cannot partition .* already partitioned"):
+        z[:32].partition((32,))
+    w = api.zeros((64,)).sync_on(s)
+    w1, w2 = w[:32].partition((32,)), w[32:].partition((16,))   # disjoint slices may coexist
+    w1.unpartition()
+    w2.unpartition()
+    x = api.from_numpy(_data(64)).sync_on(s)
+    axpb(p, x, 1.0, 0).sync_on(s)                     # the launch ends the lease
+    assert not p._leased
+    for bad, msg in [((3,), "power of two"), ((4, 4), "rank"), ([32], None)]:
+        if msg is None:
+            z.partition(bad).unpartition()            # a list is normalized by Python
+            continue
+        with pytest.raises(tile.TensorError, match=msg):
+            z.partition(bad)
+    b = api.zeros((1,)).sync_on(s).broadcast_to((8,)) if hasattr(tile.Tensor, "broadcast_to") \
+        else None
+    if b is not None:
+        with pytest.raises(tile.TensorError, match="broadcast"):
+            b.partition((8,))
+    o = z.into_partition((32,))
+    with pytest.raises(tile.TensorError):
+        z.partition((32,))                            # moved into o
+    o.unpartition()
+    z.partition((64,)).unpartition()
+
+
+def test_prepared_launch_in_c_matches_python():
+    s = tile.Device(0).new_stream()
+    a = _data(64)
+    x = api.from_numpy(a).sync_on(s)
+    z = api.zeros((64,)).sync_on(s)
+    p = axpb(z.partition((32,)), x, 2.0, 1).prepare(s)
+    for _ in range(3):
+        p.launch()
+    s.synchronize()
+    np.testing.assert_allclose(z.to_numpy(), a * 2 + 1, rtol=1e-6)
+    p.close()
+    with pytest.raises(tile.LaunchError, match="closed"):
+        p.launch()
+
+
+class _CAIView:
+    """A foreign array known only by its __cuda_array_interface__ (here a simulated tensor's)."""
+
+    ndim = 1
+
+    def __init__(self, t):
+        self.t = t
+
+    @property
+    def __cuda_array_interface__(self):
+        return self.t.__cuda_array_interface__
+
+    @property
+    def shape(self):
+        return self.t.shape
+
+
+def test_foreign_partition_imported_for_a_launch_is_released_after_it():
+    """tile.partition of an array without a metadata reader on this path is imported for the
+    launch (fp._live); the launch, in C or Python, drops the import and its lease afterwards."""
+    s = tile.Device(0).new_stream()
+    a = _data(64)
+    x = api.from_numpy(a).sync_on(s)
+    z = api.zeros((64,)).sync_on(s)
+    w = _CAIView(z)
+    for i in range(1, 4):
+        fp = tile.partition(w, (16,))
+        axpb(fp, x, float(i), 0).sync_on(s)
+        assert fp._live is None
+        np.testing.assert_allclose(z.to_numpy(), a * i, rtol=1e-6)
+    z.partition((64,)).unpartition()             # no lease left behind on the storage
+
+
+def test_runtime_classes_keep_the_layout_the_c_launcher_reads():
+    """The C launcher reads the runtime classes' __slots__ by offset (set_layout); a class
+    without them turns every C path off, and launches stay right in Python."""
+    from tilejit import dispatcher
+    from tilejit.runtime.argspec import ArgInfo
+    from tilejit.runtime.memory import Storage, _FreeState
+    from tilejit.runtime.partition import Partition
+    from tilejit.runtime.stream import Stream
+    classes = (tile.Tensor, Partition, Storage, _FreeState, Stream, ArgInfo,
+               dispatcher.KernelLaunch)
+    ext = native.ext()
+    if ext is None:
+        assert not dispatcher._NATIVE_LAYOUT
+        return
+    assert dispatcher._NATIVE_LAYOUT and ext.set_layout(*classes)
+    s = tile.Device(0).new_stream()
+    a = _data(64)
+    x = api.from_numpy(a).sync_on(s)
+    z = api.zeros((64,)).sync_on(s)
+    axpb(z.partition((32,)), x, 1.0, 0).sync_on(s)
+
+    class NoSlots:
+        pass
+    try:
+        assert not ext.set_layout(*classes[:-1], NoSlots)
+        before = axpb._native.total
+        for i in range(3):
+            op = axpb(z.partition((32,)), x, 2.0, float(i))
+            assert type(op) is dispatcher.KernelLaunch
+            op.sync_on(s)
+            np.testing.assert_allclose(z.to_numpy(), a * 2 + i, rtol=1e-6)
+        assert axpb._native.total == before                 # nothing went through C
+    finally:
+        assert ext.set_layout(*classes)
+    axpb(z.partition((32,)), x, 1.0, 0).sync_on(s)
+    assert axpb._native.total > before
+
+
+class _FakeCupyArray:
+    """What the C launcher reads of a cupy.ndarray (data.ptr, data.device_id, shape, byte
+    strides, dtype), over a simulated tensor's memory."""
+
+    class _Mem:
+        def __init__(self, ptr):
+            self.ptr, self.device_id = ptr, 0
+
+    def __init__(self, t, shape=None, strides=None):
+        cai = t.__cuda_array_interface__
+        self.t, self.data = t, self._Mem(cai["data"][0])
+        self.dtype = np.dtype(cai["typestr"])
+        self.shape = tuple(shape or cai["shape"])
+        self.strides = tuple(strides or (self.dtype.itemsize,))
+        self.ndim = len(self.shape)
+
+    @property
+    def __cuda_array_interface__(self):
+        return dict(self.t.__cuda_array_interface__, shape=self.shape, strides=self.strides)
+
+
+@needs_native
+def test_cupy_arrays_are_read_in_c_from_their_attributes():
+    """The C reader of CuPy arrays (registered by runtime.foreign's CuPy reader), exercised with
+    a stand-in type: inputs and tile.partition outputs launch in C, ordered after the producer's
+    stream once per launch; byte strides that are not whole elements go back to Python."""
+    import sys
+    if "cupy" in sys.modules:
+        pytest.skip("the real CuPy is registered in this process")
+    ext = native.ext()
+    streams = []
+
+    class Producer:
+        ptr = 0
+
+    def current_stream():
+        streams.append(1)
+        return Producer()
+    ext.set_cupy(_FakeCupyArray, {np.dtype(np.float32): ("float32", 4)}, current_stream)
+    s = tile.Device(0).new_stream()
+    a = _data(64)
+    x = api.from_numpy(a).sync_on(s)
+    z = api.zeros((64,)).sync_on(s)
+    xc, zc = _FakeCupyArray(x), _FakeCupyArray(z)
+    for i in range(1, 4):
+        before, n = axpb._native.total, len(streams)
+        axpb(tile.partition(zc, (16,)), xc, float(i), 1).sync_on(s)
+        np.testing.assert_allclose(z.to_numpy(), a * i + 1, rtol=1e-6)
+        if i > 1:                                   # the first call memoized the keys in Python
+            assert axpb._native.total == before + 1 and len(streams) == n + 1
+    half = _FakeCupyArray(x, shape=(32,), strides=(8,))             # every other element
+    axpb(z[:32].partition((16,)), half, 1.0, 0).sync_on(s)
+    np.testing.assert_allclose(z.to_numpy()[:32], a[::2], rtol=1e-6)
+    odd = _FakeCupyArray(x, shape=(16,), strides=(6,))             # 1.5 elements: refused
+    with pytest.raises(tile.TensorError, match="not multiples of the element size"):
+        axpb(z[:16].partition((16,)), odd, 1.0, 0).sync_on(s)

@@ -6,7 +6,7 @@
  *     kernel's context is made current first when it is not. Raises ValueError/OverflowError
  *     when a value does not fit its slot (the caller explains it).
  *
- * Launcher(fast, anns, Tensor, Partition, DeviceOp, classify).launch(args, stream) -> bool
+ * Launcher(fast, anns, DeviceOp, classify, memo).launch(args, stream) -> bool
  *     One plain kernel launch, classification to cuLaunchKernel. Returns False, having launched
  *     nothing, whenever the Python path must take over (see native.py).
  *
@@ -14,6 +14,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <dlfcn.h>
 #include <stdint.h>
 #include <string.h>
@@ -26,6 +27,30 @@ static CUresult (*p_cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, un
 static CUresult (*p_cuCtxGetCurrent)(CUcontext *);
 static CUresult (*p_cuCtxSetCurrent)(CUcontext);
 static int driver_state; /* 0: not loaded yet, 1: loaded, -1: unavailable */
+
+/* DLPack (dlpack.h 1.3): the tensor description and the C exchange API a producer type exposes
+   as `type(x).__dlpack_c_exchange_api__` (torch >= 2.10): a tensor's metadata without a Python
+   call, a capsule or an allocation, and the producer's current stream */
+typedef struct { int32_t device_type, device_id; } DLDevice;
+typedef struct { uint8_t code, bits; uint16_t lanes; } DLDataType;
+typedef struct {
+    void *data;
+    DLDevice device;
+    int32_t ndim;
+    DLDataType dtype;
+    int64_t *shape, *strides;
+    uint64_t byte_offset;
+} DLTensor;
+typedef struct {
+    struct { uint32_t major, minor; } version;
+    void *prev_api;
+    void *managed_tensor_allocator, *managed_tensor_from_py_object_no_sync,
+        *managed_tensor_to_py_object_no_sync;
+    int (*dltensor_from_py_object_no_sync)(void *py_object, DLTensor *out);
+    int (*current_work_stream)(int32_t device_type, int32_t device_id, void **out_stream);
+} DLPackExchangeAPI;
+#define DL_CUDA 2
+#define MAX_DIMS 8          /* foreign arrays of higher rank take the Python path */
 
 #define MAX_PARAMS 512
 #define MAX_PARAM_BYTES 4096
@@ -152,6 +177,42 @@ static int pack_values(ParamBuf *pb, const char *layout, Py_ssize_t nlayout, Py_
     return 0;
 }
 
+/* Append C integers (a foreign array's pointer, shape and strides) by layout[*pos...]. */
+static int pack_ints(ParamBuf *pb, const char *layout, Py_ssize_t nlayout, Py_ssize_t *pos,
+                     const int64_t *vals, int n) {
+    for (int i = 0; i < n; i++) {
+        if (*pos >= nlayout || pb->count >= MAX_PARAMS) {
+            PyErr_SetString(PyExc_ValueError, "more parameter values than slots");
+            return -1;
+        }
+        char c = layout[(*pos)++];
+        int sz = slot_size(c);
+        Py_ssize_t off = sz ? (pb->size + sz - 1) / sz * sz : 0;
+        if (!sz || off + sz > MAX_PARAM_BYTES) {
+            PyErr_SetString(PyExc_ValueError, "bad slot for an array parameter");
+            return -1;
+        }
+        int64_t x = vals[i];
+        char *buf = pb->data + off;
+        switch (c) {
+        case 'Q': case 'q': memcpy(buf, &x, 8); break;
+        case 'I': case 'i': {
+            if (c == 'I' ? (x < 0 || x > 0xffffffffLL) : (x < INT32_MIN || x > INT32_MAX)) {
+                PyErr_SetString(PyExc_OverflowError, "array parameter does not fit its slot");
+                return -1;
+            }
+            int32_t y = (int32_t)x; memcpy(buf, &y, 4); break;
+        }
+        default:
+            PyErr_SetString(PyExc_ValueError, "bad slot for an array parameter");
+            return -1;
+        }
+        pb->ptrs[pb->count++] = buf;
+        pb->size = off + sz;
+    }
+    return 0;
+}
+
 /* cuLaunchKernel with `ctx` current; returns the CUresult (or -1 with an error set). */
 static CUresult do_launch(void *fn, void *ctx, unsigned gx, unsigned gy, unsigned gz,
                           void *stream, ParamBuf *pb) {
@@ -201,16 +262,140 @@ static PyObject *py_launch(PyObject *self, PyObject *args) {
     return PyLong_FromLong(err);
 }
 
+/* --- the runtime's classes, read by __slots__ offset ---------------------------------------------
+ * Every class the hot path touches keeps its state in __slots__; set_layout() records where each
+ * slot lives, so a launch reads them with a load instead of an attribute lookup (most of a
+ * launch's host time otherwise). An unset slot reads NULL: the caller gives the launch to Python,
+ * which raises the usual error. Without a layout (a class changed shape) every C path falls back
+ * to Python. */
+#define SLOT(o, off) (*(PyObject **)((char *)(o) + (off)))
+static PyTypeObject *T_tensor, *T_partition, *T_storage, *T_freestate, *T_stream, *T_arginfo,
+    *T_klaunch;
+static struct {
+    Py_ssize_t t_moved, t_info, t_storage, t_shape, t_strides, t_offset, t_dtype, t_extent, t_share,
+        t_pinfo;
+    Py_ssize_t p_tensor, p_tile, p_owned, p_leased, p_consumed, p_info, p_grid, p_extent, p_ref;
+    Py_ssize_t st_ptr, st_device, st_h, st_leases;
+    Py_ssize_t h_stream, h_epoch;
+    Py_ssize_t s_device, s_handle, s_cu, s_epoch, s_ephemeral, s_capture;
+    Py_ssize_t i_fast;
+    Py_ssize_t k_kernel, k_args, k_arity, k_simple, k_grid, k_const_grid, k_options, k_generics;
+} O;
+static int layout_ok;
+
+/* The offset of the __slots__ member `name` of `tp` or a base (-1 if it is not a writable object
+   slot). */
+static Py_ssize_t slot_offset(PyTypeObject *tp, const char *name) {
+    PyObject *d = PyObject_GetAttrString((PyObject *)tp, name);
+    if (!d) { PyErr_Clear(); return -1; }
+    Py_ssize_t off = -1;
+    if (Py_IS_TYPE(d, &PyMemberDescr_Type)) {
+        PyMemberDef *m = ((PyMemberDescrObject *)d)->d_member;
+        if (m->type == T_OBJECT_EX && !(m->flags & READONLY)) off = m->offset;
+    }
+    Py_DECREF(d);
+    return off;
+}
+
+static void set_slot(PyObject *o, Py_ssize_t off, PyObject *v) {
+    PyObject **p = (PyObject **)((char *)o + off);
+    Py_INCREF(v);
+    Py_XSETREF(*p, v);
+}
+
+typedef struct { PyTypeObject **tp; Py_ssize_t *off; const char *name; } SlotSpec;
+
+/* set_layout(Tensor, Partition, Storage, _FreeState, Stream, ArgInfo, KernelLaunch) -> bool */
+static PyObject *py_set_layout(PyObject *m, PyObject *args) {
+    PyObject *t[7];
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!O!", &PyType_Type, &t[0], &PyType_Type, &t[1],
+                          &PyType_Type, &t[2], &PyType_Type, &t[3], &PyType_Type, &t[4],
+                          &PyType_Type, &t[5], &PyType_Type, &t[6]))
+        return NULL;
+    PyTypeObject **types[7] = {&T_tensor, &T_partition, &T_storage, &T_freestate, &T_stream,
+                               &T_arginfo, &T_klaunch};
+    layout_ok = 0;
+    for (int i = 0; i < 7; i++) {
+        Py_INCREF(t[i]);
+        Py_XSETREF(*types[i], (PyTypeObject *)t[i]);
+    }
+    SlotSpec specs[] = {
+        {&T_tensor, &O.t_moved, "_moved"}, {&T_tensor, &O.t_info, "_info"},
+        {&T_tensor, &O.t_storage, "_storage"}, {&T_tensor, &O.t_shape, "_shape"},
+        {&T_tensor, &O.t_strides, "_strides"}, {&T_tensor, &O.t_offset, "_offset_bytes"},
+        {&T_tensor, &O.t_dtype, "_dtype"}, {&T_tensor, &O.t_extent, "_extent"},
+        {&T_tensor, &O.t_share, "_share_count"}, {&T_tensor, &O.t_pinfo, "_pinfo"},
+        {&T_partition, &O.p_tensor, "_tensor"}, {&T_partition, &O.p_tile, "tile_shape"},
+        {&T_partition, &O.p_owned, "owned"}, {&T_partition, &O.p_leased, "_leased"},
+        {&T_partition, &O.p_consumed, "_consumed"}, {&T_partition, &O.p_info, "_info"},
+        {&T_partition, &O.p_grid, "_grid"}, {&T_partition, &O.p_extent, "_extent"},
+        {&T_partition, &O.p_ref, "_ref"},
+        {&T_storage, &O.st_ptr, "ptr"}, {&T_storage, &O.st_device, "device"},
+        {&T_storage, &O.st_h, "_h"}, {&T_storage, &O.st_leases, "leases"},
+        {&T_freestate, &O.h_stream, "stream"}, {&T_freestate, &O.h_epoch, "epoch"},
+        {&T_stream, &O.s_device, "device"}, {&T_stream, &O.s_handle, "handle"},
+        {&T_stream, &O.s_cu, "_cu"}, {&T_stream, &O.s_epoch, "_epoch"},
+        {&T_stream, &O.s_ephemeral, "_ephemeral"}, {&T_stream, &O.s_capture, "_capture"},
+        {&T_arginfo, &O.i_fast, "fast"},
+        {&T_klaunch, &O.k_kernel, "kernel"}, {&T_klaunch, &O.k_args, "args"},
+        {&T_klaunch, &O.k_arity, "arity"}, {&T_klaunch, &O.k_simple, "_simple"},
+        {&T_klaunch, &O.k_grid, "_grid"}, {&T_klaunch, &O.k_const_grid, "_const_grid"},
+        {&T_klaunch, &O.k_options, "_options"}, {&T_klaunch, &O.k_generics, "_generics"},
+    };
+    for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
+        *specs[i].off = slot_offset(*specs[i].tp, specs[i].name);
+        if (*specs[i].off < 0) Py_RETURN_FALSE;
+    }
+    layout_ok = 1;
+    Py_RETURN_TRUE;
+}
+
+/* Device.ordinal of the last device asked (Device objects never change ordinal) */
+static PyObject *last_ordinal_dev;
+static long last_ordinal;
+
+static long device_ordinal(PyObject *dev) {
+    if (dev == last_ordinal_dev) return last_ordinal;
+    PyObject *o = PyObject_GetAttrString(dev, "ordinal");
+    if (!o) return -1;
+    long v = PyLong_AsLong(o);
+    Py_DECREF(o);
+    if (v == -1 && PyErr_Occurred()) return -1;
+    Py_INCREF(dev);
+    Py_XSETREF(last_ordinal_dev, dev);
+    last_ordinal = v;
+    return v;
+}
+
 /* --- Launcher ------------------------------------------------------------------------------- */
 #define LAST_MAX 16
+/* The memo entry of the last foreign array seen at one argument position, by value: the next
+   call with the same layout reads no Python object (argspec.array_keys is the memo behind it) */
+typedef struct {
+    int valid, ndim, align;
+    uint8_t code, bits;
+    PyObject *kind;         /* interned: "tensor" / "partition" */
+    PyObject *extra;        /* owned: writable flag or tile shape */
+    int64_t shape[MAX_DIMS], strides[MAX_DIMS];
+    PyObject *key, *grid;   /* owned (grid NULL for tensors) */
+    long long span;
+    PyObject *plain;        /* owned weakref: the last object seen without torch's neg bit */
+} FCache;
+#define FC_MAX 16
+
 typedef struct {
     PyObject_HEAD
-    PyObject *fast, *anns, *tensor_type, *partition_type, *deviceop_type, *classify, *memo;
+    PyObject *fast, *anns, *deviceop_type, *classify, *memo;
     /* the last lookup, by identity: a loop of launches of one layout skips building and
        hashing the key tuple (Kernel._fast entries never change once set) */
     Py_ssize_t last_n;
     PyObject *last_keys[LAST_MAX], *last_device, *last_exe;
     int last_ones;
+    Py_ssize_t nparams;     /* parameters including tile.Constant ones (Kernel.__call__) */
+    int simple;             /* no tile.Constant parameters */
+    unsigned long long launches;   /* launched here, not yet folded into Kernel.stats */
+    unsigned long long total;      /* launched here, ever (every 256th checks the globals) */
+    FCache fc[FC_MAX];
 } Launcher;
 
 static void forget_last(Launcher *self) {
@@ -220,45 +405,71 @@ static void forget_last(Launcher *self) {
     self->last_n = 0;
 }
 
+static void fc_clear(FCache *c) {
+    c->valid = 0;
+    Py_CLEAR(c->extra); Py_CLEAR(c->key); Py_CLEAR(c->grid); Py_CLEAR(c->plain);
+}
+
 /* what a launch needs to know about its stream */
 typedef struct {
     PyObject *device;       /* owned */
     long ordinal;
     unsigned long long handle;
     int torch_checked;      /* torch's current stream already ordered before this launch */
+    int cupy_checked;       /* CuPy's, likewise */
 } StreamInfo;
 
+/* CuPy, when its reader registered it (set_cupy): ndarray, {numpy dtype: (name, itemsize)},
+   cupy.cuda.get_current_stream */
+static PyObject *cupy_type, *cupy_dtypes, *cupy_stream_fn;
 /* torch, when a torch reader registered it (set_torch) */
 static PyObject *torch_type, *torch_dtypes, *torch_stream_fn;
 /* runtime.partition.ForeignPartition (tile.partition of a foreign array), when registered */
 static PyObject *fpart_type;
+static Py_ssize_t off_fp_value = -1, off_fp_tile, off_fp_live;  /* its slots */
+/* torch.Tensor's DLPack C exchange API (NULL: read its attributes), and nn.Parameter, the one
+   subclass read through it (others may override data access with __torch_function__) */
+static const DLPackExchangeAPI *torch_api;
+static PyObject *param_type;
+/* DLPack (code, bits) -> tilejit dtype name (set_torch_exchange) */
+typedef struct { uint8_t code, bits; PyObject *name; } DLName;
+#define MAX_DL_NAMES 32
+static DLName dl_names[MAX_DL_NAMES];
+static int n_dl_names;
 
-static PyObject *S_moved, *S_info, *S_consumed, *S_leased, *S_acquire, *S_release, *S_key,
-    *S_params, *S_storage, *S_writable, *S_extent, *S_prepare, *S_finish, *S_grid, *S_device,
-    *S_capture, *S_ephemeral, *S_epoch, *S_h_epoch, *S_h, *S_stream, *S_use, *S_native, *S_launch, *S_cu,
-    *S_handle, *S_what, *S_name, *S_launch_error, *S__storage, *S_ptr, *S__offset_bytes, *S__shape,
-    *S__strides, *S__dtype, *S__tensor, *S_tile_shape, *S_ordinal, *S_wait_raw, *S_get_device,
-    *S_is_neg, *S_dtype, *S_data_ptr, *S_shape, *S_stride, *S_kind_tensor, *S_kind_partition,
-    *S_value;
+/* interned attribute names */
+static PyObject *S_acquire, *S_key, *S_params, *S_storage, *S_writable, *S_extent, *S_prepare,
+    *S_finish, *S_grid, *S_use, *S_native, *S_launch, *S_what, *S_name, *S_ptr, *S_wait_raw,
+    *S_get_device, *S_is_neg, *S_dtype, *S_data_ptr, *S_shape, *S_stride, *S_kind_tensor,
+    *S_kind_partition, *S_data, *S_device_id, *S_strides, *S_fast;
 static PyObject *K_int, *K_float, *K_bool, *ONE, *ZERO;
 
 static void Launcher_dealloc(Launcher *self) {
-    Py_XDECREF(self->fast); Py_XDECREF(self->anns); Py_XDECREF(self->tensor_type);
-    Py_XDECREF(self->partition_type); Py_XDECREF(self->deviceop_type); Py_XDECREF(self->classify);
+    Py_XDECREF(self->fast); Py_XDECREF(self->anns); Py_XDECREF(self->deviceop_type);
+    Py_XDECREF(self->classify);
     Py_XDECREF(self->memo);
     forget_last(self);
+    for (int i = 0; i < FC_MAX; i++) fc_clear(&self->fc[i]);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+/* Launcher(fast, anns, DeviceOp, classify, memo[, nparams, simple]) */
 static int Launcher_init(Launcher *self, PyObject *args, PyObject *kw) {
-    PyObject *fast, *anns, *tt, *pt, *dt, *cl, *memo;
-    if (!PyArg_ParseTuple(args, "O!O!OOOOO!", &PyDict_Type, &fast, &PyTuple_Type, &anns, &tt, &pt,
-                          &dt, &cl, &PyDict_Type, &memo))
+    PyObject *fast, *anns, *dt, *cl, *memo;
+    Py_ssize_t nparams = -1;
+    int simple = 0;
+    if (!PyArg_ParseTuple(args, "O!O!OOO!|np", &PyDict_Type, &fast, &PyTuple_Type, &anns, &dt,
+                          &cl, &PyDict_Type, &memo, &nparams, &simple))
         return -1;
-    Py_INCREF(fast); Py_INCREF(anns); Py_INCREF(tt); Py_INCREF(pt); Py_INCREF(dt); Py_INCREF(cl);
-    Py_INCREF(memo);
-    self->fast = fast; self->anns = anns; self->tensor_type = tt; self->partition_type = pt;
-    self->deviceop_type = dt; self->classify = cl; self->memo = memo;
+    if (self->fast) {
+        PyErr_SetString(PyExc_TypeError, "Launcher is initialized once");
+        return -1;
+    }
+    self->nparams = nparams < 0 ? PyTuple_GET_SIZE(anns) : nparams;
+    self->simple = simple;
+    Py_INCREF(fast); Py_INCREF(anns); Py_INCREF(dt); Py_INCREF(cl); Py_INCREF(memo);
+    self->fast = fast; self->anns = anns; self->deviceop_type = dt; self->classify = cl;
+    self->memo = memo;
     return 0;
 }
 
@@ -269,8 +480,11 @@ typedef struct {
     PyObject *info;     /* owned or NULL (scalars handled here have none) */
     PyObject *grid;     /* owned or NULL: partitions */
     PyObject *partition;/* borrowed: the Partition argument, or NULL */
+    PyObject *fpart;    /* borrowed: a ForeignPartition classified in Python, or NULL */
     PyObject *hold;     /* owned: keeps `key` alive when it came from the memo */
     int writable, scalar;
+    int niv;            /* params as C integers instead (foreign arrays): pointer, shape, strides */
+    int64_t iv[1 + 2 * MAX_DIMS];
     long long start, end; /* byte extent (arrays) */
 } Arg;
 
@@ -364,23 +578,19 @@ static int from_memo(Launcher *self, Arg *a, PyObject *kind, PyObject *dtype_nam
 
 /* A tilejit tensor without a cached info (a fresh view or import): its key from the memo. */
 static int tensor_from_memo(Launcher *self, Arg *a, PyObject *t, PyObject *kind, PyObject *extra) {
-    PyObject *st = PyObject_GetAttr(t, S__storage);
-    if (!st) return -1;
-    PyObject *sp = PyObject_GetAttr(st, S_ptr), *off = PyObject_GetAttr(t, S__offset_bytes);
-    PyObject *shape = PyObject_GetAttr(t, S__shape), *strides = PyObject_GetAttr(t, S__strides);
-    PyObject *dt = PyObject_GetAttr(t, S__dtype);
-    PyObject *name = dt ? PyObject_GetAttr(dt, S_name) : NULL;
-    int r = -1;
-    if (sp && off && shape && strides && name && PyTuple_Check(shape)) {
-        unsigned long long ptr = PyLong_AsUnsignedLongLong(sp) + PyLong_AsUnsignedLongLong(off);
-        if (!PyErr_Occurred())
-            r = from_memo(self, a, kind, name, shape, strides, ptr, extra);
-    } else if (shape && !PyTuple_Check(shape)) {
-        r = 0;
-    }
-    Py_XDECREF(sp); Py_XDECREF(off); Py_XDECREF(shape); Py_XDECREF(strides); Py_XDECREF(dt);
-    Py_XDECREF(name);
-    if (r == 1) a->storage = st; else Py_DECREF(st);
+    if (Py_TYPE(t) != T_tensor) return 0;
+    PyObject *st = SLOT(t, O.t_storage), *off = SLOT(t, O.t_offset), *shape = SLOT(t, O.t_shape),
+             *strides = SLOT(t, O.t_strides), *dt = SLOT(t, O.t_dtype);
+    if (!st || !off || !shape || !strides || !dt || Py_TYPE(st) != T_storage ||
+        !PyTuple_Check(shape) || !SLOT(st, O.st_ptr))
+        return 0;
+    PyObject *name = PyObject_GetAttr(dt, S_name);
+    if (!name) return -1;
+    unsigned long long ptr = PyLong_AsUnsignedLongLong(SLOT(st, O.st_ptr)) +
+                             PyLong_AsUnsignedLongLong(off);
+    int r = PyErr_Occurred() ? -1 : from_memo(self, a, kind, name, shape, strides, ptr, extra);
+    Py_DECREF(name);
+    if (r == 1) { Py_INCREF(st); a->storage = st; }
     return r;
 }
 
@@ -391,6 +601,108 @@ static long call_long(PyObject *o, PyObject *method, int *err) {
     Py_DECREF(r);
     if (v == -1 && PyErr_Occurred()) *err = 1;
     return v;
+}
+
+static PyObject *tuple_of(const int64_t *x, int n) {
+    PyObject *t = PyTuple_New(n);
+    for (int i = 0; t && i < n; i++) {
+        PyObject *o = PyLong_FromLongLong(x[i]);
+        if (!o) { Py_CLEAR(t); break; }
+        PyTuple_SET_ITEM(t, i, o);
+    }
+    return t;
+}
+
+/* stream.wait_raw(producer) unless the launch runs on the producer's stream: 1, or -1. */
+static int wait_producer(StreamInfo *si, PyObject *stream, unsigned long long hv) {
+    if (hv == si->handle) return 1;
+    PyObject *h = PyLong_FromUnsignedLongLong(hv);
+    if (!h) return -1;
+    PyObject *w = PyObject_CallMethodOneArg(stream, S_wait_raw, h);
+    Py_DECREF(h);
+    if (!w) return -1;
+    Py_DECREF(w);
+    return 1;
+}
+
+/* A CuPy array read from its attributes (runtime.foreign's CuPy reader, in C), ordered after
+   CuPy's current stream once per launch; `kind`/`extra` as in torch_arg. */
+static int cupy_arg(Launcher *self, Arg *a, PyObject *v, StreamInfo *si, PyObject *stream,
+                    PyObject *kind, PyObject *extra) {
+    PyObject *data = PyObject_GetAttr(v, S_data);
+    if (!data) return -1;
+    PyObject *p = PyObject_GetAttr(data, S_ptr);
+    PyObject *d = p ? PyObject_GetAttr(data, S_device_id) : NULL;
+    Py_DECREF(data);
+    if (!d) { Py_XDECREF(p); return -1; }
+    long dev = PyLong_AsLong(d);
+    unsigned long long ptr = PyLong_AsUnsignedLongLong(p);
+    Py_DECREF(d); Py_DECREF(p);
+    if (PyErr_Occurred()) return -1;
+    if (dev != si->ordinal) return 0;                   /* another device: Python explains */
+    PyObject *dt = PyObject_GetAttr(v, S_dtype);
+    if (!dt) return -1;
+    PyObject *nm = PyDict_GetItemWithError(cupy_dtypes, dt); /* borrowed: (name, itemsize) */
+    Py_DECREF(dt);
+    if (!nm) return PyErr_Occurred() ? -1 : 0;
+    long long isz = PyLong_AsLongLong(PyTuple_GET_ITEM(nm, 1));
+    PyObject *shape = PyObject_GetAttr(v, S_shape);
+    PyObject *bstr = shape ? PyObject_GetAttr(v, S_strides) : NULL;
+    if (!bstr) { Py_XDECREF(shape); return -1; }
+    int r = 0;
+    Py_ssize_t nd = PyTuple_Check(shape) ? PyTuple_GET_SIZE(shape) : -1;
+    if (isz > 0 && nd >= 0 && nd <= MAX_DIMS && PyTuple_Check(bstr) &&
+        PyTuple_GET_SIZE(bstr) == nd) {
+        int64_t es[MAX_DIMS];
+        int whole = 1;
+        for (Py_ssize_t i = 0; i < nd && whole; i++) {
+            long long b = PyLong_AsLongLong(PyTuple_GET_ITEM(bstr, i));
+            whole = !(b == -1 && PyErr_Occurred()) && b % isz == 0;
+            es[i] = b / isz;
+        }
+        PyObject *strides = whole ? tuple_of(es, (int)nd) : NULL;
+        if (strides) {
+            r = from_memo(self, a, kind, PyTuple_GET_ITEM(nm, 0), shape, strides, ptr, extra);
+            Py_DECREF(strides);
+        } else {
+            r = PyErr_Occurred() ? -1 : 0;      /* odd byte strides: Python explains */
+        }
+    }
+    Py_DECREF(shape); Py_DECREF(bstr);
+    if (r != 1 || si->cupy_checked) return r;
+    si->cupy_checked = 1;
+    PyObject *cs = PyObject_CallNoArgs(cupy_stream_fn);
+    PyObject *h = cs ? PyObject_GetAttr(cs, S_ptr) : NULL;
+    Py_XDECREF(cs);
+    if (!h) return -1;
+    unsigned long long hv = PyLong_AsUnsignedLongLong(h);
+    Py_DECREF(h);
+    if (PyErr_Occurred()) return -1;
+    return wait_producer(si, stream, hv);
+}
+
+/* Order the launch after torch's pending work on its current stream (DLPack's rule); once per
+   launch: every torch argument is on the launch's device, so on the same stream. */
+static int order_after_torch(StreamInfo *si, PyObject *stream, long dev) {
+    if (si->torch_checked) return 1;
+    si->torch_checked = 1;
+    unsigned long long hv;
+    if (torch_api) {
+        void *cs = NULL;
+        if (torch_api->current_work_stream(DL_CUDA, (int32_t)dev, &cs) != 0) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_RuntimeError, "torch: no current CUDA stream");
+            return -1;
+        }
+        hv = (unsigned long long)(uintptr_t)cs;
+    } else {
+        PyObject *h = PyObject_CallFunction(torch_stream_fn, "l", dev);
+        if (!h) return -1;
+        hv = PyLong_AsUnsignedLongLong(h);
+        Py_DECREF(h);
+        if (PyErr_Occurred()) return -1;
+    }
+    return wait_producer(si, stream, hv);
 }
 
 /* A torch GPU tensor read from its metadata (runtime.foreign's torch reader, in C); `kind` and
@@ -421,40 +733,209 @@ static int torch_arg(Launcher *self, Arg *a, PyObject *v, StreamInfo *si, PyObje
     int r = PyTuple_Check(shape) ? from_memo(self, a, kind, name, shape, strides, ptr, extra) : 0;
     Py_DECREF(shape); Py_DECREF(strides);
     if (r != 1) return r;
-    /* order the launch after torch's pending work on its current stream (DLPack's rule); once
-       per launch: every torch argument is on the launch's device, so on the same stream */
-    if (si->torch_checked) return 1;
-    si->torch_checked = 1;
-    PyObject *h = PyObject_CallFunction(torch_stream_fn, "l", dev);
-    if (!h) return -1;
-    unsigned long long hv = PyLong_AsUnsignedLongLong(h);
-    if (PyErr_Occurred()) { Py_DECREF(h); return -1; }
-    if (hv != si->handle) {
-        PyObject *w = PyObject_CallMethodOneArg(stream, S_wait_raw, h);
-        if (!w) { Py_DECREF(h); return -1; }
-        Py_DECREF(w);
+    return order_after_torch(si, stream, dev);
+}
+
+static PyObject *dl_name(DLDataType t) {
+    if (t.lanes != 1) return NULL;
+    for (int i = 0; i < n_dl_names; i++)
+        if (dl_names[i].code == t.code && dl_names[i].bits == t.bits) return dl_names[i].name;
+    return NULL;
+}
+
+/* 0 when `v` is a lazily negated torch view (its data read as is would be wrong: the Python
+   path explains), 1 otherwise. Checked once per tensor object: the position's weakref tells the
+   same live object (the bit is fixed when a view is made). */
+static int not_negated(FCache *c, PyObject *v) {
+    if (c && c->plain && PyWeakref_GetObject(c->plain) == v) return 1;
+    int err = 0;
+    long neg = call_long(v, S_is_neg, &err);
+    if (err) return -1;
+    if (neg) return 0;
+    if (c) {
+        PyObject *w = PyWeakref_NewRef(v, NULL);
+        if (!w) PyErr_Clear(); else Py_XSETREF(c->plain, w);
     }
-    Py_DECREF(h);
     return 1;
 }
 
-static int truthy_attr(PyObject *o, PyObject *name) {
-    PyObject *v = PyObject_GetAttr(o, name);
-    if (!v) return -1;
-    int r = PyObject_IsTrue(v);
-    Py_DECREF(v);
-    return r;
+
+/* A torch tensor read through the DLPack C exchange API, with no Python call on a repeated
+   layout: same contract as torch_arg. `pos`: the argument position (its FCache). */
+static int exchange_arg(Launcher *self, Arg *a, PyObject *v, Py_ssize_t pos, StreamInfo *si,
+                        PyObject *stream, PyObject *kind, PyObject *extra) {
+    DLTensor dl;
+    if (torch_api->dltensor_from_py_object_no_sync(v, &dl) != 0) {
+        PyErr_Clear();          /* not describable: the Python path explains */
+        return 0;
+    }
+    if (dl.device.device_type != DL_CUDA || dl.device.device_id != si->ordinal) return 0;
+    int nd = dl.ndim;
+    if (nd < 0 || nd > MAX_DIMS) return 0;
+    PyObject *name = dl_name(dl.dtype);
+    if (!name) return 0;
+    FCache *c = pos < FC_MAX ? &self->fc[pos] : NULL;
+    int r = not_negated(c, v);
+    if (r != 1) return r;
+    int64_t strides[MAX_DIMS];
+    if (dl.strides) {
+        memcpy(strides, dl.strides, sizeof(int64_t) * (size_t)nd);
+    } else {                    /* DLPack: NULL strides mean compact row-major */
+        int64_t acc = 1;
+        for (int d = nd - 1; d >= 0; d--) { strides[d] = acc; acc *= dl.shape[d]; }
+    }
+    unsigned long long ptr = (unsigned long long)(uintptr_t)dl.data + dl.byte_offset;
+    int align = (int)(ptr & 15);
+    size_t nb = sizeof(int64_t) * (size_t)nd;
+    int hit = c && c->valid && c->kind == kind && c->code == dl.dtype.code &&
+              c->bits == dl.dtype.bits && c->ndim == nd && c->align == align &&
+              memcmp(c->shape, dl.shape, nb) == 0 && memcmp(c->strides, strides, nb) == 0;
+    if (hit && c->extra != extra) {     /* a tile shape spelled by a new tuple: compare values */
+        hit = PyObject_RichCompareBool(c->extra, extra, Py_EQ);
+        if (hit < 0) return -1;
+    }
+    PyObject *key, *grid;
+    long long span;
+    if (hit) {
+        key = c->key; grid = c->grid; span = c->span;
+    } else {
+        /* the shared memo (argspec.array_keys); not there yet: the Python path computes it */
+        PyObject *shape_t = tuple_of(dl.shape, nd), *strides_t = tuple_of(strides, nd);
+        PyObject *low = PyLong_FromLong(align);
+        PyObject *mk = (shape_t && strides_t && low)
+                           ? PyTuple_Pack(6, kind, name, shape_t, strides_t, low, extra) : NULL;
+        Py_XDECREF(shape_t); Py_XDECREF(strides_t); Py_XDECREF(low);
+        if (!mk) return -1;
+        PyObject *m = PyDict_GetItemWithError(self->memo, mk); /* borrowed */
+        Py_DECREF(mk);
+        if (!m) return PyErr_Occurred() ? -1 : 0;
+        if (!PyTuple_Check(m) || PyTuple_GET_SIZE(m) != 4) return 0;
+        key = PyTuple_GET_ITEM(m, 0);
+        grid = PyTuple_GET_ITEM(m, 3);
+        if (grid == Py_None) grid = NULL;
+        span = PyLong_AsLongLong(PyTuple_GET_ITEM(m, 2));
+        if (span == -1 && PyErr_Occurred()) return -1;
+        if (c) {
+            PyObject *plain = c->plain;
+            c->plain = NULL;
+            fc_clear(c);
+            c->plain = plain;
+            c->kind = kind; c->code = dl.dtype.code; c->bits = dl.dtype.bits; c->ndim = nd;
+            c->align = align;
+            memcpy(c->shape, dl.shape, nb); memcpy(c->strides, strides, nb);
+            Py_INCREF(extra); c->extra = extra;
+            Py_INCREF(key); c->key = key;
+            Py_XINCREF(grid); c->grid = grid;
+            c->span = span;
+            c->valid = 1;
+        }
+    }
+    Py_INCREF(key); a->hold = key; a->key = key;
+    if (grid) { Py_INCREF(grid); a->grid = grid; }
+    a->start = (long long)ptr;
+    a->end = (long long)ptr + span;
+    a->iv[0] = (int64_t)ptr;
+    memcpy(a->iv + 1, dl.shape, nb);
+    memcpy(a->iv + 1 + nd, strides, nb);
+    a->niv = 1 + 2 * nd;
+    return order_after_torch(si, stream, dl.device.device_id);
+}
+
+/* Fill `a` from a sealed info's `fast` tuple (argspec.ArgInfo.seal): 1 ok, 0 not sealed, -1. */
+static int from_fast(Arg *a, PyObject *info) {
+    PyObject *f;
+    if (Py_TYPE(info) == T_arginfo) {
+        f = SLOT(info, O.i_fast);
+        if (!f) return 0;
+        Py_INCREF(f);
+    } else if (!(f = PyObject_GetAttr(info, S_fast))) {
+        return -1;
+    }
+    if (!PyTuple_Check(f) || PyTuple_GET_SIZE(f) != 7) { Py_DECREF(f); return 0; }
+    a->hold = f;                                    /* keeps key and the rest alive */
+    a->key = PyTuple_GET_ITEM(f, 0);
+    a->params = PyTuple_GET_ITEM(f, 1);
+    Py_INCREF(a->params);
+    PyObject *st = PyTuple_GET_ITEM(f, 2);
+    if (st != Py_None) { Py_INCREF(st); a->storage = st; }
+    a->writable = PyTuple_GET_ITEM(f, 3) == Py_True;
+    a->start = PyLong_AsLongLong(PyTuple_GET_ITEM(f, 4));
+    a->end = PyLong_AsLongLong(PyTuple_GET_ITEM(f, 5));
+    PyObject *g = PyTuple_GET_ITEM(f, 6);
+    if (g != Py_None) { Py_INCREF(g); a->grid = g; }
+    if (!PyTuple_Check(a->params)) return 0;
+    return PyErr_Occurred() ? -1 : 1;
+}
+
+/* The storage of partition `p`'s tensor, or NULL (borrowed) */
+static PyObject *partition_storage(PyObject *p) {
+    PyObject *t = SLOT(p, O.p_tensor);
+    PyObject *st = t && Py_TYPE(t) == T_tensor ? SLOT(t, O.t_storage) : NULL;
+    return st && Py_TYPE(st) == T_storage ? st : NULL;
+}
+
+/* Partition._acquire with its common cases inline (`p` a Partition): no other live partition
+   holds a lease on the storage. Otherwise (a possible overlap, a long list to prune) Python
+   decides and raises. 1 ok, -1 error. */
+static int lease_acquire(PyObject *p, PyObject *what) {
+    PyObject *leased = SLOT(p, O.p_leased);
+    if (leased == Py_True) return 1;
+    PyObject *st = partition_storage(p), *ref = SLOT(p, O.p_ref);
+    PyObject *leases = st ? SLOT(st, O.st_leases) : NULL;
+    int python = leased != Py_False || !ref || !leases;
+    if (!python && leases == Py_None) {
+        PyObject *l = PyList_New(1);
+        if (!l) return -1;
+        Py_INCREF(ref);
+        PyList_SET_ITEM(l, 0, ref);
+        set_slot(st, O.st_leases, l);
+        Py_DECREF(l);
+    } else if (!python && PyList_CheckExact(leases) && PyList_GET_SIZE(leases) <= 8) {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(leases) && !python; i++) {
+            PyObject *w = PyList_GET_ITEM(leases, i);
+            PyObject *q = PyWeakref_Check(w) ? PyWeakref_GetObject(w) : NULL;
+            if (!q || (q != Py_None && q != p && (Py_TYPE(q) != T_partition ||
+                                                  SLOT(q, O.p_leased) != Py_False)))
+                python = 1;
+        }
+        if (!python && PyList_Append(leases, ref) < 0) return -1;
+    } else {
+        python = 1;
+    }
+    if (python) {
+        PyObject *x = PyObject_CallMethodOneArg(p, S_acquire, what);
+        if (!x) return -1;
+        Py_DECREF(x);
+        return 1;
+    }
+    set_slot(p, O.p_leased, Py_True);
+    return 1;
+}
+
+/* Partition._release inline (`p` a Partition); never fails. */
+static void lease_release(PyObject *p) {
+    if (SLOT(p, O.p_leased) != Py_True) return;
+    set_slot(p, O.p_leased, Py_False);
+    PyObject *st = partition_storage(p), *ref = SLOT(p, O.p_ref);
+    PyObject *leases = st ? SLOT(st, O.st_leases) : NULL;
+    if (!ref || !leases || !PyList_CheckExact(leases)) return;
+    for (Py_ssize_t i = PyList_GET_SIZE(leases) - 1; i >= 0; i--) {
+        if (PyList_GET_ITEM(leases, i) == ref) {
+            if (PyList_SetSlice(leases, i, i + 1, NULL) < 0) PyErr_Clear();
+            return;
+        }
+    }
 }
 
 /* Classify args[i]; 1 ok, 0 give up, -1 error. */
 static int classify_arg(Launcher *self, Arg *a, PyObject *v, PyObject *ann, PyObject *stream,
-                        StreamInfo *si) {
+                        StreamInfo *si, Py_ssize_t pos) {
     PyTypeObject *tp = Py_TYPE(v);
-    if ((PyObject *)tp == self->tensor_type) {
-        int moved = truthy_attr(v, S_moved);
-        if (moved) return moved < 0 ? -1 : 0;
-        PyObject *info = PyObject_GetAttr(v, S_info);
-        if (!info) return -1;
+    if (tp == T_tensor) {
+        if (SLOT(v, O.t_moved) != Py_False) return 0;   /* moved (or odd): Python explains */
+        PyObject *info = SLOT(v, O.t_info);
+        if (!info) return 0;
+        Py_INCREF(info);
         if (info == Py_None) {
             Py_DECREF(info);
             int r = tensor_from_memo(self, a, v, S_kind_tensor, Py_False);
@@ -463,28 +944,47 @@ static int classify_arg(Launcher *self, Arg *a, PyObject *v, PyObject *ann, PyOb
             info = PyObject_CallFunctionObjArgs(self->classify, v, ann, stream, NULL);
             if (!info) return -1;
         }
-        int r = from_info(a, info);
+        int r = from_fast(a, info);
+        if (r == 0) {
+            clear_args(a, 1);
+            memset(a, 0, sizeof(Arg));
+            r = from_info(a, info);
+        }
         Py_DECREF(info);
         return r;
     }
-    if ((PyObject *)tp == self->partition_type) {
-        int consumed = truthy_attr(v, S_consumed);
-        if (consumed) return consumed < 0 ? -1 : 0;
-        int leased = truthy_attr(v, S_leased);
-        if (leased < 0) return -1;
-        if (!leased) {
-            PyObject *r = PyObject_CallMethodOneArg(v, S_acquire, S_what);
-            if (!r) return -1;
-            Py_DECREF(r);
+    if (tp == T_partition) {
+        if (SLOT(v, O.p_consumed) != Py_False) return 0;
+        if (lease_acquire(v, S_what) < 0) return -1;
+        PyObject *info = SLOT(v, O.p_info), *t = SLOT(v, O.p_tensor), *tile = SLOT(v, O.p_tile);
+        if (!info || !t || !tile || Py_TYPE(t) != T_tensor) return 0;
+        if (info == Py_None) {
+            /* a new partition: its tensor's shared info for this tile shape, once sealed */
+            PyObject *by = SLOT(t, O.t_pinfo);
+            if (by && PyDict_CheckExact(by)) {
+                info = PyDict_GetItemWithError(by, tile); /* borrowed */
+                if (!info) {
+                    if (PyErr_Occurred()) return -1;
+                    info = Py_None;
+                }
+            }
         }
-        PyObject *info = PyObject_GetAttr(v, S_info);
-        if (!info) return -1;
+        Py_INCREF(info);
+        if (info != Py_None) {
+            int r = from_fast(a, info);
+            if (r != 0) {
+                Py_DECREF(info);
+                if (r < 0) return -1;
+                a->partition = v;
+                a->writable = 1;
+                return a->grid ? 1 : 0;
+            }
+            clear_args(a, 1);
+            memset(a, 0, sizeof(Arg));
+        }
         if (info == Py_None) {
             Py_DECREF(info);
-            PyObject *t = PyObject_GetAttr(v, S__tensor);
-            PyObject *tile = t ? PyObject_GetAttr(v, S_tile_shape) : NULL;
-            int r = tile ? tensor_from_memo(self, a, t, S_kind_partition, tile) : -1;
-            Py_XDECREF(t); Py_XDECREF(tile);
+            int r = tensor_from_memo(self, a, t, S_kind_partition, tile);
             if (r < 0) return -1;
             if (r == 1) {
                 if (!a->grid) return 0;
@@ -503,20 +1003,41 @@ static int classify_arg(Launcher *self, Arg *a, PyObject *v, PyObject *ann, PyOb
         return a->grid ? 1 : -1;
     }
     if (torch_type && ann == Py_None && PyObject_TypeCheck(v, (PyTypeObject *)torch_type)) {
-        int r = torch_arg(self, a, v, si, stream, S_kind_tensor, Py_False);
+        int r = torch_api && ((PyObject *)tp == torch_type || (PyObject *)tp == param_type)
+                    ? exchange_arg(self, a, v, pos, si, stream, S_kind_tensor, Py_False)
+                    : torch_arg(self, a, v, si, stream, S_kind_tensor, Py_False);
         if (r) return r;
     }
-    if (fpart_type && (PyObject *)tp == fpart_type) {
-        /* tile.partition(torch_tensor, tile): an output partition read from torch's metadata;
-           no lease (tilejit does not own the memory), the extent check covers aliasing */
-        PyObject *inner = PyObject_GetAttr(v, S_value);
-        if (!inner) return -1;
-        PyObject *tile = PyObject_GetAttr(v, S_tile_shape);
-        if (!tile) { Py_DECREF(inner); return -1; }
-        int r = 0;
-        if (torch_type && PyObject_TypeCheck(inner, (PyTypeObject *)torch_type))
+    if (cupy_type && ann == Py_None && (PyObject *)tp == cupy_type) {
+        int r = cupy_arg(self, a, v, si, stream, S_kind_tensor, Py_False);
+        if (r) return r;
+    }
+    if (fpart_type && (PyObject *)tp == fpart_type && off_fp_value >= 0) {
+        /* tile.partition(array, tile): an output partition of a foreign array; no lease (tilejit
+           does not own the memory), the extent check covers aliasing */
+        PyObject *inner = SLOT(v, off_fp_value), *tile = SLOT(v, off_fp_tile);
+        if (!inner || !tile) return 0;
+        PyObject *itp = (PyObject *)Py_TYPE(inner);
+        int r;
+        if (torch_api && (itp == torch_type || itp == param_type)) {
+            r = exchange_arg(self, a, inner, pos, si, stream, S_kind_partition, tile);
+        } else if (torch_type && PyObject_TypeCheck(inner, (PyTypeObject *)torch_type)) {
             r = torch_arg(self, a, inner, si, stream, S_kind_partition, tile);
-        Py_DECREF(inner); Py_DECREF(tile);
+        } else if (cupy_type && itp == cupy_type &&
+                   (r = cupy_arg(self, a, inner, si, stream, S_kind_partition, tile)) != 0) {
+            if (r < 0) return -1;
+        } else {
+            /* CuPy, __cuda_array_interface__ and DLPack arrays: classified in Python, which orders
+               the launch after their producer, or imports the array for this launch (fp._live,
+               released after it by release_partitions) */
+            a->fpart = v;
+            PyObject *info = PyObject_CallFunctionObjArgs(self->classify, v, ann, stream, NULL);
+            if (!info) return -1;
+            r = from_info(a, info);
+            Py_DECREF(info);
+            if (r == 1 && !(a->grid = PyObject_GetAttr(a->info, S_grid))) return -1;
+            return r;
+        }
         if (r == 1) {
             if (!a->grid) return 0;
             a->writable = 1;
@@ -561,19 +1082,12 @@ static int classify_arg(Launcher *self, Arg *a, PyObject *v, PyObject *ann, PyOb
 
 /* Storage.use(stream) with its common case inline (memory.use_all); -1 on error. */
 static int use_storage(PyObject *st, PyObject *stream, int fast, PyObject *epoch) {
-    if (fast) {
-        PyObject *h = PyObject_GetAttr(st, S_h);
-        if (!h) return -1;
-        PyObject *last = PyObject_GetAttr(h, S_stream);
-        if (!last) { Py_DECREF(h); return -1; }
-        int same = last == stream;
-        Py_DECREF(last);
-        if (same) {
-            int r = PyObject_SetAttr(h, S_h_epoch, epoch);
-            Py_DECREF(h);
-            return r;
+    if (fast && Py_TYPE(st) == T_storage) {
+        PyObject *h = SLOT(st, O.st_h);
+        if (h && Py_TYPE(h) == T_freestate && SLOT(h, O.h_stream) == stream) {
+            set_slot(h, O.h_epoch, epoch);
+            return 0;
         }
-        Py_DECREF(h);
     }
     PyObject *r = PyObject_CallMethodOneArg(st, S_use, stream);
     if (!r) return -1;
@@ -581,56 +1095,49 @@ static int use_storage(PyObject *st, PyObject *stream, int fast, PyObject *epoch
     return 0;
 }
 
-static void release_partitions(Arg *a, Py_ssize_t n) {
-    PyObject *et, *ev, *tb;
-    PyErr_Fetch(&et, &ev, &tb);
+/* End the leases the launch's partitions took (`leases`: it launched or failed), and drop the
+   arrays imported for foreign partitions (always: a Python retry imports them again). */
+static void release_partitions(Arg *a, Py_ssize_t n, int leases) {
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (a[i].partition) {
-            PyObject *r = PyObject_CallMethodNoArgs(a[i].partition, S_release);
-            if (!r) PyErr_Clear(); else Py_DECREF(r);
+        if (leases && a[i].partition)
+            lease_release(a[i].partition);
+        PyObject *live = a[i].fpart ? SLOT(a[i].fpart, off_fp_live) : NULL;
+        if (live && live != Py_None) {
+            if (Py_TYPE(live) == T_partition) lease_release(live);
+            set_slot(a[i].fpart, off_fp_live, Py_None);
         }
     }
-    PyErr_Restore(et, ev, tb);
 }
 
-static PyObject *Launcher_launch(Launcher *self, PyObject *const *argv, Py_ssize_t nargs) {
-    if (nargs != 2 || !PyTuple_Check(argv[0])) {
-        PyErr_SetString(PyExc_TypeError, "launch(args: tuple, stream)");
-        return NULL;
-    }
-    PyObject *args = argv[0], *stream = argv[1];
+/* One plain launch of `args` (a tuple) on `stream`: 1 launched, 0 nothing done (the Python
+   path takes over), -1 error set. */
+static int run_launch(Launcher *self, PyObject *args, PyObject *stream) {
     Py_ssize_t n = PyTuple_GET_SIZE(args);
     if (n != PyTuple_GET_SIZE(self->anns) || n > MAX_ARGS)
-        Py_RETURN_FALSE;
-    PyObject *cap = PyObject_GetAttr(stream, S_capture);
-    if (!cap) return NULL;
-    int capturing = cap != Py_None;
-    Py_DECREF(cap);
-    if (capturing)
-        Py_RETURN_FALSE; /* graph captures keep extra bookkeeping: the Python path */
+        return 0;
+    /* a tilejit Stream outside a graph capture (captures keep extra bookkeeping: Python) */
+    if (!layout_ok || Py_TYPE(stream) != T_stream || SLOT(stream, O.s_capture) != Py_None)
+        return 0;
 
     Arg a[MAX_ARGS];
     memset(a, 0, sizeof(Arg) * (size_t)n);
-    PyObject *result = NULL, *keys = NULL, *lookup = NULL, *device = NULL, *grid = NULL;
+    PyObject *keys = NULL, *lookup = NULL, *device = NULL, *grid = NULL;
     PyObject *params = NULL, *epoch = NULL;
     int ok = 0; /* 1 launched, 0 give up, -1 error */
     StreamInfo si;
 
-    device = PyObject_GetAttr(stream, S_device);
-    if (!device) return NULL;
-    {
-        PyObject *o = PyObject_GetAttr(device, S_ordinal);
-        PyObject *h = o ? PyObject_GetAttr(stream, S_handle) : NULL;
-        si.device = device;
-        si.ordinal = o ? PyLong_AsLong(o) : -1;
-        si.handle = h ? PyLong_AsUnsignedLongLong(h) : 0;
-        si.torch_checked = 0;
-        Py_XDECREF(o); Py_XDECREF(h);
-        if (PyErr_Occurred()) { ok = -1; goto done; }
-    }
+    device = SLOT(stream, O.s_device);
+    PyObject *handle = SLOT(stream, O.s_handle);
+    if (!device || !handle) return 0;
+    Py_INCREF(device);
+    si.device = device;
+    si.ordinal = device_ordinal(device);
+    si.handle = PyLong_AsUnsignedLongLong(handle);
+    si.torch_checked = si.cupy_checked = 0;
+    if (PyErr_Occurred()) { ok = -1; goto done; }
     for (Py_ssize_t i = 0; i < n; i++) {
         ok = classify_arg(self, &a[i], PyTuple_GET_ITEM(args, i),
-                          PyTuple_GET_ITEM(self->anns, i), stream, &si);
+                          PyTuple_GET_ITEM(self->anns, i), stream, &si, i);
         if (ok != 1) goto done;
     }
     /* the grid: every partition's, all equal */
@@ -654,10 +1161,8 @@ static PyObject *Launcher_launch(Launcher *self, PyObject *const *argv, Py_ssize
     /* every array on the launch's device (else the Python path explains) */
     for (Py_ssize_t i = 0; i < n && ok == 1; i++) {
         if (!a[i].storage) continue;
-        PyObject *d = PyObject_GetAttr(a[i].storage, S_device);
-        if (!d) { ok = -1; break; }
-        if (d != device) ok = 0;
-        Py_DECREF(d);
+        PyObject *st = a[i].storage;
+        if (Py_TYPE(st) != T_storage || SLOT(st, O.st_device) != device) ok = 0;
     }
     /* outputs may not alias other arguments: anything that might is left to the Python check */
     for (Py_ssize_t i = 0; i < n && ok == 1; i++) {
@@ -705,14 +1210,10 @@ static PyObject *Launcher_launch(Launcher *self, PyObject *const *argv, Py_ssize
     }
 
     /* order every storage on the stream (Storage.use) */
-    int fast = 1;
-    {
-        int eph = truthy_attr(stream, S_ephemeral);
-        if (eph < 0) { ok = -1; Py_DECREF(exe); goto done; }
-        fast = !eph;
-    }
-    epoch = PyObject_GetAttr(stream, S_epoch);
-    if (!epoch) { ok = -1; Py_DECREF(exe); goto done; }
+    int fast = SLOT(stream, O.s_ephemeral) == Py_False;
+    epoch = SLOT(stream, O.s_epoch);
+    if (!epoch) { ok = 0; Py_DECREF(exe); goto done; }
+    Py_INCREF(epoch);
     for (Py_ssize_t i = 0; i < n; i++) {
         if (a[i].storage && use_storage(a[i].storage, stream, fast, epoch) < 0) {
             ok = -1; Py_DECREF(exe); goto done;
@@ -733,8 +1234,10 @@ static PyObject *Launcher_launch(Launcher *self, PyObject *const *argv, Py_ssize
             pb.size = pb.count = 0;
             Py_ssize_t pos = 0;
             for (Py_ssize_t i = 0; i < n; i++) {
-                if (pack_values(&pb, PyBytes_AS_STRING(lay), PyBytes_GET_SIZE(lay), &pos,
-                                a[i].params) < 0) {
+                if ((a[i].niv ? pack_ints(&pb, PyBytes_AS_STRING(lay), PyBytes_GET_SIZE(lay),
+                                          &pos, a[i].iv, a[i].niv)
+                              : pack_values(&pb, PyBytes_AS_STRING(lay), PyBytes_GET_SIZE(lay),
+                                            &pos, a[i].params)) < 0) {
                     /* a value that does not fit: the Python path explains it */
                     PyErr_Clear();
                     Py_DECREF(nat); Py_DECREF(exe); ok = 0; goto done;
@@ -754,7 +1257,10 @@ static PyObject *Launcher_launch(Launcher *self, PyObject *const *argv, Py_ssize
             Py_DECREF(nat);
             params = PyTuple_New(0);
             for (Py_ssize_t i = 0; i < n && params; i++) {
-                PyObject *cat = PySequence_Concat(params, a[i].params);
+                PyObject *mine = a[i].niv ? tuple_of(a[i].iv, a[i].niv) : NULL;
+                if (a[i].niv && !mine) { Py_CLEAR(params); break; }
+                PyObject *cat = PySequence_Concat(params, mine ? mine : a[i].params);
+                Py_XDECREF(mine);
                 Py_DECREF(params);
                 params = cat;
             }
@@ -768,21 +1274,41 @@ static PyObject *Launcher_launch(Launcher *self, PyObject *const *argv, Py_ssize
     ok = 1;
 
 done:
-    if (ok == 1 || ok == -1)
-        release_partitions(a, n); /* the launch consumed them (or failed) */
+    release_partitions(a, n, ok != 0); /* the launch consumed them (or failed) */
     clear_args(a, n);
     Py_XDECREF(keys); Py_XDECREF(lookup); Py_XDECREF(device); Py_XDECREF(grid);
     Py_XDECREF(params); Py_XDECREF(epoch);
-    if (ok < 0)
-        return NULL;
-    result = ok ? Py_True : Py_False;
-    Py_INCREF(result);
-    return result;
+    if (ok == 1) { self->launches++; self->total++; }
+    return ok;
 }
+
+static PyObject *Launcher_launch(Launcher *self, PyObject *const *argv, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyTuple_Check(argv[0])) {
+        PyErr_SetString(PyExc_TypeError, "launch(args: tuple, stream)");
+        return NULL;
+    }
+    int ok = run_launch(self, argv[0], argv[1]);
+    if (ok < 0) return NULL;
+    return PyBool_FromLong(ok);
+}
+
+/* take_launches() -> int: launches since the last call (Kernel.stats folds them in) */
+static PyObject *Launcher_take_launches(Launcher *self, PyObject *noargs) {
+    unsigned long long n = self->launches;
+    self->launches = 0;
+    return PyLong_FromUnsignedLongLong(n);
+}
+
+static PyMemberDef Launcher_members[] = {
+    {"total", T_ULONGLONG, offsetof(Launcher, total), READONLY,
+     "launches made here, ever (every 256th checks the kernel's frozen globals)"},
+    {NULL, 0, 0, 0, NULL}};
 
 static PyMethodDef Launcher_methods[] = {
     {"launch", (PyCFunction)(void (*)(void))Launcher_launch, METH_FASTCALL,
      "launch(args, stream) -> bool: launch if the fast path applies (see tilejit/native.py)"},
+    {"take_launches", (PyCFunction)Launcher_take_launches, METH_NOARGS,
+     "take_launches() -> int: launches made here since the last call"},
     {NULL, NULL, 0, NULL}};
 
 static PyTypeObject LauncherType = {
@@ -795,7 +1321,458 @@ static PyTypeObject LauncherType = {
     .tp_init = (initproc)Launcher_init,
     .tp_dealloc = (destructor)Launcher_dealloc,
     .tp_methods = Launcher_methods,
+    .tp_members = Launcher_members,
 };
+
+/* --- the lazy call in C: Kernel.__call__, KernelLaunch.submit_on / sync_on, tile.partition -----
+ * install() puts these methods on the Python classes (dispatcher._install_native); each takes the
+ * common case and hands anything else to the Python method it replaced, so behaviour and error
+ * messages are the pure-Python build's. */
+static PyTypeObject *kernel_type, *klaunch_type, *stream_type, *future_type;
+static PyObject *fb_call, *fb_submit, *fb_sync, *fb_submit_plain, *fb_sync_plain, *fb_sync_quietly,
+    *fb_partition, *empty_tuple;
+static Py_ssize_t off_fut_out = -1, off_fut_stream, off_fut_done;
+static PyObject *S_check_globals, *S_synchronize;
+
+/* The per-thread submission guard (runtime/submission.py uses it when the extension is on). */
+static _Thread_local int tl_executing;
+
+static PyObject *py_executing(PyObject *m, PyObject *noargs) { return PyBool_FromLong(tl_executing); }
+
+static PyObject *py_swap_executing(PyObject *m, PyObject *flag) {
+    int v = PyObject_IsTrue(flag);
+    if (v < 0) return NULL;
+    int prev = tl_executing;
+    tl_executing = v;
+    return PyBool_FromLong(prev);
+}
+
+/* DeviceFuture(out, stream), its __init__ inlined (done at once on a simulated stream) */
+static PyObject *make_future(PyObject *out, PyObject *stream) {
+    if (off_fut_out < 0)
+        return PyObject_CallFunctionObjArgs((PyObject *)future_type, out, stream, NULL);
+    PyObject *cu = SLOT(stream, O.s_cu);       /* a Stream (submit_common checked) */
+    PyObject *done = cu == Py_None ? Py_True : Py_False;
+    PyObject *f = future_type->tp_alloc(future_type, 0);
+    if (!f) return NULL;
+    set_slot(f, off_fut_out, out);
+    set_slot(f, off_fut_stream, stream);
+    set_slot(f, off_fut_done, done);
+    return f;
+}
+
+static PyObject *call_prepended(PyObject *fn, PyObject *self, PyObject *args, PyObject *kw) {
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    PyObject *all = PyTuple_New(n + 1);
+    if (!all) return NULL;
+    Py_INCREF(self);
+    PyTuple_SET_ITEM(all, 0, self);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *x = PyTuple_GET_ITEM(args, i);
+        Py_INCREF(x);
+        PyTuple_SET_ITEM(all, i + 1, x);
+    }
+    PyObject *r = PyObject_Call(fn, all, kw);
+    Py_DECREF(all);
+    return r;
+}
+
+/* Kernel.__call__: a KernelLaunch of positional arguments (binding keywords is Python's) */
+static PyObject *kernel_call(PyObject *kernel, PyObject *args, PyObject *kw) {
+    PyObject *nat = PyObject_GetAttr(kernel, S_native);
+    if (!nat) return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    if (!layout_ok || !Py_IS_TYPE(nat, &LauncherType) || (kw && PyDict_GET_SIZE(kw))) {
+        Py_DECREF(nat);
+        return call_prepended(fb_call, kernel, args, kw);
+    }
+    Launcher *L = (Launcher *)nat;
+    Py_ssize_t nrt = PyTuple_GET_SIZE(L->anns);
+    int simple = L->simple && n == nrt, known = n == nrt || n == L->nparams;
+    Py_DECREF(nat);
+    if (!known)
+        return call_prepended(fb_call, kernel, args, kw);
+    /* KernelLaunch.__init__ for a plain call, slot by slot */
+    PyObject *op = T_klaunch->tp_alloc(T_klaunch, 0);
+    PyObject *arity = op ? PyLong_FromSsize_t(n) : NULL;
+    PyObject *generics = arity ? PyDict_New() : NULL;
+    if (!generics) {
+        Py_XDECREF(arity);
+        Py_XDECREF(op);
+        return NULL;
+    }
+    set_slot(op, O.k_kernel, kernel);
+    set_slot(op, O.k_args, args);
+    set_slot(op, O.k_arity, arity);
+    set_slot(op, O.k_simple, simple ? Py_True : Py_False);
+    set_slot(op, O.k_grid, Py_None);
+    set_slot(op, O.k_const_grid, Py_None);
+    set_slot(op, O.k_options, Py_None);
+    set_slot(op, O.k_generics, generics);
+    Py_DECREF(arity);
+    Py_DECREF(generics);
+    return op;
+}
+
+/* KernelLaunch.submit_on / sync_on of a plain launch on a tilejit Stream */
+static PyObject *submit_common(PyObject *op, PyObject *stream, int wait) {
+    PyObject *full = wait ? fb_sync : fb_submit;
+    if (!layout_ok || Py_TYPE(stream) != T_stream || Py_TYPE(op) != T_klaunch || tl_executing ||
+        SLOT(op, O.k_simple) != Py_True || SLOT(op, O.k_grid) != Py_None)
+        return PyObject_CallFunctionObjArgs(full, op, stream, NULL);
+    PyObject *kernel = SLOT(op, O.k_kernel), *args = SLOT(op, O.k_args);
+    if (!kernel || !args || !PyTuple_Check(args))
+        return PyObject_CallFunctionObjArgs(full, op, stream, NULL);
+    Py_INCREF(kernel);
+    Py_INCREF(args);
+    PyObject *nat = PyObject_GetAttr(kernel, S_native);
+    PyObject *result = NULL;
+    if (!nat) goto out;
+    int ok = 0;
+    if (Py_IS_TYPE(nat, &LauncherType)) {
+        Launcher *L = (Launcher *)nat;
+        tl_executing = 1;
+        ok = run_launch(L, args, stream);
+        tl_executing = 0;
+        if (ok == 1 && !(L->total & 255)) {     /* now and then: did a frozen global change? */
+            PyObject *r = PyObject_CallMethodNoArgs(kernel, S_check_globals);
+            if (!r) ok = -1; else Py_DECREF(r);
+        }
+    }
+    if (ok == 1) {
+        if (!wait) {
+            result = make_future(args, stream);
+        } else {
+            PyObject *r = PyObject_CallMethodNoArgs(stream, S_synchronize);
+            if (r) { Py_DECREF(r); Py_INCREF(args); result = args; }
+        }
+    } else if (ok == 0) {       /* the general path (compiles on a miss, explains errors) */
+        result = PyObject_CallFunctionObjArgs(wait ? fb_sync_plain : fb_submit_plain, op, stream,
+                                              NULL);
+    } else if (wait) {          /* as DeviceOp.sync_on: drain the stream, then raise */
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        PyObject *r = PyObject_CallFunctionObjArgs(fb_sync_quietly, stream, NULL);
+        Py_XDECREF(r);
+        PyErr_Clear();
+        PyErr_Restore(et, ev, tb);
+    }
+out:
+    Py_DECREF(kernel); Py_DECREF(args); Py_XDECREF(nat);
+    return result;
+}
+
+static PyObject *klaunch_submit_on(PyObject *op, PyObject *stream) {
+    return submit_common(op, stream, 0);
+}
+
+static PyObject *klaunch_sync_on(PyObject *op, PyObject *stream) {
+    return submit_common(op, stream, 1);
+}
+
+static int tile_ok(PyObject *tile, int ndim) {
+    Py_ssize_t r = PyTuple_GET_SIZE(tile);
+    if (r != ndim || r < 1 || r > 3) return 0;
+    for (Py_ssize_t i = 0; i < r; i++) {
+        PyObject *x = PyTuple_GET_ITEM(tile, i);
+        if (!PyLong_CheckExact(x)) return 0;
+        int overflow = 0;
+        long long n = PyLong_AsLongLongAndOverflow(x, &overflow);
+        if (overflow || n < 1 || (n & (n - 1))) return 0;
+    }
+    return 1;
+}
+
+/* tile.partition(array, tile_shape): a torch tensor and a tuple of powers of two is the common
+   case; the rest (and every error) is runtime.partition.partition's */
+static PyObject *py_partition(PyObject *m, PyObject *const *argv, Py_ssize_t nargs,
+                              PyObject *kwnames) {
+    if (nargs == 2 && !kwnames && torch_api && off_fp_value >= 0) {
+        PyObject *v = argv[0], *tile = argv[1], *tp = (PyObject *)Py_TYPE(v);
+        if ((tp == torch_type || tp == param_type) && PyTuple_CheckExact(tile)) {
+            DLTensor dl;
+            if (torch_api->dltensor_from_py_object_no_sync(v, &dl) != 0) {
+                PyErr_Clear();
+            } else if (tile_ok(tile, dl.ndim)) {
+                PyObject *p = ((PyTypeObject *)fpart_type)->tp_alloc((PyTypeObject *)fpart_type, 0);
+                if (!p) return NULL;
+                set_slot(p, off_fp_value, v);
+                set_slot(p, off_fp_tile, tile);
+                set_slot(p, off_fp_live, Py_None);
+                return p;
+            }
+        }
+    }
+    if (!fb_partition) {
+        PyErr_SetString(PyExc_RuntimeError, "tilejit._native.partition: not installed");
+        return NULL;
+    }
+    return PyObject_Vectorcall(fb_partition, argv, (size_t)nargs, kwnames);
+}
+
+/* Tensor.partition(shape): the common case (a usable, unshared tensor, a tuple of powers of
+   two, no broadcast axis, no other live partition of its storage) in C */
+static PyObject *fb_tensor_partition;
+
+static PyObject *tensor_partition(PyObject *t, PyObject *shape) {
+    if (!layout_ok || Py_TYPE(t) != T_tensor || !PyTuple_CheckExact(shape))
+        goto slow;
+    PyObject *tshape = SLOT(t, O.t_shape), *strides = SLOT(t, O.t_strides),
+             *extent = SLOT(t, O.t_extent), *share = SLOT(t, O.t_share);
+    if (SLOT(t, O.t_moved) != Py_False || !share || !PyLong_CheckExact(share) ||
+        !tshape || !strides || !extent || !PyTuple_Check(tshape) || !PyTuple_Check(strides) ||
+        !PyTuple_Check(extent) || !tile_ok(shape, (int)PyTuple_GET_SIZE(tshape)))
+        goto slow;
+    int overflow = 0;
+    if (PyLong_AsLongAndOverflow(share, &overflow) != 0 || overflow) goto slow;  /* shared */
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(strides); i++) {
+        PyObject *x = PyTuple_GET_ITEM(strides, i);
+        if (!PyLong_CheckExact(x) || (PyLong_AsLongAndOverflow(x, &overflow) == 0 && !overflow))
+            goto slow;                                          /* a broadcast axis: Python */
+    }
+    PyObject *p = T_partition->tp_alloc(T_partition, 0);
+    if (!p) return NULL;
+    set_slot(p, O.p_tensor, t);
+    set_slot(p, O.p_tile, shape);
+    set_slot(p, O.p_owned, Py_False);
+    set_slot(p, O.p_leased, Py_False);
+    set_slot(p, O.p_consumed, Py_False);
+    set_slot(p, O.p_info, Py_None);
+    set_slot(p, O.p_grid, Py_None);
+    set_slot(p, O.p_extent, extent);
+    PyObject *ref = PyWeakref_NewRef(p, NULL);
+    if (!ref) { Py_DECREF(p); return NULL; }
+    set_slot(p, O.p_ref, ref);
+    Py_DECREF(ref);
+    /* as Partition._create: a failed lease leaves no partition behind */
+    if (lease_acquire(p, S_kind_partition) < 0) { Py_DECREF(p); return NULL; }
+    return p;
+slow:
+    return PyObject_CallFunctionObjArgs(fb_tensor_partition, t, shape, NULL);
+}
+
+static PyMethodDef tensor_partition_def = {"partition", (PyCFunction)tensor_partition, METH_O,
+    "A borrowed output partition: the kernel writes into this tensor in place.\n\n"
+    "``shape`` is the tile shape (powers of two, rank 1-3, same rank as the tensor). Needs\n"
+    "exclusive access to the storage (no other live view or partition)."};
+
+static int put_method(PyTypeObject *tp, PyMethodDef *def);
+
+/* install_partition(Tensor, Tensor.partition): Tensor.partition in C (the Python method stays
+   the fallback; the C one runs once set_layout has succeeded) */
+static PyObject *py_install_partition(PyObject *m, PyObject *args) {
+    PyObject *tt, *fb;
+    if (!PyArg_ParseTuple(args, "O!O", &PyType_Type, &tt, &fb)) return NULL;
+    if (fb_tensor_partition) {
+        PyErr_SetString(PyExc_RuntimeError, "tilejit._native.install_partition: already installed");
+        return NULL;
+    }
+    Py_INCREF(fb);
+    fb_tensor_partition = fb;
+    if (put_method((PyTypeObject *)tt, &tensor_partition_def) < 0) return NULL;
+    Py_RETURN_TRUE;
+}
+
+/* --- Prepared: a launch packed once (dispatcher.PreparedLaunch) --------------------------------- */
+typedef struct {
+    PyObject_HEAD
+    void *fn, *ctx;
+    unsigned g[3];
+    unsigned long long sh;
+    PyObject *stream, *storages, *closed_error, *exe, *grid;
+    int closed;
+    ParamBuf pb;
+} Prepared;
+
+static void Prepared_dealloc(Prepared *self) {
+    Py_XDECREF(self->stream); Py_XDECREF(self->storages); Py_XDECREF(self->closed_error);
+    Py_XDECREF(self->exe); Py_XDECREF(self->grid);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Prepared(function, context, grid, stream, layout, params, storages, closed_error, executable):
+   launch errors are raised by executable.raise_launch_error(code, grid) */
+static int Prepared_init(Prepared *self, PyObject *args, PyObject *kw) {
+    unsigned long long fn, ctx;
+    PyObject *grid, *stream, *params, *storages, *err, *exe;
+    const char *layout;
+    Py_ssize_t nlayout;
+    if (!PyArg_ParseTuple(args, "KKO!Oy#O!O!OO", &fn, &ctx, &PyTuple_Type, &grid, &stream,
+                          &layout, &nlayout, &PyTuple_Type, &params, &PyTuple_Type, &storages,
+                          &err, &exe))
+        return -1;
+    if (self->stream) {
+        PyErr_SetString(PyExc_TypeError, "Prepared is initialized once");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(grid, "III", &self->g[0], &self->g[1], &self->g[2])) return -1;
+    if (!layout_ok || Py_TYPE(stream) != T_stream || !SLOT(stream, O.s_handle)) {
+        PyErr_SetString(PyExc_TypeError, "Prepared needs a tilejit Stream");
+        return -1;
+    }
+    self->sh = PyLong_AsUnsignedLongLong(SLOT(stream, O.s_handle));
+    if (PyErr_Occurred()) return -1;
+    self->pb.size = self->pb.count = 0;
+    Py_ssize_t pos = 0;
+    if (pack_values(&self->pb, layout, nlayout, &pos, params) < 0) return -1;
+    if (pos != nlayout) {
+        PyErr_Format(PyExc_ValueError, "%zd parameter values for %zd slots", pos, nlayout);
+        return -1;
+    }
+    self->fn = (void *)(uintptr_t)fn;
+    self->ctx = (void *)(uintptr_t)ctx;
+    Py_INCREF(stream); self->stream = stream;
+    Py_INCREF(storages); self->storages = storages;
+    Py_INCREF(err); self->closed_error = err;
+    Py_INCREF(exe); self->exe = exe;
+    Py_INCREF(grid); self->grid = grid;
+    return 0;
+}
+
+static PyObject *Prepared_launch(Prepared *self, PyObject *noargs) {
+    if (self->closed || !self->stream) {
+        PyErr_SetString(self->closed_error ? self->closed_error : PyExc_RuntimeError,
+                        "this prepared launch was closed");
+        return NULL;
+    }
+    PyObject *stream = self->stream;
+    int fast = SLOT(stream, O.s_capture) == Py_None && SLOT(stream, O.s_ephemeral) == Py_False;
+    PyObject *epoch = SLOT(stream, O.s_epoch);
+    if (!epoch) {
+        PyErr_SetString(PyExc_RuntimeError, "the prepared launch's stream is not usable");
+        return NULL;
+    }
+    Py_INCREF(epoch);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(self->storages); i++) {
+        if (use_storage(PyTuple_GET_ITEM(self->storages, i), stream, fast, epoch) < 0) {
+            Py_DECREF(epoch);
+            return NULL;
+        }
+    }
+    Py_DECREF(epoch);
+    if (self->g[0] && self->g[1] && self->g[2]) {
+        CUresult err = do_launch(self->fn, self->ctx, self->g[0], self->g[1], self->g[2],
+                                 (void *)(uintptr_t)self->sh, &self->pb);
+        if (err == -1 && PyErr_Occurred()) return NULL;
+        if (err) {
+            PyObject *r = PyObject_CallMethod(self->exe, "raise_launch_error", "iO", err,
+                                              self->grid);
+            Py_XDECREF(r);
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_RuntimeError, "cuLaunchKernel failed (CUresult %d)", err);
+            return NULL;
+        }
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *Prepared_close(Prepared *self, PyObject *noargs) {
+    self->closed = 1;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef Prepared_methods[] = {
+    {"launch", (PyCFunction)Prepared_launch, METH_NOARGS,
+     "launch(): queue the kernel on the prepared stream (no wait)"},
+    {"close", (PyCFunction)Prepared_close, METH_NOARGS, "close(): later launches raise"},
+    {NULL, NULL, 0, NULL}};
+
+static PyTypeObject PreparedType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "tilejit._native.Prepared",
+    .tp_basicsize = sizeof(Prepared),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A launch packed once (dispatcher.PreparedLaunch).",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Prepared_init,
+    .tp_dealloc = (destructor)Prepared_dealloc,
+    .tp_methods = Prepared_methods,
+};
+
+static PyMethodDef kernel_call_def = {"__call__", (PyCFunction)(void (*)(void))kernel_call,
+    METH_VARARGS | METH_KEYWORDS, "kernel(*args) -> KernelLaunch (a lazy launch)"};
+static PyMethodDef submit_on_def = {"submit_on", (PyCFunction)klaunch_submit_on, METH_O,
+    "Queue the launch on `stream` without waiting (the hot path of a kernel call)."};
+static PyMethodDef sync_on_def = {"sync_on", (PyCFunction)klaunch_sync_on, METH_O,
+    "Run on `stream` and wait for completion; return the output."};
+
+static int put_method(PyTypeObject *tp, PyMethodDef *def) {
+    PyObject *d = PyDescr_NewMethod(tp, def);
+    if (!d) return -1;
+    int r = PyObject_SetAttrString((PyObject *)tp, def->ml_name, d);
+    Py_DECREF(d);
+    return r;
+}
+
+/* install(Kernel, KernelLaunch, Stream, DeviceFuture, Kernel.__call__, KernelLaunch.submit_on,
+           KernelLaunch.sync_on, KernelLaunch._submit_plain, KernelLaunch._sync_plain,
+           _sync_quietly): the C methods above replace the Python ones, which stay the fallback */
+static PyObject *py_install(PyObject *m, PyObject *args) {
+    PyObject *kt, *lt, *st, *ft;
+    PyObject *c, *su, *sy, *sp, *syp, *sq;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!OOOOOO", &PyType_Type, &kt, &PyType_Type, &lt,
+                          &PyType_Type, &st, &PyType_Type, &ft, &c, &su, &sy, &sp, &syp, &sq))
+        return NULL;
+    if (kernel_type) {
+        PyErr_SetString(PyExc_RuntimeError, "tilejit._native.install: already installed");
+        return NULL;
+    }
+    Py_INCREF(kt); Py_INCREF(lt); Py_INCREF(st); Py_INCREF(ft);
+    kernel_type = (PyTypeObject *)kt; klaunch_type = (PyTypeObject *)lt;
+    stream_type = (PyTypeObject *)st; future_type = (PyTypeObject *)ft;
+    Py_INCREF(c); Py_INCREF(su); Py_INCREF(sy); Py_INCREF(sp); Py_INCREF(syp); Py_INCREF(sq);
+    fb_call = c; fb_submit = su; fb_sync = sy; fb_submit_plain = sp; fb_sync_plain = syp;
+    fb_sync_quietly = sq;
+    off_fut_out = slot_offset(future_type, "_out");
+    off_fut_stream = slot_offset(future_type, "stream");
+    off_fut_done = slot_offset(future_type, "_done");
+    if (off_fut_stream < 0 || off_fut_done < 0) off_fut_out = -1;  /* construct through Python */
+    if (put_method(kernel_type, &kernel_call_def) < 0 || put_method(klaunch_type, &submit_on_def) < 0 ||
+        put_method(klaunch_type, &sync_on_def) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* set_partition_fallback(runtime.partition.partition) */
+static PyObject *py_set_partition_fallback(PyObject *m, PyObject *fn) {
+    Py_INCREF(fn);
+    Py_XSETREF(fb_partition, fn);
+    Py_RETURN_NONE;
+}
+
+/* torch_stream_of(values) -> (ordinal, handle) of torch's current stream for the first torch GPU
+   tensor among `values` (tile.partition()s of them included), None when there is none, or
+   NotImplemented when a value needs the Python reader */
+static PyObject *py_torch_stream_of(PyObject *m, PyObject *values) {
+    if (!torch_api || !PyTuple_Check(values)) Py_RETURN_NOTIMPLEMENTED;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(values); i++) {
+        PyObject *v = PyTuple_GET_ITEM(values, i);
+        if (fpart_type && (PyObject *)Py_TYPE(v) == fpart_type && off_fp_value >= 0) {
+            v = *(PyObject **)((char *)v + off_fp_value);
+            if (!v) continue;
+        }
+        PyObject *tp = (PyObject *)Py_TYPE(v);
+        if (tp != torch_type && tp != param_type) {
+            if (torch_type && PyObject_TypeCheck(v, (PyTypeObject *)torch_type))
+                Py_RETURN_NOTIMPLEMENTED;
+            continue;
+        }
+        DLTensor dl;
+        if (torch_api->dltensor_from_py_object_no_sync(v, &dl) != 0) {
+            PyErr_Clear();
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+        if (dl.device.device_type != DL_CUDA) continue;
+        void *cs = NULL;
+        if (torch_api->current_work_stream(DL_CUDA, dl.device.device_id, &cs) != 0) {
+            PyErr_Clear();
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+        return Py_BuildValue("(iK)", (int)dl.device.device_id,
+                             (unsigned long long)(uintptr_t)cs);
+    }
+    Py_RETURN_NONE;
+}
 
 /* The bytes launch() would pass for `params` (tests compare them with runtime.launch.ParamPacker). */
 static PyObject *py_pack(PyObject *self, PyObject *args) {
@@ -876,20 +1853,98 @@ static PyObject *py_set_torch(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static PyObject *py_set_cupy(PyObject *self, PyObject *args) {
+    PyObject *tp, *dmap, *fn;
+    if (!PyArg_ParseTuple(args, "O!O!O", &PyType_Type, &tp, &PyDict_Type, &dmap, &fn))
+        return NULL;
+    PyObject *k, *v;
+    Py_ssize_t it = 0;
+    while (PyDict_Next(dmap, &it, &k, &v)) {
+        if (!PyTuple_Check(v) || PyTuple_GET_SIZE(v) != 2 || !PyLong_Check(PyTuple_GET_ITEM(v, 1))) {
+            PyErr_SetString(PyExc_TypeError, "set_cupy: dtypes map to (name, itemsize)");
+            return NULL;
+        }
+    }
+    Py_INCREF(tp); Py_INCREF(dmap); Py_INCREF(fn);
+    Py_XSETREF(cupy_type, tp); Py_XSETREF(cupy_dtypes, dmap); Py_XSETREF(cupy_stream_fn, fn);
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_set_foreign_partition(PyObject *self, PyObject *args) {
     PyObject *tp;
     if (!PyArg_ParseTuple(args, "O!", &PyType_Type, &tp)) return NULL;
     Py_INCREF(tp);
     Py_XDECREF(fpart_type);
     fpart_type = tp;
+    off_fp_value = slot_offset((PyTypeObject *)tp, "value");
+    off_fp_tile = slot_offset((PyTypeObject *)tp, "tile_shape");
+    off_fp_live = slot_offset((PyTypeObject *)tp, "_live");
+    if (off_fp_tile < 0 || off_fp_live < 0) off_fp_value = -1;
     Py_RETURN_NONE;
 }
 
+/* set_torch_exchange(capsule or None, nn.Parameter, {(dlpack code, bits): dtype name}) -> bool:
+   read torch tensors through torch.Tensor.__dlpack_c_exchange_api__ (True when usable) */
+static PyObject *torch_api_capsule;
+static PyObject *py_set_torch_exchange(PyObject *self, PyObject *args) {
+    PyObject *cap, *ptype, *names;
+    if (!PyArg_ParseTuple(args, "OOO!", &cap, &ptype, &PyDict_Type, &names)) return NULL;
+    for (int i = 0; i < n_dl_names; i++) Py_CLEAR(dl_names[i].name);
+    n_dl_names = 0;
+    PyObject *k, *v;
+    Py_ssize_t it = 0;
+    while (PyDict_Next(names, &it, &k, &v) && n_dl_names < MAX_DL_NAMES) {
+        int code, bits;
+        if (!PyArg_ParseTuple(k, "ii", &code, &bits)) return NULL;
+        dl_names[n_dl_names].code = (uint8_t)code;
+        dl_names[n_dl_names].bits = (uint8_t)bits;
+        Py_INCREF(v);
+        dl_names[n_dl_names++].name = v;
+    }
+    torch_api = NULL;
+    Py_CLEAR(torch_api_capsule);
+    Py_INCREF(ptype);
+    Py_XSETREF(param_type, ptype);
+    if (cap == Py_None) Py_RETURN_FALSE;
+    const DLPackExchangeAPI *api = PyCapsule_GetPointer(cap, "dlpack_exchange_api");
+    if (!api) { PyErr_Clear(); Py_RETURN_FALSE; }
+    if (api->version.major != 1 || !api->dltensor_from_py_object_no_sync ||
+        !api->current_work_stream)
+        Py_RETURN_FALSE;
+    Py_INCREF(cap);
+    torch_api_capsule = cap;
+    torch_api = api;
+    Py_RETURN_TRUE;
+}
+
 static PyMethodDef module_methods[] = {
+    {"set_torch_exchange", py_set_torch_exchange, METH_VARARGS,
+     "set_torch_exchange(capsule, Parameter, {(code, bits): name}) -> bool: torch via DLPack's C API"},
+    {"install_partition", py_install_partition, METH_VARARGS,
+     "install_partition(Tensor, Tensor.partition): Tensor.partition in C"},
+    {"set_layout", py_set_layout, METH_VARARGS,
+     "set_layout(Tensor, Partition, Storage, _FreeState, Stream, ArgInfo, KernelLaunch) -> bool"},
+    {"install", py_install, METH_VARARGS,
+     "install(Kernel, KernelLaunch, Stream, DeviceFuture, *python fallbacks): the C lazy call"},
+    {"set_partition_fallback", py_set_partition_fallback, METH_O,
+     "set_partition_fallback(fn): what partition() calls outside its fast path"},
+    {"partition", (PyCFunction)(void (*)(void))py_partition, METH_FASTCALL | METH_KEYWORDS,
+     "partition(array, tile_shape)\n--\n\n"
+     "An output partition of `array` with tiles of `tile_shape` (powers of two, one per axis):\n"
+     "t.partition(tile_shape) for a tile.Tensor; for a GPU array of another library (a torch\n"
+     "tensor, a CuPy array, ...) a lightweight partition read from its metadata at each launch,\n"
+     "the cheap way to write kernel outputs into them."},
+    {"torch_stream_of", py_torch_stream_of, METH_O,
+     "torch_stream_of(values) -> (ordinal, handle) | None | NotImplemented"},
+    {"executing", py_executing, METH_NOARGS, "executing() -> bool: this thread's submission guard"},
+    {"swap_executing", py_swap_executing, METH_O,
+     "swap_executing(flag) -> bool: set this thread's submission guard, return the old value"},
     {"set_foreign_partition", py_set_foreign_partition, METH_VARARGS,
      "set_foreign_partition(ForeignPartition): launch tile.partition(torch_tensor, tile) in C"},
     {"dlpack_deleters", py_dlpack_deleters, METH_NOARGS,
      "(deleter, versioned deleter, capsule destructor) addresses for DLPack exports"},
+    {"set_cupy", py_set_cupy, METH_VARARGS,
+     "set_cupy(ndarray, {numpy dtype: (name, itemsize)}, get_current_stream): read CuPy in C"},
     {"set_torch", py_set_torch, METH_VARARGS,
      "set_torch(Tensor, {torch dtype: dtype name}, current_raw_stream): read torch tensors in C"},
     {"launch", py_launch, METH_VARARGS,
@@ -905,27 +1960,22 @@ static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "_native",
 #define INTERN(var, s) if (!(var = PyUnicode_InternFromString(s))) return NULL
 
 PyMODINIT_FUNC PyInit__native(void) {
-    INTERN(S_moved, "_moved"); INTERN(S_info, "_info"); INTERN(S_consumed, "_consumed");
-    INTERN(S_leased, "_leased"); INTERN(S_acquire, "_acquire"); INTERN(S_release, "_release");
-    INTERN(S_key, "key"); INTERN(S_params, "params"); INTERN(S_storage, "storage");
-    INTERN(S_writable, "writable"); INTERN(S_extent, "extent"); INTERN(S_prepare, "prepare");
-    INTERN(S_finish, "finish"); INTERN(S_grid, "grid"); INTERN(S_device, "device");
-    INTERN(S_capture, "_capture"); INTERN(S_ephemeral, "_ephemeral"); INTERN(S_epoch, "_epoch");
-    INTERN(S_h_epoch, "epoch");
-    INTERN(S_h, "_h"); INTERN(S_stream, "stream"); INTERN(S_use, "use");
-    INTERN(S_native, "_native"); INTERN(S_launch, "launch"); INTERN(S_cu, "_cu");
-    INTERN(S_handle, "handle"); INTERN(S_what, "pass to a kernel"); INTERN(S_name, "name");
-    INTERN(S_launch_error, "raise_launch_error");
-    INTERN(S__storage, "_storage"); INTERN(S_ptr, "ptr"); INTERN(S__offset_bytes, "_offset_bytes");
-    INTERN(S__shape, "_shape"); INTERN(S__strides, "_strides"); INTERN(S__dtype, "_dtype");
-    INTERN(S__tensor, "_tensor"); INTERN(S_tile_shape, "tile_shape"); INTERN(S_ordinal, "ordinal");
+    INTERN(S_acquire, "_acquire"); INTERN(S_key, "key"); INTERN(S_params, "params");
+    INTERN(S_storage, "storage"); INTERN(S_writable, "writable"); INTERN(S_extent, "extent");
+    INTERN(S_prepare, "prepare"); INTERN(S_finish, "finish"); INTERN(S_grid, "grid");
+    INTERN(S_use, "use"); INTERN(S_native, "_native"); INTERN(S_launch, "launch");
+    INTERN(S_what, "pass to a kernel"); INTERN(S_name, "name"); INTERN(S_ptr, "ptr");
     INTERN(S_wait_raw, "wait_raw"); INTERN(S_get_device, "get_device"); INTERN(S_is_neg, "is_neg");
     INTERN(S_dtype, "dtype"); INTERN(S_data_ptr, "data_ptr"); INTERN(S_shape, "shape");
     INTERN(S_stride, "stride"); INTERN(S_kind_tensor, "tensor");
-    INTERN(S_kind_partition, "partition"); INTERN(S_value, "value");
+    INTERN(S_kind_partition, "partition"); INTERN(S_fast, "fast"); INTERN(S_data, "data");
+    INTERN(S_device_id, "device_id"); INTERN(S_strides, "strides");
+    INTERN(S_check_globals, "check_globals"); INTERN(S_synchronize, "synchronize");
+    if (!(empty_tuple = PyTuple_New(0)))
+        return NULL;
     if (!(ONE = PyLong_FromLong(1)) || !(ZERO = PyLong_FromLong(0)))
         return NULL;
-    if (PyType_Ready(&LauncherType) < 0)
+    if (PyType_Ready(&LauncherType) < 0 || PyType_Ready(&PreparedType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&moduledef);
     if (!m)
@@ -933,6 +1983,12 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_INCREF(&LauncherType);
     if (PyModule_AddObject(m, "Launcher", (PyObject *)&LauncherType) < 0) {
         Py_DECREF(&LauncherType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&PreparedType);
+    if (PyModule_AddObject(m, "Prepared", (PyObject *)&PreparedType) < 0) {
+        Py_DECREF(&PreparedType);
         Py_DECREF(m);
         return NULL;
     }

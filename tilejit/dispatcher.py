@@ -36,7 +36,7 @@ from .runtime import foreign as _foreign
 from .runtime.device import Device, default_arch
 from .runtime.launch import launch_infos
 from .runtime import submission as _submission
-from .runtime.memory import use_all
+from .runtime.memory import Storage, _FreeState, use_all
 from .runtime.partition import Partition
 from .runtime.stream import Stream
 from .runtime.tensor import Tensor
@@ -111,10 +111,20 @@ class Kernel:
         self._anns = tuple(annotations.get(n) for n in self.runtime_names)
         self._locks: Dict[tuple, threading.Lock] = {}
         self._lock = threading.Lock()
-        self.stats = KernelStats()
+        self._stats = KernelStats()
         self._native = _native_launcher(self)
         self._frozen = None           # the global values the first compile froze in
         self._warned_globals = False
+
+    @property
+    def stats(self) -> KernelStats:
+        """This kernel's counters (compiles, cache hits, launches, timings)."""
+        st = self._stats
+        if self._native is not None:        # launches the C launcher made since the last look
+            n = self._native.take_launches()
+            st.launches += n
+            st.cache_hits += n
+        return st
 
     @staticmethod
     def _scalar_annotations(pyfunc):
@@ -153,6 +163,8 @@ class Kernel:
         op.args = args
         op.arity = len(args)
         op._simple = self._simple and len(args) == len(self.runtime_names)
+        op._grid = op._const_grid = op._options = None
+        op._generics = {}
         return op
 
     def _bind(self, args, kwargs) -> tuple:
@@ -351,9 +363,9 @@ def arch_or_raise(arch: str) -> str:
 class KernelLaunch(DeviceOp):
     """A lazy kernel launch. Its output is the tuple of the arguments you passed."""
 
-    # what a plain ``kernel(*args)`` call leaves unset (see Kernel.__call__)
-    _grid = _const_grid = _options = None
-    _generics: Dict[str, Any] = {}
+    # slots: the C launcher (_native.c, set_layout) makes and reads plain launches by offset
+    __slots__ = ("kernel", "args", "arity", "_simple", "_grid", "_const_grid", "_options",
+                 "_generics", "__dict__", "__weakref__")
 
     @property
     def graph_safe(self) -> bool:  # type: ignore[override]
@@ -374,18 +386,15 @@ class KernelLaunch(DeviceOp):
         self._simple = kernel._simple and not self._generics and options is None \
             and const_grid is None and len(self.args) == len(kernel.runtime_names)
 
+    # With the C extension, submit_on and sync_on are replaced by C methods (_install_native)
+    # that launch plain calls themselves and fall back to these.
     def submit_on(self, stream) -> DeviceFuture:
         """Queue the launch on ``stream`` without waiting (the hot path of a kernel call)."""
         if type(stream) is not Stream:
             stream = _as_stream(stream)
         if not self._simple:
             return DeviceOp.submit_on(self, stream)
-        _submission.enter("submit_on()/schedule()/await")
-        try:
-            out = self._launch_plain(stream)
-        finally:
-            _submission.leave()
-        return DeviceFuture(out, stream)
+        return self._submit_plain(stream, True)
 
     def sync_on(self, stream):
         """Run on ``stream`` and wait for completion; return the output."""
@@ -393,9 +402,20 @@ class KernelLaunch(DeviceOp):
             stream = _as_stream(stream)
         if not self._simple:
             return DeviceOp.sync_on(self, stream)
+        return self._sync_plain(stream, True)
+
+    def _submit_plain(self, stream, try_native=False) -> DeviceFuture:
+        _submission.enter("submit_on()/schedule()/await")
+        try:
+            out = self._launch_plain(stream, try_native)
+        finally:
+            _submission.leave()
+        return DeviceFuture(out, stream)
+
+    def _sync_plain(self, stream, try_native=False):
         _submission.enter("sync()/sync_on()")
         try:
-            out = self._launch_plain(stream)
+            out = self._launch_plain(stream, try_native)
         except BaseException:
             _submission.leave()
             _sync_quietly(stream)
@@ -419,16 +439,14 @@ class KernelLaunch(DeviceOp):
                 return default_stream(t._storage.device)
         return default_stream()
 
-    def _launch_plain(self, stream):
+    def _launch_plain(self, stream, try_native=True):
         """Launch a kernel without constants or launch options: the native launcher when it
         knows the arguments, else the general path (which compiles on a miss)."""
         k = self.kernel
         native = k._native
-        if native is not None and self._grid is None and native.launch(self.args, stream):
-            st = k.stats
-            st.cache_hits += 1
-            st.launches += 1
-            if not st.launches & 255:       # now and then: did a frozen global change?
+        if try_native and native is not None and self._grid is None and \
+                native.launch(self.args, stream):
+            if not native.total & 255:      # now and then: did a frozen global change?
                 k.check_globals()
             return self.args
         with stream.device.current():
@@ -570,6 +588,9 @@ class PreparedLaunch:
         self.params = argspec.flatten_params(infos)
         self._nonempty = all(self.grid)
         self._closed = False
+        self._c = _native_prepared(self)
+        if self._c is not None:
+            self.launch = self._c.launch        # the whole launch in C, no Python frame
 
     def launch(self) -> None:
         """Queue the kernel on the prepared stream (no wait)."""
@@ -584,6 +605,8 @@ class PreparedLaunch:
         """Release the partitions' leases."""
         if not self._closed:
             self._closed = True
+            if self._c is not None:
+                self._c.close()
             release_partitions(self._values)
 
     def __enter__(self):
@@ -603,10 +626,42 @@ class PreparedLaunch:
 def _native_launcher(kernel):
     """The C launcher of ``kernel``'s plain launches, or None (pure Python)."""
     ext = native.ext()
-    if ext is None:
+    if ext is None or not _NATIVE_LAYOUT:
         return None
-    return ext.Launcher(kernel._fast, kernel._anns, Tensor, Partition, DeviceOp, classify,
-                        argspec.array_keys)
+    return ext.Launcher(kernel._fast, kernel._anns, DeviceOp, classify, argspec.array_keys,
+                        len(kernel.param_names), kernel._simple)
+
+
+def _native_prepared(p: PreparedLaunch):
+    """The C object that launches ``p`` (packed once), or None (pure Python, the simulator, or
+    values only the Python packer converts)."""
+    ext = native.ext()
+    nat = getattr(p.executable, "_native", None)
+    if ext is None or nat is None:
+        return None
+    try:
+        return ext.Prepared(nat[0], nat[1], tuple(p.grid), p.stream, nat[2], tuple(p.params),
+                            tuple(p._storages), LaunchError, p.executable)
+    except (ValueError, OverflowError, TypeError):
+        return None
+
+
+def _install_native() -> bool:
+    """With the C extension, ``kernel(...)``, ``op.submit_on(s)``, ``op.sync_on(s)`` and
+    ``t.partition(shape)`` run in C for plain launches; the Python methods stay as their fallback
+    (and as the pure-Python build). The C code reads the runtime classes' __slots__ by offset:
+    if one changed shape, set_layout says so and everything stays in Python."""
+    ext = native.ext()
+    if ext is None or not ext.set_layout(Tensor, Partition, Storage, _FreeState, Stream,
+                                         argspec.ArgInfo, KernelLaunch):
+        return False
+    ext.install(Kernel, KernelLaunch, Stream, DeviceFuture, Kernel.__call__,
+                KernelLaunch.submit_on, KernelLaunch.sync_on, KernelLaunch._submit_plain,
+                KernelLaunch._sync_plain, _sync_quietly)
+    return True
+
+
+_NATIVE_LAYOUT = _install_native()
 
 
 def entry(fn=None, *, occupancy=None, num_ctas=None, opt_level=3, fma=True, cache=True,

@@ -2,17 +2,23 @@
 
 ``pip install`` builds the extension from ``tilejit/_native.c`` when a C compiler is available;
 otherwise, or with ``TILEJIT_NATIVE=0``, everything runs in pure Python with the same results
-(the test suite runs both ways). The extension does two things, both on the launch hot path:
+(the test suite runs both ways). What it does, all on the launch hot path:
 
 * ``launch(function, context, grid, stream, layout, params)``: pack the parameter values into a
   stack buffer and call ``cuLaunchKernel`` (making the kernel's context current if it is not),
   with no Python objects in between; thread-safe by construction.
-* ``Launcher(...)`` (made by the dispatcher): a kernel's plain launches (no constants, no launch options) from
-  classification to launch in C. It handles the common arguments itself (tilejit tensors and
-  partitions with cached infos, Python scalars), calls ``argspec.classify`` for the others, and
-  gives up (returns False) on anything unusual — a cache miss, a possible alias, a grid mismatch,
-  NumPy arguments, a graph capture — so the Python path does that launch and reports any error
-  with its usual message.
+* ``Launcher(...)`` (made by the dispatcher): a kernel's plain launches (no constants, no launch
+  options) from classification to launch in C. It handles the common arguments itself (tilejit
+  tensors and partitions, torch tensors and ``tile.partition(torch_tensor, tile)`` read through
+  DLPack's C exchange API, Python scalars), calls ``argspec.classify`` for the others (CuPy,
+  ``__cuda_array_interface__``, DLPack), and gives up (returns False) on anything unusual — a
+  cache miss, a possible alias, a grid mismatch, NumPy arguments, a graph capture — so the
+  Python path does that launch and reports any error with its usual message.
+* ``kernel(*args)``, ``op.submit_on(s)``, ``op.sync_on(s)``, ``t.partition(tile)`` and
+  ``tile.partition(torch_tensor, tile)`` are C methods for their common case; the Python
+  methods they replace stay their fallback. The C code reads the runtime classes' ``__slots__``
+  by offset (``set_layout``, called by the dispatcher): a class that changes shape turns these
+  paths off instead of misreading it.
 """
 from __future__ import annotations
 

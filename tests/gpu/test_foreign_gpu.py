@@ -197,6 +197,40 @@ def test_cupy_outputs_through_tile_partition_and_back(cp):
     np.testing.assert_array_equal(cp.asnumpy(back), t.to_numpy())
 
 
+def test_cupy_arrays_launch_in_c_and_follow_cupy_streams(cp):
+    """CuPy inputs and tile.partition outputs launch in C once their layout is known; a launch
+    on another stream waits for CuPy's current stream; in-place reshapes and strided views are
+    read anew each call."""
+    from tilejit import native
+    x = cp.random.standard_normal(4096, dtype=cp.float32)
+    y = cp.random.standard_normal(4096, dtype=cp.float32)
+    z = cp.empty(4096, dtype=cp.float32)
+    s = tile.Stream.borrow_raw(cp.cuda.get_current_stream())
+    for _ in range(3):
+        vadd(tile.partition(z, (1024,)), x, y).sync_on(s)
+    np.testing.assert_allclose(cp.asnumpy(z), cp.asnumpy(x + y), rtol=1e-6)
+    if native.enabled():
+        before = vadd._native.total
+        vadd(tile.partition(z, (1024,)), x, y).sync_on(s)
+        assert vadd._native.total == before + 1
+    mine = tile.Device(0).new_stream()
+    side = cp.cuda.Stream(non_blocking=True)
+    with side:                                           # CuPy's current stream: side
+        big = cp.ones(1 << 22, dtype=cp.float32)
+        for _ in range(20):
+            big *= 1.0001                                # keeps side busy
+        x2 = big[:4096] * 2.0
+        for _ in range(2):
+            vadd(tile.partition(z, (1024,)), x2, y).submit_on(mine)   # waits for side
+    mine.synchronize()
+    np.testing.assert_allclose(cp.asnumpy(z), cp.asnumpy(x2 + y), rtol=1e-5)
+    x.shape = (64, 64)                                   # reshaped in place: read anew
+    zz = cp.empty((64, 64), dtype=cp.float32)
+    for _ in range(2):
+        scale2d(tile.partition(zz, (16, 16)), x.T, 2.0).sync_on(s)
+    np.testing.assert_allclose(cp.asnumpy(zz), cp.asnumpy(x.T * 2), rtol=1e-6)
+
+
 def test_jax_cuda_arrays_zero_copy(jax):
     jnp = jax.numpy
     x = jax.device_put(jnp.arange(4096, dtype=jnp.float32), jax.devices("cuda")[0])
@@ -249,3 +283,57 @@ def test_tile_partition_follows_torch_streams(torch):
         vadd(tile.partition(z, (1024,)), x, y).sync()     # runs on torch's current stream (side)
     torch.cuda.synchronize()
     torch.testing.assert_close(z, x + y)
+
+
+def test_torch_exchange_api_path(torch):
+    """torch >= 2.10 tensors are read through DLPack's C exchange API: right for Parameters,
+    other subclasses (the attribute reader), and lazily negated views (refused, also when the
+    position last saw a plain tensor), with the launch counted by the C path."""
+    from tilejit import native
+    from tilejit.runtime import foreign
+    s = tile.Stream.borrow_raw(torch.cuda.current_stream())
+    x = torch.randn(1024, device="cuda")
+    z = torch.empty(1024, device="cuda")
+    vadd(tile.partition(z, (256,)), x, x).sync_on(s)
+    if native.enabled() and hasattr(torch.Tensor, "__dlpack_c_exchange_api__"):
+        assert foreign.torch_exchange_active()
+    torch.testing.assert_close(z, 2 * x)
+    p = torch.nn.Parameter(torch.randn(1024, device="cuda"))
+    launches = vadd.stats.launches
+    for _ in range(3):
+        vadd(tile.partition(z, (256,)), p, x).sync_on(s)
+    torch.testing.assert_close(z, p.detach() + x)
+    assert vadd.stats.launches == launches + 3
+
+    class Sub(torch.Tensor):
+        pass
+    xs = x.as_subclass(Sub)
+    vadd(tile.partition(z, (256,)), xs, x).sync_on(s)
+    torch.testing.assert_close(z, 2 * x)
+    c = torch.randn(1024, dtype=torch.complex64, device="cuda")
+    neg = c.conj().imag                                   # torch's neg bit: data is -imag
+    assert neg.is_neg()
+    for _ in range(2):                                    # the position saw plain x before
+        with pytest.raises(tile.TensorError, match="negated"):
+            vadd(tile.partition(z, (256,)), neg, x).sync_on(s)
+    vadd(tile.partition(z, (256,)), neg.resolve_neg(), x).sync_on(s)
+    torch.testing.assert_close(z, -c.imag + x)
+
+
+def test_torch_shape_change_in_place_is_seen(torch):
+    """The per-position cache keys on the values read at each call: a tensor reshaped in place
+    (same object, same pointer) is read anew."""
+    s = tile.Stream.borrow_raw(torch.cuda.current_stream())
+    x = torch.ones(4096, device="cuda")
+    z = torch.zeros(4096, device="cuda")
+    for n in (4096, 2048, 4096):
+        x.resize_(n)
+        z.resize_(n)
+        z.zero_()
+        vadd(tile.partition(z, (1024,)), x, x).sync_on(s)
+        assert float(z.sum()) == 2.0 * n
+    zt = z.view(64, 64)
+    xt = x.view(64, 64).t()                               # same pointer, transposed strides
+    xt_ref = xt.clone()
+    scale2d(tile.partition(zt, (16, 16)), xt, 1.0).sync_on(s)
+    torch.testing.assert_close(zt, xt_ref)

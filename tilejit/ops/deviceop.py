@@ -26,6 +26,10 @@ from .execution import ExecutionContext
 class DeviceOp:
     """Base class of lazy GPU work. Subclasses implement ``_execute(ctx)``."""
 
+    # no per-instance dict here, so a subclass may keep its hot state in __slots__ (KernelLaunch,
+    # which the C launcher fills and reads by offset); subclasses without __slots__ get one
+    __slots__ = ()
+
     #: may be recorded into a CUDA graph (launches, memcpy into existing buffers, values)
     graph_safe: bool = False
     #: allocates or frees device memory when executed

@@ -60,7 +60,7 @@ class ArgInfo:
     """Everything the dispatcher needs about one launch argument (see the module docstring)."""
 
     __slots__ = ("kind", "key", "params", "slots", "value", "tensor", "partition", "tile_shape",
-                 "grid", "writable", "storage", "prepare", "finish", "host", "extent")
+                 "grid", "writable", "storage", "prepare", "finish", "host", "extent", "fast")
 
     def __init__(self, kind, key, params, slots, value=None, tensor=None, partition=None,
                  tile_shape=None, grid=None, writable=False, storage=None, prepare=None,
@@ -80,6 +80,16 @@ class ArgInfo:
         self.prepare = prepare
         self.finish = finish
         self.host = host            # the NumPy array for copied-in arguments
+        self.fast = None            # what the C launcher reads, in one tuple (seal())
+
+    def seal(self) -> "ArgInfo":
+        """Freeze a cached tensor/partition info for the C launcher: ``fast`` = (key, params,
+        storage, writable, start, end, grid), read with one attribute load per launch."""
+        if self.prepare is None and self.finish is None and type(self.params) is tuple and \
+                type(self.extent) is tuple:
+            self.fast = (self.key, self.params, self.storage, bool(self.writable),
+                         self.extent[0], self.extent[1], self.grid)
+        return self
 
     def __repr__(self) -> str:
         return f"ArgInfo({self.kind}, key={self.key!r}, params={self.params!r})"
@@ -91,7 +101,7 @@ class _LightInfo:
     make on every launch."""
 
     __slots__ = ("key", "params", "slots", "value")
-    tensor = partition = tile_shape = grid = storage = prepare = finish = host = None
+    tensor = partition = tile_shape = grid = storage = prepare = finish = host = fast = None
     writable = False
 
     def __repr__(self) -> str:
@@ -169,7 +179,7 @@ def _tensor_info(t: Tensor, writable: bool, value, cached: bool = False, ptr=Non
                    value=None if cached else value, tensor=ref, writable=writable,
                    storage=t._storage)
     info.extent = (ptr, ptr + span)
-    return info
+    return info.seal() if cached else info
 
 
 def _partition_info(p: Partition) -> ArgInfo:
@@ -194,7 +204,7 @@ def _partition_info(p: Partition) -> ArgInfo:
         info = ArgInfo("partition", key, ti.params, ti.slots, value=None, tensor=ti.tensor,
                        tile_shape=tile, grid=grid, writable=True, storage=t._storage)
         info.extent = ti.extent
-        by_tile[tile] = info
+        by_tile[tile] = info.seal()
     return info
 
 

@@ -68,10 +68,24 @@ def read(obj) -> Optional[View]:
     return None if r is None else r(obj)
 
 
+_torch_exchange = False
+
+
+def torch_exchange_active() -> bool:
+    """Whether the C launcher reads torch tensors through DLPack's C exchange API (torch >= 2.10
+    with the extension; set once a torch tensor has been read)."""
+    return _torch_exchange
+
+
 def torch_stream_of(values) -> Optional[Tuple[int, int]]:
     """``(device ordinal, torch's current stream handle there)`` for the first torch GPU tensor
     among ``values``, or None. Torch's current streams are long-lived (its default and pool
     streams are never destroyed), so work may run on them directly."""
+    ext = native.ext()
+    if ext is not None:                 # exact torch tensors, read in C
+        found = ext.torch_stream_of(tuple(values))
+        if found is not NotImplemented:
+            return found
     for v in values:
         if getattr(type(v), "wraps_foreign", False):        # tile.partition(torch_tensor, ...)
             v = v.value
@@ -129,15 +143,20 @@ def _torch_reader(torch):
                     current_stream(dev) if current_stream is not None else None)
     read_torch.torch_streams = True
     ext = native.ext()
-    if ext is not None and current_stream is not None:      # the C launcher reads them too
+    exchange = getattr(torch.Tensor, "__dlpack_c_exchange_api__", None)
+    if ext is not None and (current_stream is not None or exchange is not None):
+        # the C launcher reads them too
         names = {}
         for n in _TORCH_DTYPES:
             tdt = getattr(torch, n, None)
             if tdt is not None:
                 names[tdt] = dtype_of(tdt).name
         ext.set_torch(torch.Tensor, names, current_stream)
-        from .partition import ForeignPartition
-        ext.set_foreign_partition(ForeignPartition)
+        # torch >= 2.10: read tensors through DLPack's C exchange API (no Python call per tensor)
+        global _torch_exchange
+        codes = {(d.dlpack_code, d.bits) for d in _dt.ALL_DTYPES}
+        _torch_exchange = ext.set_torch_exchange(exchange, torch.nn.Parameter,
+                               {c: _dt.from_dlpack(c[0], c[1], 1).name for c in codes})
     return read_torch
 
 
@@ -148,6 +167,10 @@ _TORCH_DTYPES = ("float16", "bfloat16", "float32", "float64", "int8", "int16", "
 # --- CuPy ----------------------------------------------------------------------------------------
 def _cupy_reader(cupy):
     get_stream = cupy.cuda.get_current_stream
+    ext = native.ext()
+    if ext is not None:         # the C launcher reads CuPy arrays the same way
+        ext.set_cupy(cupy.ndarray, {npdt: (d.name, d.itemsize) for npdt, d in _dt._BY_NUMPY.items()},
+                     get_stream)
 
     def read_cupy(a) -> View:
         dt = _dt.from_numpy(a.dtype)
@@ -221,5 +244,5 @@ def _contiguous(shape) -> Tuple[int, ...]:
     return contiguous_strides(shape)
 
 
-__all__ = ["View", "read", "reader_for", "torch_stream_of", "view_of_cai", "pointer_device",
+__all__ = ["View", "read", "reader_for", "torch_stream_of", "torch_exchange_active", "view_of_cai", "pointer_device",
            "HOST"]

@@ -10,42 +10,55 @@ from __future__ import annotations
 
 import threading
 
+from .. import native
 from ..errors import SchedulingError
-
-_tls = threading.local()
 
 REENTRANT_MSG = (
     "DeviceOp execution is non-reentrant: {what} was called while another DeviceOp is executing on "
     "this thread (inside a then/map/inspect callback?). Chain the work with .then(...) so it runs "
     "on the same stream, or use .then_unchecked(...) if you have checked there is no race")
 
+_ext = native.ext()
+if _ext is not None:
+    # one flag per thread, kept by the C extension: its launch path (dispatcher._install_native)
+    # takes the guard without calling back into Python
+    _get, _swap = _ext.executing, _ext.swap_executing
+else:
+    _tls = threading.local()
+
+    def _get() -> bool:
+        return getattr(_tls, "executing", False)
+
+    def _swap(flag: bool) -> bool:
+        prev = getattr(_tls, "executing", False)
+        _tls.executing = flag
+        return prev
+
 
 def is_executing() -> bool:
     """True while a DeviceOp is submitting work on the calling thread."""
-    return getattr(_tls, "executing", False)
+    return _get()
 
 
 def enter(what: str = "sync()") -> None:
     """Take the calling thread's execution guard; SchedulingError if it is already held."""
-    if getattr(_tls, "executing", False):
+    if _swap(True):
         raise SchedulingError(REENTRANT_MSG.format(what=what))
-    _tls.executing = True
 
 
 def leave() -> None:
-    _tls.executing = False
+    _swap(False)
 
 
 class unguarded:
     """Context manager lifting the guard for a callback (``then_unchecked``)."""
 
     def __enter__(self):
-        self._prev = getattr(_tls, "executing", False)
-        _tls.executing = False
+        self._prev = _swap(False)
         return self
 
     def __exit__(self, *exc):
-        _tls.executing = self._prev
+        _swap(self._prev)
         return False
 
 
