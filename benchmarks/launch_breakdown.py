@@ -6,24 +6,18 @@ Each row is a median over batches of host microseconds per call; differences bet
 cost of one step (the driver call for this kernel, classification, the op, the partition, the
 future). Without a GPU it says so and exits 0.
 """
-import argparse
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from launch_overhead import N, Table, measure  # noqa: E402
+from launch_overhead import N, Table, cupy_or_none, gpu_args, measure  # noqa: E402
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--launches", type=int, default=200)
-    ap.add_argument("--batches", type=int, default=30)
-    args = ap.parse_args(argv)
-    from tilejit.runtime import backend
-    if backend.current() != backend.CUDA:
-        print(f"launch_breakdown: no GPU ({backend.reason()}); nothing to measure")
+    args = gpu_args(__doc__, "launch_breakdown", argv, 30)
+    if args is None:
         return 0
     import tilejit as tile
     from tilejit import api, native
@@ -103,11 +97,8 @@ def main(argv=None) -> int:
 
 def _cupy_rows(tile, vadd, argspec, L, B, tab):
     """A CuPy argument's classification, step by step (runtime.foreign's CuPy reader)."""
-    try:
-        import cupy as cp
-        cp.cuda.runtime.getDeviceCount()
-    except Exception:
-        print("CuPy not available: rows skipped")
+    cp = cupy_or_none()
+    if cp is None:
         return
     from tilejit.runtime import foreign
     x = cp.random.standard_normal(N, dtype=cp.float32)

@@ -88,18 +88,27 @@ class Table:
         print(f"  {name:<64s} {us:8.2f} us{ratio} {note}", flush=True)
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def gpu_args(doc: str, script: str, argv, batches: int, json: bool = False):
+    """The command line of a host-time script (``--launches``, ``--batches``), or None, having
+    said so, when there is no GPU to measure."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
     ap.add_argument("--launches", type=int, default=200)
-    ap.add_argument("--batches", type=int, default=40)
-    ap.add_argument("--json", help="write the rows here")
+    ap.add_argument("--batches", type=int, default=batches)
+    if json:
+        ap.add_argument("--json", help="write the rows here")
     args = ap.parse_args(argv)
-
-    from tilejit.runtime import backend, driver
+    from tilejit.runtime import backend
     if backend.current() != backend.CUDA:
-        print(f"launch_overhead: no GPU ({backend.reason()}); nothing to measure")
-        return 0
+        print(f"{script}: no GPU ({backend.reason()}); nothing to measure")
+        return None
+    return args
 
+
+def main(argv=None) -> int:
+    args = gpu_args(__doc__, "launch_overhead", argv, 40, json=True)
+    if args is None:
+        return 0
+    from tilejit.runtime import driver
     import tilejit as tile
     from tilejit import api, native
     L, B = args.launches, args.batches
@@ -267,12 +276,20 @@ def _numpy_rows(torch, tile, api, vadd, stream, L, B, tab):
     tab.add("tilejit: vadd(z.partition(t), a_np, b_np).sync_on(s) (copies in)", tj, tr)
 
 
-def _cupy_rows(tile, vadd, L, B, tab, ref):
+def cupy_or_none():
+    """CuPy with a GPU, or None (having said so)."""
     try:
         import cupy as cp
         cp.cuda.runtime.getDeviceCount()
     except Exception:
-        print("  CuPy not available: row skipped")
+        print("  CuPy not available: rows skipped")
+        return None
+    return cp
+
+
+def _cupy_rows(tile, vadd, L, B, tab, ref):
+    cp = cupy_or_none()
+    if cp is None:
         return
     x = cp.random.standard_normal(N, dtype=cp.float32)
     y = cp.random.standard_normal(N, dtype=cp.float32)
@@ -290,6 +307,12 @@ def _cupy_rows(tile, vadd, L, B, tab, ref):
             assert bool(cp.allclose(z, x + y))
             ref = measure(lambda: ct.launch(cs, (1,), vadd_ct, (x, y, z, N)), s.synchronize, L, B)
             tab.add("[cutile-cupy] cuTile Python ct.launch with CuPy x, y, z", ref)
+            vadd(tile.partition(z, (N,)), x, y).sync_on(s)
+            a, b = measure_pair(lambda: vadd(tile.partition(z, (N,)), x, y).submit_on(s),
+                                lambda: ct.launch(cs, (1,), vadd_ct, (x, y, z, N)),
+                                s.synchronize, L, B)
+            tab.add("CuPy lazy call / cuTile with CuPy, alternating batches", a, b,
+                    f"(cuTile {b:.2f} us)")
         except Exception as e:
             print(f"  cuTile Python with CuPy: skipped ({type(e).__name__}: {e})")
     tab.add("tilejit lazy, CuPy x,y,z on CuPy's stream: vadd(tile.partition(z, t), x, y)",

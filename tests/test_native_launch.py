@@ -387,15 +387,20 @@ def test_cupy_arrays_are_read_in_c_from_their_attributes():
     x = api.from_numpy(a).sync_on(s)
     z = api.zeros((64,)).sync_on(s)
     xc, zc = _FakeCupyArray(x), _FakeCupyArray(z)
+    fp = tile.partition(zc, (16,))                  # made in C for a registered CuPy type
+    assert type(fp) is tile.ForeignPartition and fp.value is zc and fp.tile_shape == (16,)
+    with pytest.raises(tile.TensorError, match="power of two"):
+        tile.partition(zc, (24,))                   # errors stay Python's
     for i in range(1, 4):
         before, n = axpb._native.total, len(streams)
         axpb(tile.partition(zc, (16,)), xc, float(i), 1).sync_on(s)
         np.testing.assert_allclose(z.to_numpy(), a * i + 1, rtol=1e-6)
         if i > 1:                                   # the first call memoized the keys in Python
             assert axpb._native.total == before + 1 and len(streams) == n + 1
-    half = _FakeCupyArray(x, shape=(32,), strides=(8,))             # every other element
-    axpb(z[:32].partition((16,)), half, 1.0, 0).sync_on(s)
-    np.testing.assert_allclose(z.to_numpy()[:32], a[::2], rtol=1e-6)
+    xc.shape, xc.strides = (32,), (8,)          # the same array object, relaid in place
+    for _ in range(2):
+        axpb(z[:32].partition((16,)), xc, 1.0, 0).sync_on(s)
+        np.testing.assert_allclose(z.to_numpy()[:32], a[::2], rtol=1e-6)
     odd = _FakeCupyArray(x, shape=(16,), strides=(6,))             # 1.5 elements: refused
     with pytest.raises(tile.TensorError, match="not multiples of the element size"):
         axpb(z[:16].partition((16,)), odd, 1.0, 0).sync_on(s)

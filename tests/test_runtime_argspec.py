@@ -138,12 +138,15 @@ def test_numpy_arrays_are_copied_in_at_prepare():
     a = np.random.default_rng(1).standard_normal((5, 3)).astype(np.float32)
     info = classify(a)
     assert info.key == ("tensor", "float32", 2, (32, 16, (1, 1), (1, 1), (False, True)), False)
-    assert info.params is None and info.prepare is not None and info.finish is None
+    assert info.params is None and info.prepare is not None and info.finish is not None
     stream = tile.Device(0).new_stream()
     info.prepare(stream)
     assert info.params[1:] == (5, 3, 3, 1) and info.params[0] == info.tensor.device_pointer
-    assert np.array_equal(info.tensor.to_numpy(), a)
     assert isinstance(stream, Stream)
+    t = info.tensor
+    info.finish(stream)                 # the launch is queued: the buffer goes back to the pool
+    assert info.tensor is None and stream._staging[60] == [t.storage]
+    assert np.array_equal(t.to_numpy(), a)
 
 
 def test_atomic_numpy_arrays_are_copied_back():

@@ -373,13 +373,19 @@ static long device_ordinal(PyObject *dev) {
    call with the same layout reads no Python object (argspec.array_keys is the memo behind it) */
 typedef struct {
     int valid, ndim, align;
-    uint8_t code, bits;
+    PyObject *name;         /* owned: the tilejit dtype name */
     PyObject *kind;         /* interned: "tensor" / "partition" */
     PyObject *extra;        /* owned: writable flag or tile shape */
     int64_t shape[MAX_DIMS], strides[MAX_DIMS];
     PyObject *key, *grid;   /* owned (grid NULL for tensors) */
     long long span;
     PyObject *plain;        /* owned weakref: the last object seen without torch's neg bit */
+    /* the last CuPy array seen here: what never changes for one array (data, dtype) */
+    PyObject *cobj;         /* owned weakref */
+    PyObject *cname;        /* owned: its dtype name */
+    unsigned long long cptr;
+    long cdev;
+    long long cisz;
 } FCache;
 #define FC_MAX 16
 
@@ -405,9 +411,15 @@ static void forget_last(Launcher *self) {
     self->last_n = 0;
 }
 
-static void fc_clear(FCache *c) {
+/* forget the layout (not the per-object entries) */
+static void fc_forget_layout(FCache *c) {
     c->valid = 0;
-    Py_CLEAR(c->extra); Py_CLEAR(c->key); Py_CLEAR(c->grid); Py_CLEAR(c->plain);
+    Py_CLEAR(c->name); Py_CLEAR(c->extra); Py_CLEAR(c->key); Py_CLEAR(c->grid);
+}
+
+static void fc_clear(FCache *c) {
+    fc_forget_layout(c);
+    Py_CLEAR(c->plain); Py_CLEAR(c->cobj); Py_CLEAR(c->cname);
 }
 
 /* what a launch needs to know about its stream */
@@ -441,7 +453,7 @@ static int n_dl_names;
 static PyObject *S_acquire, *S_key, *S_params, *S_storage, *S_writable, *S_extent, *S_prepare,
     *S_finish, *S_grid, *S_use, *S_native, *S_launch, *S_what, *S_name, *S_ptr, *S_wait_raw,
     *S_get_device, *S_is_neg, *S_dtype, *S_data_ptr, *S_shape, *S_stride, *S_kind_tensor,
-    *S_kind_partition, *S_data, *S_device_id, *S_strides, *S_fast;
+    *S_kind_partition, *S_data, *S_device_id, *S_strides, *S_fast, *S_ndim;
 static PyObject *K_int, *K_float, *K_bool, *ONE, *ZERO;
 
 static void Launcher_dealloc(Launcher *self) {
@@ -625,62 +637,6 @@ static int wait_producer(StreamInfo *si, PyObject *stream, unsigned long long hv
     return 1;
 }
 
-/* A CuPy array read from its attributes (runtime.foreign's CuPy reader, in C), ordered after
-   CuPy's current stream once per launch; `kind`/`extra` as in torch_arg. */
-static int cupy_arg(Launcher *self, Arg *a, PyObject *v, StreamInfo *si, PyObject *stream,
-                    PyObject *kind, PyObject *extra) {
-    PyObject *data = PyObject_GetAttr(v, S_data);
-    if (!data) return -1;
-    PyObject *p = PyObject_GetAttr(data, S_ptr);
-    PyObject *d = p ? PyObject_GetAttr(data, S_device_id) : NULL;
-    Py_DECREF(data);
-    if (!d) { Py_XDECREF(p); return -1; }
-    long dev = PyLong_AsLong(d);
-    unsigned long long ptr = PyLong_AsUnsignedLongLong(p);
-    Py_DECREF(d); Py_DECREF(p);
-    if (PyErr_Occurred()) return -1;
-    if (dev != si->ordinal) return 0;                   /* another device: Python explains */
-    PyObject *dt = PyObject_GetAttr(v, S_dtype);
-    if (!dt) return -1;
-    PyObject *nm = PyDict_GetItemWithError(cupy_dtypes, dt); /* borrowed: (name, itemsize) */
-    Py_DECREF(dt);
-    if (!nm) return PyErr_Occurred() ? -1 : 0;
-    long long isz = PyLong_AsLongLong(PyTuple_GET_ITEM(nm, 1));
-    PyObject *shape = PyObject_GetAttr(v, S_shape);
-    PyObject *bstr = shape ? PyObject_GetAttr(v, S_strides) : NULL;
-    if (!bstr) { Py_XDECREF(shape); return -1; }
-    int r = 0;
-    Py_ssize_t nd = PyTuple_Check(shape) ? PyTuple_GET_SIZE(shape) : -1;
-    if (isz > 0 && nd >= 0 && nd <= MAX_DIMS && PyTuple_Check(bstr) &&
-        PyTuple_GET_SIZE(bstr) == nd) {
-        int64_t es[MAX_DIMS];
-        int whole = 1;
-        for (Py_ssize_t i = 0; i < nd && whole; i++) {
-            long long b = PyLong_AsLongLong(PyTuple_GET_ITEM(bstr, i));
-            whole = !(b == -1 && PyErr_Occurred()) && b % isz == 0;
-            es[i] = b / isz;
-        }
-        PyObject *strides = whole ? tuple_of(es, (int)nd) : NULL;
-        if (strides) {
-            r = from_memo(self, a, kind, PyTuple_GET_ITEM(nm, 0), shape, strides, ptr, extra);
-            Py_DECREF(strides);
-        } else {
-            r = PyErr_Occurred() ? -1 : 0;      /* odd byte strides: Python explains */
-        }
-    }
-    Py_DECREF(shape); Py_DECREF(bstr);
-    if (r != 1 || si->cupy_checked) return r;
-    si->cupy_checked = 1;
-    PyObject *cs = PyObject_CallNoArgs(cupy_stream_fn);
-    PyObject *h = cs ? PyObject_GetAttr(cs, S_ptr) : NULL;
-    Py_XDECREF(cs);
-    if (!h) return -1;
-    unsigned long long hv = PyLong_AsUnsignedLongLong(h);
-    Py_DECREF(h);
-    if (PyErr_Occurred()) return -1;
-    return wait_producer(si, stream, hv);
-}
-
 /* Order the launch after torch's pending work on its current stream (DLPack's rule); once per
    launch: every torch argument is on the launch's device, so on the same stream. */
 static int order_after_torch(StreamInfo *si, PyObject *stream, long dev) {
@@ -760,6 +716,64 @@ static int not_negated(FCache *c, PyObject *v) {
 }
 
 
+/* An array of dtype `name` laid out as `nd` dims of `shape`/`strides` (elements) at `ptr`: its
+   key, grid and span from the position's cache `c` (by value) or the shared memo
+   (argspec.array_keys; not there yet: 0, the Python path computes it), into `a`. 1, 0, -1. */
+static int layout_arg(Launcher *self, Arg *a, FCache *c, PyObject *kind, PyObject *extra,
+                      PyObject *name, int nd, const int64_t *shape, const int64_t *strides,
+                      unsigned long long ptr) {
+    int align = (int)(ptr & 15);
+    size_t nb = sizeof(int64_t) * (size_t)nd;
+    int hit = c && c->valid && c->kind == kind && c->name == name && c->ndim == nd &&
+              c->align == align && memcmp(c->shape, shape, nb) == 0 &&
+              memcmp(c->strides, strides, nb) == 0;
+    if (hit && c->extra != extra) {     /* a tile shape spelled by a new tuple: compare values */
+        hit = PyObject_RichCompareBool(c->extra, extra, Py_EQ);
+        if (hit < 0) return -1;
+    }
+    PyObject *key, *grid;
+    long long span;
+    if (hit) {
+        key = c->key; grid = c->grid; span = c->span;
+    } else {
+        PyObject *shape_t = tuple_of(shape, nd), *strides_t = tuple_of(strides, nd);
+        PyObject *low = PyLong_FromLong(align);
+        PyObject *mk = (shape_t && strides_t && low)
+                           ? PyTuple_Pack(6, kind, name, shape_t, strides_t, low, extra) : NULL;
+        Py_XDECREF(shape_t); Py_XDECREF(strides_t); Py_XDECREF(low);
+        if (!mk) return -1;
+        PyObject *m = PyDict_GetItemWithError(self->memo, mk); /* borrowed */
+        Py_DECREF(mk);
+        if (!m) return PyErr_Occurred() ? -1 : 0;
+        if (!PyTuple_Check(m) || PyTuple_GET_SIZE(m) != 4) return 0;
+        key = PyTuple_GET_ITEM(m, 0);
+        grid = PyTuple_GET_ITEM(m, 3);
+        if (grid == Py_None) grid = NULL;
+        span = PyLong_AsLongLong(PyTuple_GET_ITEM(m, 2));
+        if (span == -1 && PyErr_Occurred()) return -1;
+        if (c) {
+            fc_forget_layout(c);
+            c->kind = kind; c->ndim = nd; c->align = align;
+            memcpy(c->shape, shape, nb); memcpy(c->strides, strides, nb);
+            Py_INCREF(name); c->name = name;
+            Py_INCREF(extra); c->extra = extra;
+            Py_INCREF(key); c->key = key;
+            Py_XINCREF(grid); c->grid = grid;
+            c->span = span;
+            c->valid = 1;
+        }
+    }
+    Py_INCREF(key); a->hold = key; a->key = key;
+    if (grid) { Py_INCREF(grid); a->grid = grid; }
+    a->start = (long long)ptr;
+    a->end = (long long)ptr + span;
+    a->iv[0] = (int64_t)ptr;
+    memcpy(a->iv + 1, shape, nb);
+    memcpy(a->iv + 1 + nd, strides, nb);
+    a->niv = 1 + 2 * nd;
+    return 1;
+}
+
 /* A torch tensor read through the DLPack C exchange API, with no Python call on a repeated
    layout: same contract as torch_arg. `pos`: the argument position (its FCache). */
 static int exchange_arg(Launcher *self, Arg *a, PyObject *v, Py_ssize_t pos, StreamInfo *si,
@@ -784,61 +798,86 @@ static int exchange_arg(Launcher *self, Arg *a, PyObject *v, Py_ssize_t pos, Str
         int64_t acc = 1;
         for (int d = nd - 1; d >= 0; d--) { strides[d] = acc; acc *= dl.shape[d]; }
     }
-    unsigned long long ptr = (unsigned long long)(uintptr_t)dl.data + dl.byte_offset;
-    int align = (int)(ptr & 15);
-    size_t nb = sizeof(int64_t) * (size_t)nd;
-    int hit = c && c->valid && c->kind == kind && c->code == dl.dtype.code &&
-              c->bits == dl.dtype.bits && c->ndim == nd && c->align == align &&
-              memcmp(c->shape, dl.shape, nb) == 0 && memcmp(c->strides, strides, nb) == 0;
-    if (hit && c->extra != extra) {     /* a tile shape spelled by a new tuple: compare values */
-        hit = PyObject_RichCompareBool(c->extra, extra, Py_EQ);
-        if (hit < 0) return -1;
-    }
-    PyObject *key, *grid;
-    long long span;
-    if (hit) {
-        key = c->key; grid = c->grid; span = c->span;
-    } else {
-        /* the shared memo (argspec.array_keys); not there yet: the Python path computes it */
-        PyObject *shape_t = tuple_of(dl.shape, nd), *strides_t = tuple_of(strides, nd);
-        PyObject *low = PyLong_FromLong(align);
-        PyObject *mk = (shape_t && strides_t && low)
-                           ? PyTuple_Pack(6, kind, name, shape_t, strides_t, low, extra) : NULL;
-        Py_XDECREF(shape_t); Py_XDECREF(strides_t); Py_XDECREF(low);
-        if (!mk) return -1;
-        PyObject *m = PyDict_GetItemWithError(self->memo, mk); /* borrowed */
-        Py_DECREF(mk);
-        if (!m) return PyErr_Occurred() ? -1 : 0;
-        if (!PyTuple_Check(m) || PyTuple_GET_SIZE(m) != 4) return 0;
-        key = PyTuple_GET_ITEM(m, 0);
-        grid = PyTuple_GET_ITEM(m, 3);
-        if (grid == Py_None) grid = NULL;
-        span = PyLong_AsLongLong(PyTuple_GET_ITEM(m, 2));
-        if (span == -1 && PyErr_Occurred()) return -1;
-        if (c) {
-            PyObject *plain = c->plain;
-            c->plain = NULL;
-            fc_clear(c);
-            c->plain = plain;
-            c->kind = kind; c->code = dl.dtype.code; c->bits = dl.dtype.bits; c->ndim = nd;
-            c->align = align;
-            memcpy(c->shape, dl.shape, nb); memcpy(c->strides, strides, nb);
-            Py_INCREF(extra); c->extra = extra;
-            Py_INCREF(key); c->key = key;
-            Py_XINCREF(grid); c->grid = grid;
-            c->span = span;
-            c->valid = 1;
-        }
-    }
-    Py_INCREF(key); a->hold = key; a->key = key;
-    if (grid) { Py_INCREF(grid); a->grid = grid; }
-    a->start = (long long)ptr;
-    a->end = (long long)ptr + span;
-    a->iv[0] = (int64_t)ptr;
-    memcpy(a->iv + 1, dl.shape, nb);
-    memcpy(a->iv + 1 + nd, strides, nb);
-    a->niv = 1 + 2 * nd;
+    r = layout_arg(self, a, c, kind, extra, name, nd, dl.shape, strides,
+                   (unsigned long long)(uintptr_t)dl.data + dl.byte_offset);
+    if (r != 1) return r;
     return order_after_torch(si, stream, dl.device.device_id);
+}
+
+static int ints_of(PyObject *t, int64_t *out, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long long x = PyLong_AsLongLong(PyTuple_GET_ITEM(t, i));
+        if (x == -1 && PyErr_Occurred()) return -1;
+        out[i] = x;
+    }
+    return 0;
+}
+
+/* A CuPy array read from its attributes, ordered after CuPy's current stream once per launch;
+   `kind`/`extra` as in torch_arg. An array's data pointer, device and dtype never change, so the
+   position's cache keeps them for the last array seen there (by weakref); shape and strides
+   (which `a.shape = ...` may change in place) are read every call. */
+static int cupy_arg(Launcher *self, Arg *a, PyObject *v, Py_ssize_t pos, StreamInfo *si,
+                    PyObject *stream, PyObject *kind, PyObject *extra) {
+    FCache *c = pos < FC_MAX ? &self->fc[pos] : NULL, tmp;
+    if (!c) { memset(&tmp, 0, sizeof(tmp)); c = &tmp; }
+    if (!(c->cobj && PyWeakref_GetObject(c->cobj) == v)) {
+        PyObject *data = PyObject_GetAttr(v, S_data);
+        if (!data) return -1;
+        PyObject *p = PyObject_GetAttr(data, S_ptr);
+        PyObject *d = p ? PyObject_GetAttr(data, S_device_id) : NULL;
+        Py_DECREF(data);
+        if (!d) { Py_XDECREF(p); return -1; }
+        long dev = PyLong_AsLong(d);
+        unsigned long long ptr = PyLong_AsUnsignedLongLong(p);
+        Py_DECREF(d); Py_DECREF(p);
+        if (PyErr_Occurred()) return -1;
+        PyObject *dt = PyObject_GetAttr(v, S_dtype);
+        if (!dt) return -1;
+        PyObject *nm = PyDict_GetItemWithError(cupy_dtypes, dt); /* borrowed: (name, itemsize) */
+        Py_DECREF(dt);
+        if (!nm) return PyErr_Occurred() ? -1 : 0;
+        Py_CLEAR(c->cobj); Py_CLEAR(c->cname);
+        c->cptr = ptr; c->cdev = dev;
+        c->cisz = PyLong_AsLongLong(PyTuple_GET_ITEM(nm, 1));
+        c->cname = PyTuple_GET_ITEM(nm, 0);
+        Py_INCREF(c->cname);
+        if (c != &tmp && !(c->cobj = PyWeakref_NewRef(v, NULL))) PyErr_Clear();
+    }
+    PyObject *name = c->cname;
+    Py_INCREF(name);            /* `tmp` owns nothing once we return */
+    long long isz = c->cisz;
+    unsigned long long ptr = c->cptr;
+    int ok_dev = c->cdev == si->ordinal;
+    if (c == &tmp) Py_CLEAR(tmp.cname);
+    int r = 0;
+    PyObject *shape = NULL, *bstr = NULL;
+    if (!ok_dev || isz <= 0) goto out;                  /* another device: Python explains */
+    shape = PyObject_GetAttr(v, S_shape);
+    bstr = shape ? PyObject_GetAttr(v, S_strides) : NULL;
+    if (!bstr) { r = -1; goto out; }
+    Py_ssize_t nd = PyTuple_Check(shape) ? PyTuple_GET_SIZE(shape) : -1;
+    if (nd < 0 || nd > MAX_DIMS || !PyTuple_Check(bstr) || PyTuple_GET_SIZE(bstr) != nd)
+        goto out;
+    int64_t sh[MAX_DIMS], es[MAX_DIMS];
+    if (ints_of(shape, sh, nd) < 0 || ints_of(bstr, es, nd) < 0) { r = -1; goto out; }
+    for (Py_ssize_t i = 0; i < nd; i++) {
+        if (es[i] % isz) goto out;                      /* odd byte strides: Python explains */
+        es[i] /= isz;
+    }
+    r = layout_arg(self, a, c == &tmp ? NULL : c, kind, extra, name, (int)nd, sh, es, ptr);
+out:
+    Py_DECREF(name); Py_XDECREF(shape); Py_XDECREF(bstr);
+    if (r != 1 || si->cupy_checked) return r;
+    si->cupy_checked = 1;
+    PyObject *cs = PyObject_CallNoArgs(cupy_stream_fn);
+    PyObject *h = cs ? PyObject_GetAttr(cs, S_ptr) : NULL;
+    Py_XDECREF(cs);
+    if (!h) return -1;
+    unsigned long long hv = PyLong_AsUnsignedLongLong(h);
+    Py_DECREF(h);
+    if (PyErr_Occurred()) return -1;
+    return wait_producer(si, stream, hv);
 }
 
 /* Fill `a` from a sealed info's `fast` tuple (argspec.ArgInfo.seal): 1 ok, 0 not sealed, -1. */
@@ -1009,7 +1048,7 @@ static int classify_arg(Launcher *self, Arg *a, PyObject *v, PyObject *ann, PyOb
         if (r) return r;
     }
     if (cupy_type && ann == Py_None && (PyObject *)tp == cupy_type) {
-        int r = cupy_arg(self, a, v, si, stream, S_kind_tensor, Py_False);
+        int r = cupy_arg(self, a, v, pos, si, stream, S_kind_tensor, Py_False);
         if (r) return r;
     }
     if (fpart_type && (PyObject *)tp == fpart_type && off_fp_value >= 0) {
@@ -1024,7 +1063,7 @@ static int classify_arg(Launcher *self, Arg *a, PyObject *v, PyObject *ann, PyOb
         } else if (torch_type && PyObject_TypeCheck(inner, (PyTypeObject *)torch_type)) {
             r = torch_arg(self, a, inner, si, stream, S_kind_partition, tile);
         } else if (cupy_type && itp == cupy_type &&
-                   (r = cupy_arg(self, a, inner, si, stream, S_kind_partition, tile)) != 0) {
+                   (r = cupy_arg(self, a, inner, pos, si, stream, S_kind_partition, tile)) != 0) {
             if (r < 0) return -1;
         } else {
             /* CuPy, __cuda_array_interface__ and DLPack arrays: classified in Python, which orders
@@ -1483,24 +1522,34 @@ static int tile_ok(PyObject *tile, int ndim) {
     return 1;
 }
 
-/* tile.partition(array, tile_shape): a torch tensor and a tuple of powers of two is the common
-   case; the rest (and every error) is runtime.partition.partition's */
+/* tile.partition(array, tile_shape): a torch tensor or CuPy array and a tuple of powers of two
+   is the common case; the rest (and every error) is runtime.partition.partition's */
+static PyObject *new_foreign_partition(PyObject *v, PyObject *tile) {
+    PyObject *p = ((PyTypeObject *)fpart_type)->tp_alloc((PyTypeObject *)fpart_type, 0);
+    if (!p) return NULL;
+    set_slot(p, off_fp_value, v);
+    set_slot(p, off_fp_tile, tile);
+    set_slot(p, off_fp_live, Py_None);
+    return p;
+}
+
 static PyObject *py_partition(PyObject *m, PyObject *const *argv, Py_ssize_t nargs,
                               PyObject *kwnames) {
-    if (nargs == 2 && !kwnames && torch_api && off_fp_value >= 0) {
+    if (nargs == 2 && !kwnames && off_fp_value >= 0 && PyTuple_CheckExact(argv[1])) {
         PyObject *v = argv[0], *tile = argv[1], *tp = (PyObject *)Py_TYPE(v);
-        if ((tp == torch_type || tp == param_type) && PyTuple_CheckExact(tile)) {
+        if (torch_api && (tp == torch_type || tp == param_type)) {
             DLTensor dl;
-            if (torch_api->dltensor_from_py_object_no_sync(v, &dl) != 0) {
+            if (torch_api->dltensor_from_py_object_no_sync(v, &dl) != 0)
                 PyErr_Clear();
-            } else if (tile_ok(tile, dl.ndim)) {
-                PyObject *p = ((PyTypeObject *)fpart_type)->tp_alloc((PyTypeObject *)fpart_type, 0);
-                if (!p) return NULL;
-                set_slot(p, off_fp_value, v);
-                set_slot(p, off_fp_tile, tile);
-                set_slot(p, off_fp_live, Py_None);
-                return p;
-            }
+            else if (tile_ok(tile, dl.ndim))
+                return new_foreign_partition(v, tile);
+        } else if (cupy_type && tp == cupy_type) {
+            PyObject *nd = PyObject_GetAttr(v, S_ndim);
+            long n = nd && PyLong_Check(nd) ? PyLong_AsLong(nd) : -1;
+            Py_XDECREF(nd);
+            PyErr_Clear();
+            if (n >= 0 && tile_ok(tile, (int)n))
+                return new_foreign_partition(v, tile);
         }
     }
     if (!fb_partition) {
@@ -1969,7 +2018,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     INTERN(S_dtype, "dtype"); INTERN(S_data_ptr, "data_ptr"); INTERN(S_shape, "shape");
     INTERN(S_stride, "stride"); INTERN(S_kind_tensor, "tensor");
     INTERN(S_kind_partition, "partition"); INTERN(S_fast, "fast"); INTERN(S_data, "data");
-    INTERN(S_device_id, "device_id"); INTERN(S_strides, "strides");
+    INTERN(S_device_id, "device_id"); INTERN(S_strides, "strides"); INTERN(S_ndim, "ndim");
     INTERN(S_check_globals, "check_globals"); INTERN(S_synchronize, "synchronize");
     if (!(empty_tuple = PyTuple_New(0)))
         return NULL;

@@ -227,17 +227,23 @@ def _numpy_info(arr: np.ndarray, writable: bool, value) -> ArgInfo:
 
     def prepare(stream, info=info, dt=dt):
         from .transfer import upload
-        t = upload(info.host, stream, dt)
+        t = upload(info.host, stream, dt, staged=True)
         info.tensor = t
         info.storage = t._storage
         info.params = (t.device_pointer,) + t.shape + t.strides
 
-    info.prepare = prepare
-    if writable:
-        def finish(stream, info=info):
+    def finish(stream, info=info, writable=writable):
+        # after the launch is queued: copy back (tile.atomic), then the buffer may serve the
+        # next launch on this stream (runtime.staging)
+        t, info.tensor = info.tensor, None
+        if writable:
             from .copy import download
-            info.host[...] = download(info.tensor, stream)
-        info.finish = finish
+            info.host[...] = download(t, stream)
+        from .staging import give_back
+        give_back(t._storage, stream)
+
+    info.prepare = prepare
+    info.finish = finish
     return info
 
 

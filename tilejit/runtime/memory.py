@@ -189,6 +189,14 @@ _pool_lock = threading.Lock()
 _alloc_guard = threading.local()
 
 
+def check_allocation_allowed() -> None:
+    """SchedulingError when this thread may not allocate now (see :class:`forbid_allocation`)."""
+    reason = getattr(_alloc_guard, "reason", None)
+    if reason:
+        raise SchedulingError(f"this operation allocates device memory, which is not allowed "
+                              f"{reason}; allocate buffers before and pass them in")
+
+
 def allocate(nbytes: int, stream, device: Optional[Device] = None) -> Storage:
     """Allocate ``nbytes`` on ``stream``'s device, stream-ordered on ``stream``.
 
@@ -196,10 +204,7 @@ def allocate(nbytes: int, stream, device: Optional[Device] = None) -> Storage:
     :func:`forbid_allocation`), DriverError when out of memory (after one garbage collection and
     retry).
     """
-    reason = getattr(_alloc_guard, "reason", None)
-    if reason:
-        raise SchedulingError(f"this operation allocates device memory, which is not allowed "
-                              f"{reason}; allocate buffers before and pass them in")
+    check_allocation_allowed()
     device = device if device is not None else stream.device
     nbytes = int(nbytes)
     if nbytes < 0:

@@ -29,7 +29,7 @@ class Stream:
 
     __slots__ = ("device", "handle", "_cu", "_owned", "_owner", "_epoch", "_done_epoch",
                  "_order_event", "_raw_event", "_lock", "_finalizer", "_ephemeral", "_capture",
-                 "__weakref__")
+                 "_staging", "__weakref__")
 
     def __init__(self, *args, **kwargs):
         raise TypeError("create streams with device.new_stream() or wrap one with "
@@ -53,6 +53,7 @@ class Stream:
         # tracked with events instead of the stream itself (see memory.Storage.use).
         s._ephemeral = cu is not None and not owned and owner is None
         s._capture = None          # the graph capture in progress on this stream (ops.graph)
+        s._staging = None          # reusable upload buffers for NumPy arguments (staging.py)
         return s
 
     @classmethod

@@ -11,6 +11,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..errors import TensorError
 from . import copy as _copy
+from . import staging as _staging
 from .. import layout as _layout
 from .memory import allocate
 from .tensor import Tensor
@@ -31,11 +32,19 @@ def new_tensor(shape, dtype, stream) -> Tensor:
     return Tensor._contiguous(allocate(_layout.prod(shape) * dt.itemsize, stream), shape, dt)
 
 
-def upload(arr: np.ndarray, stream, dtype=None) -> Tensor:
-    """A new device tensor with the contents of host array ``arr``, queued on ``stream``."""
+def upload(arr: np.ndarray, stream, dtype=None, staged: bool = False) -> Tensor:
+    """A new device tensor with the contents of host array ``arr``, queued on ``stream``.
+
+    ``staged``: its memory comes from ``stream``'s staging pool (a kernel argument copied in per
+    launch); hand it back with ``staging.give_back(t.storage, stream)`` once the work reading it
+    is queued."""
     arr = np.asarray(arr)
     dt = _dt.as_dtype(dtype) if dtype is not None else _dt.from_numpy(arr.dtype)
-    t = new_tensor(arr.shape, dt, stream)
+    if staged:
+        shape = check_shape(arr.shape)
+        t = Tensor._contiguous(_staging.take(_layout.prod(shape) * dt.itemsize, stream), shape, dt)
+    else:
+        t = new_tensor(arr.shape, dt, stream)
     _copy.upload_into(t, arr, stream)
     return t
 
