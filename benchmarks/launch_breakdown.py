@@ -89,6 +89,14 @@ def main(argv=None) -> int:
     tab.add("torch args: whole, on torch's stream",
             measure(lambda: vadd(tile.partition(tz, (N,)), tx, ty).submit_on(ts), tsync, L, B))
     tab.add("torch args: op.sync()", measure(top.sync, tsync, L // 4, B))
+    tab.add("torch args: op._default_stream() (where sync() runs)",
+            measure(top._default_stream, tsync, L, B))
+    tab.add("torch args: op.sync_on(ts)", measure(lambda: top.sync_on(ts), tsync, L // 4, B))
+    tab.add("ts.synchronize() alone (tilejit wrapper of torch's stream, idle)",
+            measure(ts.synchronize, tsync, L, B))
+    cs = torch.cuda.current_stream()
+    tab.add("torch: current_stream().synchronize() alone (idle)",
+            measure(cs.synchronize, tsync, L, B))
     tab.add("torch: torch.add + current_stream().synchronize()",
             measure(lambda: (torch.add(tx, ty, out=tz), torch.cuda.current_stream().synchronize()),
                     tsync, L // 4, B))

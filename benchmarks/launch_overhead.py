@@ -214,6 +214,15 @@ def _target_rows(torch, tile, api, vadd, x, y, z, s_t, stream, L, B, tab, bare_f
         a, b = measure_pair(lambda: vadd(tile.partition(z, (N,)), x, y).submit_on(s_t), cutile_fn,
                             tsync, L, B)
         tab.add("target: lazy call, torch x,y,z / cuTile ct.launch", a, b, f"(cuTile {b:.2f} us)")
+    ts = torch.cuda.current_stream()
+
+    def torch_sync():
+        torch.add(x, y, out=z)
+        ts.synchronize()
+    a, b = measure_pair(lambda: vadd(tile.partition(z, (N,)), x, y).sync(), torch_sync,
+                        tsync, max(10, L // 4), B)
+    tab.add("launch + wait: torch x,y,z .sync() / torch.add + synchronize", a, b,
+            f"(torch {b:.2f} us)")
     xt = api.rand((N,), seed=1).sync_on(stream)
     yt = api.rand((N,), seed=2).sync_on(stream)
     zt = api.zeros((N,)).sync_on(stream)

@@ -28,7 +28,7 @@ from .compiler import CompileOptions, Compiled
 from .errors import CompileError, LaunchError
 from .ops.deviceop import DeviceFuture, DeviceOp, _as_stream, _sync_quietly
 from .ops.execution import ExecutionContext
-from .ops.scheduling import default_stream, has_user_policy
+from .ops.scheduling import default_stream, has_user_policy, policy_epoch
 from .runtime import argspec
 from .runtime.argspec import (check_launch_aliasing, check_launch_devices, classify,
                                grid_from_partitions, release_partitions)
@@ -360,6 +360,10 @@ def arch_or_raise(arch: str) -> str:
     return arch
 
 
+# (device ordinal, torch's current stream there) -> (policy epoch, the Stream sync() runs on)
+_torch_streams: Dict[tuple, tuple] = {}
+
+
 class KernelLaunch(DeviceOp):
     """A lazy kernel launch. Its output is the tuple of the arguments you passed."""
 
@@ -430,8 +434,15 @@ class KernelLaunch(DeviceOp):
         # needs no ordering at all.
         prod = _foreign.torch_stream_of(self.args)
         if prod is not None:
+            epoch = policy_epoch()
+            hit = _torch_streams.get(prod)
+            if hit is not None and hit[0] == epoch:
+                return hit[1]
             if not has_user_policy(prod[0]):
-                return Stream.of_producer(prod[1], Device(prod[0]))
+                s = Stream.of_producer(prod[1], Device(prod[0]))
+                if not s._owned and s._owner is not None and len(_torch_streams) < 64:
+                    _torch_streams[prod] = (epoch, s)     # a producer wrapper: never destroyed
+                return s
             return default_stream(prod[0])
         for a in self.args:
             t = a._tensor if type(a) is Partition else a

@@ -36,9 +36,16 @@ else:
                          _scalar_key("bool_", True))
 
 
+_enabled = None
+
+
 def enabled() -> bool:
-    """Whether the C launch path is used (built, and not disabled with ``TILEJIT_NATIVE=0``)."""
-    return _ext is not None and envvars.flag("TILEJIT_NATIVE", True)
+    """Whether the C launch path is used (built, and not disabled with ``TILEJIT_NATIVE=0``).
+    Decided once per process: the C methods are installed when tilejit is imported."""
+    global _enabled
+    if _enabled is None:
+        _enabled = _ext is not None and envvars.flag("TILEJIT_NATIVE", True)
+    return _enabled
 
 
 def status() -> str:

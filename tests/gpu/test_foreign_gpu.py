@@ -81,6 +81,28 @@ def test_sync_with_torch_tensors_follows_torch_current_stream(torch):
         assert float(z.min()) == 40.0 and float(z.max()) == 40.0
 
 
+def test_sync_with_torch_tensors_follows_a_policy_set_later(torch):
+    """sync() remembers torch's stream wrapper per (device, handle) while no policy is set; a
+    policy set afterwards wins, and the builtin one put back returns to torch's stream."""
+    from tilejit.ops import scheduling
+    x = torch.randn(4096, device="cuda")
+    z = torch.empty_like(x)
+    op = vadd(tile.partition(z, (1024,)), x, x)
+    torch_s = op._default_stream()
+    assert torch_s.handle == torch.cuda.current_stream().cuda_stream
+    assert op._default_stream() is torch_s                    # remembered
+    mine = tile.SingleStream(tile.Device(0))
+    old = scheduling.default_policy(0)
+    tile.set_default_policy(mine)
+    try:
+        assert op._default_stream() is mine.stream
+        vadd(tile.partition(z, (1024,)), x, x).sync()
+        torch.testing.assert_close(z, 2 * x)
+    finally:
+        tile.set_default_policy(old)
+    assert op._default_stream() is torch_s
+
+
 def test_two_streams_are_ordered(torch):
     prod = torch.cuda.Stream()
     mine = tile.Device(0).new_stream()                  # not torch's stream: an event is needed

@@ -77,13 +77,24 @@ _defaults: Dict[Device, object] = {}
 _defaults_lock = threading.Lock()
 
 
+_policy_epoch = 0      # set_default_policy calls so far (what caches of has_user_policy check)
+
+
 def set_default_policy(policy, device=0) -> None:
     """Use ``policy`` for ``op.sync()`` / ``await op`` / ``op.schedule()`` on ``device``."""
+    global _policy_epoch
     if not callable(getattr(policy, "next_stream", None)):
         raise TypeError(f"a scheduling policy needs a next_stream() method; got "
                         f"{type(policy).__name__}")
     with _defaults_lock:
         _defaults[Device(device)] = policy
+        _policy_epoch += 1
+
+
+def policy_epoch() -> int:
+    """Changes whenever a default policy is set: a cached ``has_user_policy`` answer is valid
+    while it stays the same."""
+    return _policy_epoch
 
 
 def default_policy(device=0):
