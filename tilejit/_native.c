@@ -270,7 +270,7 @@ static PyObject *py_launch(PyObject *self, PyObject *args) {
  * to Python. */
 #define SLOT(o, off) (*(PyObject **)((char *)(o) + (off)))
 static PyTypeObject *T_tensor, *T_partition, *T_storage, *T_freestate, *T_stream, *T_arginfo,
-    *T_klaunch;
+    *T_klaunch, *T_fpart, *T_future;
 static struct {
     Py_ssize_t t_moved, t_info, t_storage, t_shape, t_strides, t_offset, t_dtype, t_extent, t_share,
         t_pinfo;
@@ -280,6 +280,8 @@ static struct {
     Py_ssize_t s_device, s_handle, s_cu, s_epoch, s_ephemeral, s_capture;
     Py_ssize_t i_fast;
     Py_ssize_t k_kernel, k_args, k_arity, k_simple, k_grid, k_const_grid, k_options, k_generics;
+    Py_ssize_t fp_value, fp_tile, fp_live;
+    Py_ssize_t f_out, f_stream, f_done;
 } O;
 static int layout_ok;
 
@@ -305,17 +307,19 @@ static void set_slot(PyObject *o, Py_ssize_t off, PyObject *v) {
 
 typedef struct { PyTypeObject **tp; Py_ssize_t *off; const char *name; } SlotSpec;
 
-/* set_layout(Tensor, Partition, Storage, _FreeState, Stream, ArgInfo, KernelLaunch) -> bool */
+/* set_layout(Tensor, Partition, Storage, _FreeState, Stream, ArgInfo, KernelLaunch,
+              ForeignPartition, DeviceFuture) -> bool */
 static PyObject *py_set_layout(PyObject *m, PyObject *args) {
-    PyObject *t[7];
-    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!O!", &PyType_Type, &t[0], &PyType_Type, &t[1],
+    PyObject *t[9];
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!O!O!O!", &PyType_Type, &t[0], &PyType_Type, &t[1],
                           &PyType_Type, &t[2], &PyType_Type, &t[3], &PyType_Type, &t[4],
-                          &PyType_Type, &t[5], &PyType_Type, &t[6]))
+                          &PyType_Type, &t[5], &PyType_Type, &t[6], &PyType_Type, &t[7],
+                          &PyType_Type, &t[8]))
         return NULL;
-    PyTypeObject **types[7] = {&T_tensor, &T_partition, &T_storage, &T_freestate, &T_stream,
-                               &T_arginfo, &T_klaunch};
+    PyTypeObject **types[9] = {&T_tensor, &T_partition, &T_storage, &T_freestate, &T_stream,
+                               &T_arginfo, &T_klaunch, &T_fpart, &T_future};
     layout_ok = 0;
-    for (int i = 0; i < 7; i++) {
+    for (int i = 0; i < 9; i++) {
         Py_INCREF(t[i]);
         Py_XSETREF(*types[i], (PyTypeObject *)t[i]);
     }
@@ -341,6 +345,10 @@ static PyObject *py_set_layout(PyObject *m, PyObject *args) {
         {&T_klaunch, &O.k_arity, "arity"}, {&T_klaunch, &O.k_simple, "_simple"},
         {&T_klaunch, &O.k_grid, "_grid"}, {&T_klaunch, &O.k_const_grid, "_const_grid"},
         {&T_klaunch, &O.k_options, "_options"}, {&T_klaunch, &O.k_generics, "_generics"},
+        {&T_fpart, &O.fp_value, "value"}, {&T_fpart, &O.fp_tile, "tile_shape"},
+        {&T_fpart, &O.fp_live, "_live"},
+        {&T_future, &O.f_out, "_out"}, {&T_future, &O.f_stream, "stream"},
+        {&T_future, &O.f_done, "_done"},
     };
     for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
         *specs[i].off = slot_offset(*specs[i].tp, specs[i].name);
@@ -437,8 +445,6 @@ static PyObject *cupy_type, *cupy_dtypes, *cupy_stream_fn;
 /* torch, when a torch reader registered it (set_torch) */
 static PyObject *torch_type, *torch_dtypes, *torch_stream_fn;
 /* runtime.partition.ForeignPartition (tile.partition of a foreign array), when registered */
-static PyObject *fpart_type;
-static Py_ssize_t off_fp_value = -1, off_fp_tile, off_fp_live;  /* its slots */
 /* torch.Tensor's DLPack C exchange API (NULL: read its attributes), and nn.Parameter, the one
    subclass read through it (others may override data access with __torch_function__) */
 static const DLPackExchangeAPI *torch_api;
@@ -549,34 +555,42 @@ static int from_info(Arg *a, PyObject *info) {
     return 1;
 }
 
-/* The memoized key of an array (argspec.array_key's memo); 1 found, 0 not memoized yet, -1. */
-static int from_memo(Launcher *self, Arg *a, PyObject *kind, PyObject *dtype_name,
-                     PyObject *shape, PyObject *strides, unsigned long long ptr, PyObject *extra) {
-    PyObject *low = PyLong_FromUnsignedLongLong(ptr & 15);
+/* argspec.array_keys[(kind, dtype name, shape, strides, ptr % 16, extra)]: its key (borrowed,
+   kept alive by the memo, which only grows), span and grid (borrowed, NULL for tensors).
+   1 found, 0 not memoized yet (the Python path computes it), -1 error. */
+static int memo_lookup(Launcher *self, PyObject *kind, PyObject *name, PyObject *shape,
+                       PyObject *strides, int align, PyObject *extra, PyObject **key,
+                       long long *span, PyObject **grid) {
+    PyObject *low = PyLong_FromLong(align);
     if (!low) return -1;
-    PyObject *mk = PyTuple_Pack(6, kind, dtype_name, shape, strides, low, extra);
+    PyObject *mk = PyTuple_Pack(6, kind, name, shape, strides, low, extra);
     Py_DECREF(low);
     if (!mk) return -1;
-    PyObject *hit = PyDict_GetItemWithError(self->memo, mk); /* borrowed */
+    PyObject *m = PyDict_GetItemWithError(self->memo, mk); /* borrowed */
     Py_DECREF(mk);
-    if (!hit) return PyErr_Occurred() ? -1 : 0;
-    if (!PyTuple_Check(hit) || PyTuple_GET_SIZE(hit) != 4) return 0;
-    Py_INCREF(hit);
-    a->hold = hit;
-    a->key = PyTuple_GET_ITEM(hit, 0);
-    long long span = PyLong_AsLongLong(PyTuple_GET_ITEM(hit, 2));
-    if (span == -1 && PyErr_Occurred()) return -1;
-    a->start = (long long)ptr;
-    a->end = (long long)ptr + span;
-    PyObject *grid = PyTuple_GET_ITEM(hit, 3);
-    if (grid != Py_None) { Py_INCREF(grid); a->grid = grid; }
-    /* params: (ptr, *shape, *strides) */
+    if (!m) return PyErr_Occurred() ? -1 : 0;
+    if (!PyTuple_Check(m) || PyTuple_GET_SIZE(m) != 4) return 0;
+    *key = PyTuple_GET_ITEM(m, 0);
+    *span = PyLong_AsLongLong(PyTuple_GET_ITEM(m, 2));
+    if (*span == -1 && PyErr_Occurred()) return -1;
+    *grid = PyTuple_GET_ITEM(m, 3) == Py_None ? NULL : PyTuple_GET_ITEM(m, 3);
+    return 1;
+}
+
+/* An array given by Python shape/strides tuples at `ptr`: key, grid and extent from the memo,
+   params as a tuple (ptr, *shape, *strides). 1, 0 (not memoized yet), -1. */
+static int from_memo(Launcher *self, Arg *a, PyObject *kind, PyObject *dtype_name,
+                     PyObject *shape, PyObject *strides, unsigned long long ptr, PyObject *extra) {
     Py_ssize_t nd = PyTuple_GET_SIZE(shape);
     if (!PyTuple_Check(strides) || PyTuple_GET_SIZE(strides) != nd) return 0;
+    PyObject *key, *grid;
+    long long span;
+    int r = memo_lookup(self, kind, dtype_name, shape, strides, (int)(ptr & 15), extra, &key,
+                        &span, &grid);
+    if (r != 1) return r;
     PyObject *params = PyTuple_New(1 + 2 * nd);
-    if (!params) return -1;
-    PyObject *p0 = PyLong_FromUnsignedLongLong(ptr);
-    if (!p0) { Py_DECREF(params); return -1; }
+    PyObject *p0 = params ? PyLong_FromUnsignedLongLong(ptr) : NULL;
+    if (!p0) { Py_XDECREF(params); return -1; }
     PyTuple_SET_ITEM(params, 0, p0);
     for (Py_ssize_t i = 0; i < nd; i++) {
         PyObject *x = PyTuple_GET_ITEM(shape, i), *y = PyTuple_GET_ITEM(strides, i);
@@ -585,6 +599,10 @@ static int from_memo(Launcher *self, Arg *a, PyObject *kind, PyObject *dtype_nam
         PyTuple_SET_ITEM(params, 1 + nd + i, y);
     }
     a->params = params;
+    Py_INCREF(key); a->hold = key; a->key = key;
+    if (grid) { Py_INCREF(grid); a->grid = grid; }
+    a->start = (long long)ptr;
+    a->end = (long long)ptr + span;
     return 1;
 }
 
@@ -737,20 +755,12 @@ static int layout_arg(Launcher *self, Arg *a, FCache *c, PyObject *kind, PyObjec
         key = c->key; grid = c->grid; span = c->span;
     } else {
         PyObject *shape_t = tuple_of(shape, nd), *strides_t = tuple_of(strides, nd);
-        PyObject *low = PyLong_FromLong(align);
-        PyObject *mk = (shape_t && strides_t && low)
-                           ? PyTuple_Pack(6, kind, name, shape_t, strides_t, low, extra) : NULL;
-        Py_XDECREF(shape_t); Py_XDECREF(strides_t); Py_XDECREF(low);
-        if (!mk) return -1;
-        PyObject *m = PyDict_GetItemWithError(self->memo, mk); /* borrowed */
-        Py_DECREF(mk);
-        if (!m) return PyErr_Occurred() ? -1 : 0;
-        if (!PyTuple_Check(m) || PyTuple_GET_SIZE(m) != 4) return 0;
-        key = PyTuple_GET_ITEM(m, 0);
-        grid = PyTuple_GET_ITEM(m, 3);
-        if (grid == Py_None) grid = NULL;
-        span = PyLong_AsLongLong(PyTuple_GET_ITEM(m, 2));
-        if (span == -1 && PyErr_Occurred()) return -1;
+        int r = shape_t && strides_t
+                    ? memo_lookup(self, kind, name, shape_t, strides_t, align, extra, &key, &span,
+                                  &grid)
+                    : -1;
+        Py_XDECREF(shape_t); Py_XDECREF(strides_t);
+        if (r != 1) return r;
         if (c) {
             fc_forget_layout(c);
             c->kind = kind; c->ndim = nd; c->align = align;
@@ -1051,10 +1061,10 @@ static int classify_arg(Launcher *self, Arg *a, PyObject *v, PyObject *ann, PyOb
         int r = cupy_arg(self, a, v, pos, si, stream, S_kind_tensor, Py_False);
         if (r) return r;
     }
-    if (fpart_type && (PyObject *)tp == fpart_type && off_fp_value >= 0) {
+    if (tp == T_fpart) {
         /* tile.partition(array, tile): an output partition of a foreign array; no lease (tilejit
            does not own the memory), the extent check covers aliasing */
-        PyObject *inner = SLOT(v, off_fp_value), *tile = SLOT(v, off_fp_tile);
+        PyObject *inner = SLOT(v, O.fp_value), *tile = SLOT(v, O.fp_tile);
         if (!inner || !tile) return 0;
         PyObject *itp = (PyObject *)Py_TYPE(inner);
         int r;
@@ -1140,10 +1150,10 @@ static void release_partitions(Arg *a, Py_ssize_t n, int leases) {
     for (Py_ssize_t i = 0; i < n; i++) {
         if (leases && a[i].partition)
             lease_release(a[i].partition);
-        PyObject *live = a[i].fpart ? SLOT(a[i].fpart, off_fp_live) : NULL;
+        PyObject *live = a[i].fpart ? SLOT(a[i].fpart, O.fp_live) : NULL;
         if (live && live != Py_None) {
             if (Py_TYPE(live) == T_partition) lease_release(live);
-            set_slot(a[i].fpart, off_fp_live, Py_None);
+            set_slot(a[i].fpart, O.fp_live, Py_None);
         }
     }
 }
@@ -1367,10 +1377,8 @@ static PyTypeObject LauncherType = {
  * install() puts these methods on the Python classes (dispatcher._install_native); each takes the
  * common case and hands anything else to the Python method it replaced, so behaviour and error
  * messages are the pure-Python build's. */
-static PyTypeObject *kernel_type, *klaunch_type, *stream_type, *future_type;
 static PyObject *fb_call, *fb_submit, *fb_sync, *fb_submit_plain, *fb_sync_plain, *fb_sync_quietly,
-    *fb_partition, *empty_tuple;
-static Py_ssize_t off_fut_out = -1, off_fut_stream, off_fut_done;
+    *fb_partition;
 static PyObject *S_check_globals, *S_synchronize;
 
 /* The per-thread submission guard (runtime/submission.py uses it when the extension is on). */
@@ -1388,15 +1396,12 @@ static PyObject *py_swap_executing(PyObject *m, PyObject *flag) {
 
 /* DeviceFuture(out, stream), its __init__ inlined (done at once on a simulated stream) */
 static PyObject *make_future(PyObject *out, PyObject *stream) {
-    if (off_fut_out < 0)
-        return PyObject_CallFunctionObjArgs((PyObject *)future_type, out, stream, NULL);
     PyObject *cu = SLOT(stream, O.s_cu);       /* a Stream (submit_common checked) */
-    PyObject *done = cu == Py_None ? Py_True : Py_False;
-    PyObject *f = future_type->tp_alloc(future_type, 0);
+    PyObject *f = T_future->tp_alloc(T_future, 0);
     if (!f) return NULL;
-    set_slot(f, off_fut_out, out);
-    set_slot(f, off_fut_stream, stream);
-    set_slot(f, off_fut_done, done);
+    set_slot(f, O.f_out, out);
+    set_slot(f, O.f_stream, stream);
+    set_slot(f, O.f_done, cu == Py_None ? Py_True : Py_False);
     return f;
 }
 
@@ -1525,17 +1530,17 @@ static int tile_ok(PyObject *tile, int ndim) {
 /* tile.partition(array, tile_shape): a torch tensor or CuPy array and a tuple of powers of two
    is the common case; the rest (and every error) is runtime.partition.partition's */
 static PyObject *new_foreign_partition(PyObject *v, PyObject *tile) {
-    PyObject *p = ((PyTypeObject *)fpart_type)->tp_alloc((PyTypeObject *)fpart_type, 0);
+    PyObject *p = T_fpart->tp_alloc(T_fpart, 0);
     if (!p) return NULL;
-    set_slot(p, off_fp_value, v);
-    set_slot(p, off_fp_tile, tile);
-    set_slot(p, off_fp_live, Py_None);
+    set_slot(p, O.fp_value, v);
+    set_slot(p, O.fp_tile, tile);
+    set_slot(p, O.fp_live, Py_None);
     return p;
 }
 
 static PyObject *py_partition(PyObject *m, PyObject *const *argv, Py_ssize_t nargs,
                               PyObject *kwnames) {
-    if (nargs == 2 && !kwnames && off_fp_value >= 0 && PyTuple_CheckExact(argv[1])) {
+    if (nargs == 2 && !kwnames && layout_ok && PyTuple_CheckExact(argv[1])) {
         PyObject *v = argv[0], *tile = argv[1], *tp = (PyObject *)Py_TYPE(v);
         if (torch_api && (tp == torch_type || tp == param_type)) {
             DLTensor dl;
@@ -1606,21 +1611,6 @@ static PyMethodDef tensor_partition_def = {"partition", (PyCFunction)tensor_part
     "exclusive access to the storage (no other live view or partition)."};
 
 static int put_method(PyTypeObject *tp, PyMethodDef *def);
-
-/* install_partition(Tensor, Tensor.partition): Tensor.partition in C (the Python method stays
-   the fallback; the C one runs once set_layout has succeeded) */
-static PyObject *py_install_partition(PyObject *m, PyObject *args) {
-    PyObject *tt, *fb;
-    if (!PyArg_ParseTuple(args, "O!O", &PyType_Type, &tt, &fb)) return NULL;
-    if (fb_tensor_partition) {
-        PyErr_SetString(PyExc_RuntimeError, "tilejit._native.install_partition: already installed");
-        return NULL;
-    }
-    Py_INCREF(fb);
-    fb_tensor_partition = fb;
-    if (put_method((PyTypeObject *)tt, &tensor_partition_def) < 0) return NULL;
-    Py_RETURN_TRUE;
-}
 
 /* --- Prepared: a launch packed once (dispatcher.PreparedLaunch) --------------------------------- */
 typedef struct {
@@ -1753,31 +1743,30 @@ static int put_method(PyTypeObject *tp, PyMethodDef *def) {
     return r;
 }
 
-/* install(Kernel, KernelLaunch, Stream, DeviceFuture, Kernel.__call__, KernelLaunch.submit_on,
-           KernelLaunch.sync_on, KernelLaunch._submit_plain, KernelLaunch._sync_plain,
-           _sync_quietly): the C methods above replace the Python ones, which stay the fallback */
+/* install(Kernel, Kernel.__call__, KernelLaunch.submit_on, KernelLaunch.sync_on,
+           KernelLaunch._submit_plain, KernelLaunch._sync_plain, _sync_quietly, Tensor.partition):
+   the C methods above replace the Python ones on Kernel, KernelLaunch and Tensor (the latter two
+   as set_layout registered them); the Python ones stay the fallback */
 static PyObject *py_install(PyObject *m, PyObject *args) {
-    PyObject *kt, *lt, *st, *ft;
-    PyObject *c, *su, *sy, *sp, *syp, *sq;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!OOOOOO", &PyType_Type, &kt, &PyType_Type, &lt,
-                          &PyType_Type, &st, &PyType_Type, &ft, &c, &su, &sy, &sp, &syp, &sq))
+    PyObject *kt, *c, *su, *sy, *sp, *syp, *sq, *tp;
+    if (!PyArg_ParseTuple(args, "O!OOOOOOO", &PyType_Type, &kt, &c, &su, &sy, &sp, &syp, &sq,
+                          &tp))
         return NULL;
-    if (kernel_type) {
+    if (!layout_ok) {
+        PyErr_SetString(PyExc_RuntimeError, "tilejit._native.install: no layout (set_layout)");
+        return NULL;
+    }
+    if (fb_call) {
         PyErr_SetString(PyExc_RuntimeError, "tilejit._native.install: already installed");
         return NULL;
     }
-    Py_INCREF(kt); Py_INCREF(lt); Py_INCREF(st); Py_INCREF(ft);
-    kernel_type = (PyTypeObject *)kt; klaunch_type = (PyTypeObject *)lt;
-    stream_type = (PyTypeObject *)st; future_type = (PyTypeObject *)ft;
     Py_INCREF(c); Py_INCREF(su); Py_INCREF(sy); Py_INCREF(sp); Py_INCREF(syp); Py_INCREF(sq);
+    Py_INCREF(tp);
     fb_call = c; fb_submit = su; fb_sync = sy; fb_submit_plain = sp; fb_sync_plain = syp;
-    fb_sync_quietly = sq;
-    off_fut_out = slot_offset(future_type, "_out");
-    off_fut_stream = slot_offset(future_type, "stream");
-    off_fut_done = slot_offset(future_type, "_done");
-    if (off_fut_stream < 0 || off_fut_done < 0) off_fut_out = -1;  /* construct through Python */
-    if (put_method(kernel_type, &kernel_call_def) < 0 || put_method(klaunch_type, &submit_on_def) < 0 ||
-        put_method(klaunch_type, &sync_on_def) < 0)
+    fb_sync_quietly = sq; fb_tensor_partition = tp;
+    if (put_method((PyTypeObject *)kt, &kernel_call_def) < 0 ||
+        put_method(T_klaunch, &submit_on_def) < 0 || put_method(T_klaunch, &sync_on_def) < 0 ||
+        put_method(T_tensor, &tensor_partition_def) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -1793,11 +1782,11 @@ static PyObject *py_set_partition_fallback(PyObject *m, PyObject *fn) {
    tensor among `values` (tile.partition()s of them included), None when there is none, or
    NotImplemented when a value needs the Python reader */
 static PyObject *py_torch_stream_of(PyObject *m, PyObject *values) {
-    if (!torch_api || !PyTuple_Check(values)) Py_RETURN_NOTIMPLEMENTED;
+    if (!torch_api || !layout_ok || !PyTuple_Check(values)) Py_RETURN_NOTIMPLEMENTED;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(values); i++) {
         PyObject *v = PyTuple_GET_ITEM(values, i);
-        if (fpart_type && (PyObject *)Py_TYPE(v) == fpart_type && off_fp_value >= 0) {
-            v = *(PyObject **)((char *)v + off_fp_value);
+        if (Py_TYPE(v) == T_fpart) {
+            v = SLOT(v, O.fp_value);
             if (!v) continue;
         }
         PyObject *tp = (PyObject *)Py_TYPE(v);
@@ -1919,19 +1908,6 @@ static PyObject *py_set_cupy(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-static PyObject *py_set_foreign_partition(PyObject *self, PyObject *args) {
-    PyObject *tp;
-    if (!PyArg_ParseTuple(args, "O!", &PyType_Type, &tp)) return NULL;
-    Py_INCREF(tp);
-    Py_XDECREF(fpart_type);
-    fpart_type = tp;
-    off_fp_value = slot_offset((PyTypeObject *)tp, "value");
-    off_fp_tile = slot_offset((PyTypeObject *)tp, "tile_shape");
-    off_fp_live = slot_offset((PyTypeObject *)tp, "_live");
-    if (off_fp_tile < 0 || off_fp_live < 0) off_fp_value = -1;
-    Py_RETURN_NONE;
-}
-
 /* set_torch_exchange(capsule or None, nn.Parameter, {(dlpack code, bits): dtype name}) -> bool:
    read torch tensors through torch.Tensor.__dlpack_c_exchange_api__ (True when usable) */
 static PyObject *torch_api_capsule;
@@ -1969,12 +1945,11 @@ static PyObject *py_set_torch_exchange(PyObject *self, PyObject *args) {
 static PyMethodDef module_methods[] = {
     {"set_torch_exchange", py_set_torch_exchange, METH_VARARGS,
      "set_torch_exchange(capsule, Parameter, {(code, bits): name}) -> bool: torch via DLPack's C API"},
-    {"install_partition", py_install_partition, METH_VARARGS,
-     "install_partition(Tensor, Tensor.partition): Tensor.partition in C"},
     {"set_layout", py_set_layout, METH_VARARGS,
-     "set_layout(Tensor, Partition, Storage, _FreeState, Stream, ArgInfo, KernelLaunch) -> bool"},
+     "set_layout(Tensor, Partition, Storage, _FreeState, Stream, ArgInfo, KernelLaunch, "
+     "ForeignPartition, DeviceFuture) -> bool"},
     {"install", py_install, METH_VARARGS,
-     "install(Kernel, KernelLaunch, Stream, DeviceFuture, *python fallbacks): the C lazy call"},
+     "install(Kernel, *python fallbacks): the C lazy call and Tensor.partition"},
     {"set_partition_fallback", py_set_partition_fallback, METH_O,
      "set_partition_fallback(fn): what partition() calls outside its fast path"},
     {"partition", (PyCFunction)(void (*)(void))py_partition, METH_FASTCALL | METH_KEYWORDS,
@@ -1988,8 +1963,6 @@ static PyMethodDef module_methods[] = {
     {"executing", py_executing, METH_NOARGS, "executing() -> bool: this thread's submission guard"},
     {"swap_executing", py_swap_executing, METH_O,
      "swap_executing(flag) -> bool: set this thread's submission guard, return the old value"},
-    {"set_foreign_partition", py_set_foreign_partition, METH_VARARGS,
-     "set_foreign_partition(ForeignPartition): launch tile.partition(torch_tensor, tile) in C"},
     {"dlpack_deleters", py_dlpack_deleters, METH_NOARGS,
      "(deleter, versioned deleter, capsule destructor) addresses for DLPack exports"},
     {"set_cupy", py_set_cupy, METH_VARARGS,
@@ -2020,8 +1993,6 @@ PyMODINIT_FUNC PyInit__native(void) {
     INTERN(S_kind_partition, "partition"); INTERN(S_fast, "fast"); INTERN(S_data, "data");
     INTERN(S_device_id, "device_id"); INTERN(S_strides, "strides"); INTERN(S_ndim, "ndim");
     INTERN(S_check_globals, "check_globals"); INTERN(S_synchronize, "synchronize");
-    if (!(empty_tuple = PyTuple_New(0)))
-        return NULL;
     if (!(ONE = PyLong_FromLong(1)) || !(ZERO = PyLong_FromLong(0)))
         return NULL;
     if (PyType_Ready(&LauncherType) < 0 || PyType_Ready(&PreparedType) < 0)

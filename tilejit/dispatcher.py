@@ -37,7 +37,7 @@ from .runtime.device import Device, default_arch
 from .runtime.launch import launch_infos
 from .runtime import submission as _submission
 from .runtime.memory import Storage, _FreeState, use_all
-from .runtime.partition import Partition
+from .runtime.partition import ForeignPartition, Partition
 from .runtime.stream import Stream
 from .runtime.tensor import Tensor
 
@@ -664,11 +664,12 @@ def _install_native() -> bool:
     if one changed shape, set_layout says so and everything stays in Python."""
     ext = native.ext()
     if ext is None or not ext.set_layout(Tensor, Partition, Storage, _FreeState, Stream,
-                                         argspec.ArgInfo, KernelLaunch):
+                                         argspec.ArgInfo, KernelLaunch, ForeignPartition,
+                                         DeviceFuture):
         return False
-    ext.install(Kernel, KernelLaunch, Stream, DeviceFuture, Kernel.__call__,
-                KernelLaunch.submit_on, KernelLaunch.sync_on, KernelLaunch._submit_plain,
-                KernelLaunch._sync_plain, _sync_quietly)
+    ext.install(Kernel, Kernel.__call__, KernelLaunch.submit_on, KernelLaunch.sync_on,
+                KernelLaunch._submit_plain, KernelLaunch._sync_plain, _sync_quietly,
+                Tensor.partition)
     return True
 
 

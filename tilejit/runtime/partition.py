@@ -299,13 +299,13 @@ _foreign_types: set = set()     # array types tile.partition accepted (with an i
 
 
 def _use_native():
-    # With the C extension a torch tensor and a tuple of powers of two is partitioned in C (one
-    # call, no Python frame); everything else, every error included, comes back here.
+    # With the C extension a torch tensor or CuPy array and a tuple of powers of two is
+    # partitioned in C (one call, no Python frame) once the dispatcher has registered the
+    # runtime's layout; everything else, every error included, comes back here.
     global partition
     from .. import native
     ext = native.ext()
     if ext is not None:
-        ext.set_foreign_partition(ForeignPartition)
         ext.set_partition_fallback(partition)
         partition = ext.partition
 

@@ -430,15 +430,3 @@ def _fmt(v) -> str:
 
 
 __all__ = ["Tensor"]
-
-
-def _use_native():
-    # With the C extension, t.partition(shape) runs in C in its common case (Python's method
-    # stays as the fallback and explains every error).
-    from .. import native
-    ext = native.ext()
-    if ext is not None:
-        ext.install_partition(Tensor, Tensor.partition)
-
-
-_use_native()

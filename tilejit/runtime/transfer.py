@@ -25,11 +25,12 @@ def check_shape(shape):
     return shape
 
 
-def new_tensor(shape, dtype, stream) -> Tensor:
-    """Allocate an uninitialised contiguous tensor on ``stream`` (not an op: call inside ``_execute``)."""
+def new_tensor(shape, dtype, stream, alloc=allocate) -> Tensor:
+    """Allocate an uninitialised contiguous tensor on ``stream`` (not an op: call inside
+    ``_execute``); ``alloc(nbytes, stream)`` gives its memory."""
     dt = _dt.as_dtype(dtype)
     shape = check_shape(shape)
-    return Tensor._contiguous(allocate(_layout.prod(shape) * dt.itemsize, stream), shape, dt)
+    return Tensor._contiguous(alloc(_layout.prod(shape) * dt.itemsize, stream), shape, dt)
 
 
 def upload(arr: np.ndarray, stream, dtype=None, staged: bool = False) -> Tensor:
@@ -40,11 +41,7 @@ def upload(arr: np.ndarray, stream, dtype=None, staged: bool = False) -> Tensor:
     is queued."""
     arr = np.asarray(arr)
     dt = _dt.as_dtype(dtype) if dtype is not None else _dt.from_numpy(arr.dtype)
-    if staged:
-        shape = check_shape(arr.shape)
-        t = Tensor._contiguous(_staging.take(_layout.prod(shape) * dt.itemsize, stream), shape, dt)
-    else:
-        t = new_tensor(arr.shape, dt, stream)
+    t = new_tensor(arr.shape, dt, stream, _staging.take if staged else allocate)
     _copy.upload_into(t, arr, stream)
     return t
 
