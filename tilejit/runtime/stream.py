@@ -130,11 +130,12 @@ class Stream:
 
     # --- synchronization ---------------------------------------------------------------------------
     def synchronize(self) -> None:
-        """Block until all work queued on this stream has finished."""
+        """Block until all work queued on this stream has finished (from any thread)."""
         epoch = self._epoch
         self._epoch = epoch + 1
         if self._cu is not None:
-            _d.check(_d.drv.cuStreamSynchronize(self._cu), "cuStreamSynchronize")
+            _d.check(_on_device(self.device, self.handle, _d.drv.cuStreamSynchronize, self._cu),
+                     "cuStreamSynchronize")
         if epoch > self._done_epoch:
             self._done_epoch = epoch
 
@@ -142,7 +143,8 @@ class Stream:
         """True when all queued work has finished (never blocks)."""
         if self._cu is None:
             return True
-        return _ready(_d.drv.cuStreamQuery(self._cu)[0], "cuStreamQuery")
+        return _ready(_on_device(self.device, self.handle, _d.drv.cuStreamQuery, self._cu)[0],
+                      "cuStreamQuery")
 
     def is_pending(self, epoch: int) -> bool:
         """Whether work recorded at ``epoch`` may still be running."""
@@ -158,7 +160,8 @@ class Stream:
         """Make future work on this stream wait for ``event``."""
         if self._cu is None or event._cu is None:
             return
-        _d.check(_d.drv.cuStreamWaitEvent(self._cu, event._cu, 0), "cuStreamWaitEvent")
+        _d.check(_on_device(self.device, self.handle, _d.drv.cuStreamWaitEvent, self._cu,
+                            event._cu, 0), "cuStreamWaitEvent")
 
     def wait_stream(self, other: "Stream") -> None:
         """Make future work on this stream wait for the work queued so far on ``other``
@@ -201,7 +204,8 @@ class Stream:
             if self._cu is None:
                 return None
             drv = _d.drv
-            err, graph = drv.cuStreamEndCapture(self._cu)
+            with self.device.current():
+                err, graph = drv.cuStreamEndCapture(self._cu)
             if not keep:
                 if graph is not None:
                     drv.cuGraphDestroy(graph)
@@ -222,7 +226,8 @@ class Stream:
             ev = self._raw_event
             if ev is None:
                 ev = self._raw_event = Event(self.device)
-            _d.check(drv.cuEventRecord(ev._cu, drv.CUstream(handle)), "cuEventRecord")
+            _d.check(_on_device(self.device, handle, drv.cuEventRecord, ev._cu,
+                                drv.CUstream(handle)), "cuEventRecord")
             self.wait_event(ev)
 
     def __eq__(self, other) -> bool:
@@ -243,6 +248,29 @@ class Stream:
 _owned_streams: "weakref.WeakValueDictionary[int, Stream]" = weakref.WeakValueDictionary()
 _producer_streams: dict = {}        # (device, handle) -> Stream (of_producer)
 _PRODUCER = "long-lived producer stream"
+
+
+#: CUstream handles that name a stream of whichever context is current: 0 (the NULL stream),
+#: CU_STREAM_LEGACY and CU_STREAM_PER_THREAD
+_DEFAULT_HANDLES = (0, 1, 2)
+
+
+def _on_device(device, handle: int, fn, *args):
+    """``fn(*args)`` (a driver call about stream ``handle`` or an event of ``device``) from any
+    thread, leaving the thread's current context as it was.
+
+    A default stream handle means "of the current context", so its device's context must be
+    current (a new thread has none; another device's would silently name the wrong stream).
+    Any other handle names its own context; only a thread without a current context gets
+    CUDA_ERROR_INVALID_CONTEXT, and the call is retried with the device's context current."""
+    if handle in _DEFAULT_HANDLES:
+        with device.current():
+            return fn(*args)
+    ret = fn(*args)
+    if ret[0] == _d.drv.CUresult.CUDA_ERROR_INVALID_CONTEXT:
+        with device.current():
+            return fn(*args)
+    return ret
 
 
 def _ready(err, what: str) -> bool:
@@ -377,25 +405,29 @@ class Event:
                 raise ContextError("cannot record a simulated event on a CUDA stream")
             self._time = time.perf_counter()
             return self
-        _d.check(_d.drv.cuEventRecord(self._cu, stream._cu), "cuEventRecord")
+        _d.check(_on_device(stream.device, stream.handle, _d.drv.cuEventRecord, self._cu,
+                            stream._cu), "cuEventRecord")
         return self
 
     def query(self) -> bool:
         """True when the work before the record point has finished."""
         if self._cu is None:
             return True
-        return _ready(_d.drv.cuEventQuery(self._cu)[0], "cuEventQuery")
+        return _ready(_on_device(self.device, -1, _d.drv.cuEventQuery, self._cu)[0],
+                      "cuEventQuery")
 
     def synchronize(self) -> None:
         """Block until the event has completed (releases the GIL while waiting)."""
         if self._cu is not None:
-            _d.check(_d.drv.cuEventSynchronize(self._cu), "cuEventSynchronize")
+            _d.check(_on_device(self.device, -1, _d.drv.cuEventSynchronize, self._cu),
+                     "cuEventSynchronize")
 
     def elapsed_ms(self, end: "Event") -> float:
         """Milliseconds from this event to ``end`` (both recorded; created with ``timing=True``)."""
         if self._cu is None:
             return (end._time - self._time) * 1e3
-        return float(_d.check(_d.drv.cuEventElapsedTime(self._cu, end._cu), "cuEventElapsedTime"))
+        return float(_d.check(_on_device(self.device, -1, _d.drv.cuEventElapsedTime, self._cu,
+                                         end._cu), "cuEventElapsedTime"))
 
     @property
     def handle(self) -> int:
