@@ -185,19 +185,25 @@ class Stream:
         if self._capture is not None:
             raise SchedulingError("this stream is already capturing a CUDA graph")
         cap = Capture()
+        # marked before the driver call, unmarked after the end: another thread's
+        # synchronize_streams must never wait on a stream while it captures
+        self._capture = cap
         if self._cu is not None:
             drv = _d.drv
-            with self.device.current():
-                _d.check(drv.cuStreamBeginCapture(
-                    self._cu, drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED),
-                    "cuStreamBeginCapture")
-        self._capture = cap
+            try:
+                with self.device.current():
+                    _d.check(drv.cuStreamBeginCapture(
+                        self._cu, drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED),
+                        "cuStreamBeginCapture")
+            except BaseException:
+                self._capture = None
+                raise
         return cap
 
     def end_capture(self, keep: bool = True) -> Optional["GraphExec"]:
         """Stop recording. With ``keep``, instantiate the graph and return it (None on the
         simulator); otherwise discard it. Frees deferred during the capture happen here."""
-        cap, self._capture = self._capture, None
+        cap = self._capture
         if cap is None:
             raise SchedulingError("end_capture() without begin_capture()")
         try:
@@ -213,6 +219,7 @@ class Stream:
             _d.check((err,), "cuStreamEndCapture")
             return GraphExec(graph, self)
         finally:
+            self._capture = None
             cap.flush_deferred_frees()
 
     def wait_raw(self, handle: int) -> None:
@@ -248,6 +255,16 @@ class Stream:
 _owned_streams: "weakref.WeakValueDictionary[int, Stream]" = weakref.WeakValueDictionary()
 _producer_streams: dict = {}        # (device, handle) -> Stream (of_producer)
 _PRODUCER = "long-lived producer stream"
+
+
+def synchronize_streams(device) -> None:
+    """Wait for the work on every stream of ``device`` that tilejit knows (its own and the
+    producer streams it tracks) except those capturing a graph: ``Device.synchronize`` while
+    another thread captures, when the driver refuses a device-wide wait."""
+    streams = list(_owned_streams.values()) + list(_producer_streams.values())
+    for s in streams:
+        if s.device is device and s._cu is not None and s._capture is None:
+            s.synchronize()
 
 
 #: CUstream handles that name a stream of whichever context is current: 0 (the NULL stream),
@@ -441,4 +458,4 @@ def _destroy_event(cu) -> None:
         pass
 
 
-__all__ = ["Stream", "Event", "GraphExec"]
+__all__ = ["Stream", "Event", "GraphExec", "synchronize_streams"]
