@@ -2,6 +2,8 @@
 tests/gpu/test_multigpu.py) on two simulated devices, as ``TILEJIT_SIM_DEVICES=2`` gives them.
 Foreign arrays are ``__cuda_array_interface__`` objects over simulated memory (what the simulator
 can wrap in place); the distributed example runs under torchrun with gloo on CPU tensors."""
+import os
+import subprocess
 import sys
 
 import numpy as np
@@ -11,7 +13,7 @@ import tilejit as tile
 from tilejit import api
 from tilejit.runtime import backend
 from multidevice_cases import *  # noqa: F401,F403  (the test bodies and their fixtures)
-from multidevice_cases import EXAMPLE, Devices
+from multidevice_cases import EXAMPLE, ROOT, Devices
 
 
 class ForeignArray:
@@ -42,6 +44,8 @@ class SimulatedDevices(Devices):
         assert junk.device is tile.Device(device)
         return lambda: float(junk.to_numpy()[0])
 
+    distributed_on = "CPU processes (gloo)"
+
     def distributed_command(self):      # two ranks, gloo on CPU tensors, tilejit simulating
         return [sys.executable, "-m", "torch.distributed.run", "--standalone",
                 "--nproc_per_node=2", EXAMPLE, "--cpu"]
@@ -58,3 +62,14 @@ def test_the_fixture_gives_two_simulated_devices(multi):
     assert tile.Device.count() == 2
     assert [tile.Device(d).label for d in range(2)] == ["sim:0", "sim:1"]
     assert np.array_equal(multi.numpy(multi.array(np.arange(3.0), 1)), np.arange(3.0))
+
+
+def test_the_distributed_example_without_torch_says_it_skipped(tmp_path):
+    fake = tmp_path / "torch"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("raise ImportError('no torch here')\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), ROOT]))
+    r = subprocess.run([sys.executable, EXAMPLE], capture_output=True, text=True, timeout=120,
+                       env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().splitlines()[-1] == "skipped: PyTorch is not installed"

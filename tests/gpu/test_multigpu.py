@@ -46,6 +46,8 @@ class Gpus(Devices):
         assert torch.zeros(1, device="cuda").device.index == index
         return index
 
+    distributed_on = "GPUs (nccl)"
+
     def distributed_command(self):                  # spawns one process per GPU, NCCL
         return [sys.executable, EXAMPLE]
 
