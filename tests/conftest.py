@@ -7,6 +7,8 @@ import tempfile
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# test bodies shared by several test modules: their asserts explain failures as test modules' do
+pytest.register_assert_rewrite("multidevice_cases")
 
 # Every test session starts from an empty disk cache (cubins and the warm-start index), so compile
 # counts are the same on a fresh machine and on the tenth run; tests of the cache set their own.

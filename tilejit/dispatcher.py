@@ -448,7 +448,8 @@ class KernelLaunch(DeviceOp):
             t = a._tensor if type(a) is Partition else a
             if type(t) is Tensor:
                 return default_stream(t._storage.device)
-        return default_stream()
+        dev = _foreign.device_of(self.args)       # CuPy / __cuda_array_interface__ arrays
+        return default_stream(0 if dev is None else dev)
 
     def _launch_plain(self, stream, try_native=True):
         """Launch a kernel without constants or launch options: the native launcher when it

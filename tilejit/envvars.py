@@ -11,6 +11,7 @@ variable, the value and what it may be (instead of being silently ignored).
 ``TILEJIT_CACHE_SIZE``         its bound in bytes
 ``TILEJIT_TILEIRAS``           a tileiras binary; ``TILEJIT_TILEIRAS_TIMEOUT`` its time limit (s)
 ``TILEJIT_ARCH``               target architecture without a GPU (``sm_90``)
+``TILEJIT_SIM_DEVICES``        how many devices the simulator has (a whole number >= 1; default 1)
 ``TILEJIT_BYTECODE_VERSION``   pin the Tile IR bytecode version (``13.3``)
 ``TILEJIT_FULL_TRACEBACK``     a flag: compile errors keep tilejit's own frames in the traceback
 =============================  ===================================================================
@@ -61,4 +62,18 @@ def dump_stages() -> set:
     return stages
 
 
-__all__ = ["flag", "parse_flag", "dump_stages", "DUMP_STAGES", "EnvironmentVariableError"]
+def sim_devices() -> int:
+    """``TILEJIT_SIM_DEVICES``: the simulator's device count (unset or empty: 1)."""
+    raw = os.environ.get("TILEJIT_SIM_DEVICES", "")
+    v = raw.strip()
+    if not v:
+        return 1
+    if v.isdecimal() and int(v) >= 1:
+        return int(v)
+    raise EnvironmentVariableError(
+        f"TILEJIT_SIM_DEVICES={raw!r} is not understood; give the number of simulated devices as "
+        f"a whole number >= 1 (e.g. TILEJIT_SIM_DEVICES=2), or unset it for one device")
+
+
+__all__ = ["flag", "parse_flag", "dump_stages", "DUMP_STAGES", "EnvironmentVariableError",
+           "sim_devices"]

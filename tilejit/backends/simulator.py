@@ -1,24 +1,32 @@
-"""The simulator backend: the Tile IR module interpreted on the CPU (no compile, no GPU)."""
+"""The simulator backend: the Tile IR module interpreted on the CPU (no compile, no GPU), loaded
+per simulated device like a cubin per GPU."""
 from __future__ import annotations
 
 from ..compiler import SIM_TARGET
 
 
 class SimExecutable:
-    """A kernel prepared for the interpreter; launches run to completion before returning."""
+    """A kernel prepared for the interpreter and loaded on one simulated device: it sees the
+    simulated memory as that device does (another device's memory faults). Launches run to
+    completion before returning."""
 
-    __slots__ = ("kernel", "name")
+    __slots__ = ("kernel", "name", "memory")
     _native = None          # no C launch: the interpreter runs in Python
 
-    def __init__(self, kernel, name: str):
+    def __init__(self, kernel, name: str, memory=None):
         self.kernel = kernel
         self.name = name
+        self.memory = memory
 
     def launch(self, grid, params, stream) -> None:
-        self.kernel(grid, params)
+        if self.memory is None:         # a kernel of the whole address space (tests)
+            self.kernel(grid, params)
+        else:
+            self.kernel(grid, params, self.memory)
 
     def __repr__(self) -> str:
-        return f"<SimExecutable {self.name}>"
+        where = "" if self.memory is None else f" on sim:{self.memory.device}"
+        return f"<SimExecutable {self.name}{where}>"
 
 
 class SimulatorBackend:
@@ -33,7 +41,9 @@ class SimulatorBackend:
     @staticmethod
     def load(compiled, device) -> SimExecutable:
         from ..simulator import compile_function     # the interpreter loads on first use
-        return SimExecutable(compile_function(compiled.module, compiled.name), compiled.name)
+        from ..simulator.memory import memory
+        return SimExecutable(compile_function(compiled.module, compiled.name), compiled.name,
+                             memory.on_device(device.ordinal))
 
     def __repr__(self) -> str:
         return "<tilejit simulator backend>"

@@ -602,10 +602,10 @@ def check_launch_devices(infos, device, names: Optional[Sequence[str]] = None) -
     """TensorError when an array argument lives on another device than the launch's."""
     for k, info in enumerate(infos):
         st = info.storage
-        if st is not None and st.device is not device and not st.device.is_simulated:
+        if st is not None and st.device is not device:
             raise TensorError(
-                f"{_name(names, k)} is on cuda:{st.device.ordinal} but the launch runs on "
-                f"cuda:{device.ordinal}: every array of a launch must be on the launch's device. "
+                f"{_name(names, k)} is on {st.device.label} but the launch runs on "
+                f"{device.label}: every array of a launch must be on the launch's device. "
                 f"Copy it first (t.to({device.ordinal}) or api.dup(t, device={device.ordinal})), "
                 f"or launch on a stream of tile.Device({st.device.ordinal})")
 

@@ -3,6 +3,9 @@
 :func:`choose` decides from explicit inputs (testable); :func:`current` applies it to this process
 once and caches the answer. When the simulator is chosen a one-line notice goes to stderr, once.
 :func:`force` overrides the choice temporarily (tests, notebooks).
+
+:func:`sim_devices` is the simulator's device count: ``TILEJIT_SIM_DEVICES`` (default 1), read once
+like the backend, so multi-device code runs in CPU CI with the same rules as on several GPUs.
 """
 from __future__ import annotations
 
@@ -20,7 +23,8 @@ SIMULATOR = "simulator"
 _lock = threading.Lock()
 _current: Optional[str] = None
 _reason: str = ""
-_forced: list = []          # stack of forced backends (force() nests)
+_forced: list = []          # stack of forced (backend, simulated device count or None)
+_sim_devices: Optional[int] = None
 _notice_printed = False
 
 def choose(simulate_env: Optional[str], driver_ok: bool, device_count: int) -> Tuple[str, str]:
@@ -50,7 +54,7 @@ def _detect() -> Tuple[str, str]:
 def current() -> str:
     """The active backend, ``"cuda"`` or ``"simulator"`` (decided once, then cached)."""
     if _forced:
-        return _forced[-1]
+        return _forced[-1][0]
     global _current, _reason
     if _current is None:
         with _lock:
@@ -65,6 +69,18 @@ def current() -> str:
 
 def is_simulator() -> bool:
     return current() == SIMULATOR
+
+
+def sim_devices() -> int:
+    """How many devices the simulator backend has: ``TILEJIT_SIM_DEVICES`` (default 1; a bad
+    value raises ``EnvironmentVariableError`` each time it is asked), or what :func:`force` set."""
+    for _, n in reversed(_forced):
+        if n is not None:
+            return n
+    global _sim_devices
+    if _sim_devices is None:
+        _sim_devices = envvars.sim_devices()
+    return _sim_devices
 
 
 def reason() -> str:
@@ -83,11 +99,18 @@ def _print_notice(reason: str) -> None:
 
 
 @contextlib.contextmanager
-def force(backend: str):
-    """Run a block with ``backend`` active, whatever the machine has (tests, debugging)."""
+def force(backend: str, sim_devices: Optional[int] = None):
+    """Run a block with ``backend`` active, whatever the machine has (tests, debugging);
+    ``sim_devices``: the simulator's device count meanwhile (as ``TILEJIT_SIM_DEVICES``)."""
     if backend not in (CUDA, SIMULATOR):
         raise ValueError(f"unknown backend {backend!r}; expected 'cuda' or 'simulator'")
-    _forced.append(backend)
+    if sim_devices is not None:
+        if backend != SIMULATOR:
+            raise ValueError("sim_devices is the simulator's device count; force('simulator', "
+                             "sim_devices=n)")
+        if isinstance(sim_devices, bool) or not isinstance(sim_devices, int) or sim_devices < 1:
+            raise ValueError(f"sim_devices must be an int >= 1, got {sim_devices!r}")
+    _forced.append((backend, sim_devices))
     try:
         yield backend
     finally:
@@ -95,11 +118,13 @@ def force(backend: str):
 
 
 def _reset_for_tests() -> None:
-    global _current, _reason, _notice_printed
+    global _current, _reason, _notice_printed, _sim_devices
     with _lock:
         _current = None
+        _sim_devices = None
         _reason = ""
         _notice_printed = False
 
 
-__all__ = ["CUDA", "SIMULATOR", "choose", "current", "is_simulator", "reason", "force"]
+__all__ = ["CUDA", "SIMULATOR", "choose", "current", "is_simulator", "reason", "force",
+           "sim_devices"]

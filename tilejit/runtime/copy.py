@@ -148,8 +148,8 @@ def copy_tensor(dst, src, stream) -> None:
                           f"tensors contiguous; reshape a contiguous copy instead")
     if dst.size == 0:
         return
-    if dst.device is not src.device:
-        _copy_between_devices(dst, src, stream)
+    if dst.device is not src.device and not stream.is_simulated:
+        _copy_between_devices(dst, src, stream)   # simulated devices share the host's memory
         return
     dst.storage.use(stream)
     src.storage.use(stream)

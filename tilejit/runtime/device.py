@@ -1,8 +1,10 @@
 """``tile.Device``: one GPU (its primary CUDA context), or the simulated device of the simulator backend.
 
-``Device(0)`` returns the same object every time (per backend). Attributes never synchronize.
-On the simulator backend the device reports the architecture in ``TILEJIT_ARCH`` (default
-``sm_90``) so that compile keys and AOT builds stay meaningful without a GPU.
+``Device(n)`` returns the same object every time (per backend). Attributes never synchronize.
+On the simulator backend the devices report the architecture in ``TILEJIT_ARCH`` (default
+``sm_90``) so that compile keys and AOT builds stay meaningful without a GPU; there are
+``TILEJIT_SIM_DEVICES`` of them (default 1), with the rules of several GPUs: memory, streams and
+loaded kernels belong to one device, and a launch refuses arrays of another.
 """
 from __future__ import annotations
 
@@ -58,6 +60,8 @@ class Device:
         key = (be, ordinal)
         dev = cls._cache.get(key)
         if dev is not None:
+            if ordinal and dev.is_simulated:    # the count may have shrunk (backend.force)
+                _check_simulated_ordinal(ordinal)
             return dev
         with cls._cache_lock:
             dev = cls._cache.get(key)
@@ -82,8 +86,7 @@ class Device:
         self._attr_cache: Dict[str, int] = {}
         self._pool_ready = False
         if self.is_simulated:
-            if ordinal != 0:
-                raise ContextError(f"the simulator has one device (0); got Device({ordinal})")
+            _check_simulated_ordinal(ordinal)
             self._cu_dev = None
             self._ctx = None
             self._arch = _env_arch()
@@ -109,9 +112,9 @@ class Device:
 
     @staticmethod
     def count() -> int:
-        """Number of devices of the active backend (the simulator has exactly one)."""
+        """Number of devices of the active backend (the simulator's: ``TILEJIT_SIM_DEVICES``)."""
         if _backend.current() == _backend.SIMULATOR:
-            return 1
+            return _backend.sim_devices()
         return _d.device_count()
 
     @classmethod
@@ -250,6 +253,16 @@ class Device:
 
     def __reduce__(self):
         return (Device, (self.ordinal,))
+
+
+def _check_simulated_ordinal(ordinal: int) -> None:
+    n = _backend.sim_devices()
+    if not 0 <= ordinal < n:
+        fix = (f"set TILEJIT_SIM_DEVICES={ordinal + 1} before the first use of tilejit for more"
+               if ordinal > 0 else "ordinals start at 0")
+        raise ContextError(f"simulated device {ordinal} does not exist: the simulator has {n} "
+                           f"device(s) (TILEJIT_SIM_DEVICES={n}; valid ordinals: 0..{n - 1}); "
+                           f"{fix}")
 
 
 def _ctx_device_ordinal(cu_ctx) -> int:

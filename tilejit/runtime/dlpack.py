@@ -244,7 +244,7 @@ def from_dlpack(obj, *, stream=None, device=None):
     if isinstance(obj, Partition):
         raise TensorError("from_dlpack got a Partition; use p.tensor or p.unpartition()")
     if isinstance(obj, np.ndarray):
-        return _copy_from_host(obj)
+        return _copy_from_host(obj, stream, device)
     if hasattr(obj, "__dlpack__"):
         return _import_dlpack(obj, stream, device)
     if hasattr(obj, "__cuda_array_interface__"):
@@ -284,7 +284,7 @@ def _import_dlpack(obj, stream, device):
         if dev_type not in (kDLCPU, kDLCUDAHost):
             raise TensorError(f"cannot import a GPU array (DLPack device {dev_type}) on the "
                               f"simulator backend; copy it to the host first")
-        return _copy_from_host(_host_array(obj))
+        return _copy_from_host(_host_array(obj), stream, device)
     if dev_type not in (kDLCUDA, kDLCUDAManaged):
         raise TensorError(f"from_dlpack: unsupported DLPack device type {dev_type} (CUDA and CPU "
                           f"arrays are supported)")
@@ -374,7 +374,7 @@ def _host_array(obj) -> np.ndarray:
 def from_cuda_array_interface(obj, stream=None):
     """Wrap an object exposing ``__cuda_array_interface__`` (v2/v3) without copying."""
     simulated = _backend.current() == _backend.SIMULATOR
-    view = _foreign.view_of_cai(obj.__cuda_array_interface__, device=0 if simulated else None)
+    view = _foreign.view_of_cai(obj.__cuda_array_interface__)   # the device owning the pointer
     if not simulated:
         return _tensor_from_view(view, obj, stream, None)
     from ..simulator.memory import memory as sim
@@ -385,14 +385,19 @@ def from_cuda_array_interface(obj, stream=None):
                           f"device memory (on the simulator backend only tilejit memory can be "
                           f"wrapped)")
     nbytes = _layout.span_elements(view.shape, view.strides) * view.dtype.itemsize
-    st = Storage(view.ptr, nbytes, Device(0), None, obj)
+    st = Storage(view.ptr, nbytes, Device(view.device), None, obj)
     return Tensor._new(st, view.shape, view.strides, 0, view.dtype)
 
 
-def _copy_from_host(arr: np.ndarray):
-    """A device copy of a host array, queued on the device's internal stream (no sync needed)."""
+def _copy_from_host(arr: np.ndarray, stream=None, device=None):
+    """A device copy of a host array on ``device``, else on ``stream``'s device (a kernel's
+    launch: host arguments go to the launch's device), else on device 0; queued on that
+    device's internal stream (no sync needed)."""
     from .transfer import upload
-    dev = Device(0)
+    if device is not None:
+        dev = Device(device)
+    else:
+        dev = stream.device if isinstance(stream, Stream) else Device(0)
     with dev.current():
         return upload(np.asarray(arr), dev.internal_stream())
 

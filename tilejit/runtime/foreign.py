@@ -97,6 +97,18 @@ def torch_stream_of(values) -> Optional[Tuple[int, int]]:
     return None
 
 
+def device_of(values) -> Optional[int]:
+    """The device ordinal of the first foreign device array among ``values`` (a launch's
+    arguments; ``tile.partition`` wrappers looked through), or None."""
+    for v in values:
+        if getattr(type(v), "wraps_foreign", False):
+            v = v.value
+        view = read(v)
+        if view is not None and view.device >= 0:
+            return view.device
+    return None
+
+
 def _find_reader(tp: type) -> Optional[Callable]:
     root = (tp.__module__ or "").split(".", 1)[0]
     if root == "tilejit":
@@ -215,9 +227,14 @@ def view_of_cai(cai: dict, device: Optional[int] = None) -> View:
 
 
 def pointer_device(ptr: int) -> int:
-    """The CUDA ordinal that owns device pointer ``ptr`` (0 when it cannot be told)."""
+    """The CUDA ordinal (the simulated device's, on the simulator) that owns device pointer
+    ``ptr`` (0 when it cannot be told)."""
     if not ptr:
         return 0
+    from . import backend
+    if backend.current() == backend.SIMULATOR:
+        from ..simulator.memory import memory as sim
+        return sim.device_of(ptr) if sim.is_live(ptr) else 0
     from . import driver as _d
     try:
         drv = _d.drv

@@ -10,8 +10,9 @@ still be running (A has not been synchronized since), B is made to wait for A wi
 that is already known complete costs nothing; this keeps the launch hot path to two attribute loads
 per tensor argument in the common case.
 
-On the simulator backend the memory lives in :mod:`tilejit.simulator.memory` and is freed
-immediately (all simulated work is already complete).
+On the simulator backend the memory lives in :mod:`tilejit.simulator.memory` (which records the
+simulated device of each allocation) and is freed immediately (all simulated work is already
+complete).
 
 Ownership bookkeeping for the runtime checks that replace Rust's borrow checker also lives on the
 storage: ``leases`` (weak references to the partitions holding write leases on its bytes).
@@ -211,7 +212,7 @@ def allocate(nbytes: int, stream, device: Optional[Device] = None) -> Storage:
         raise ValueError(f"cannot allocate {nbytes} bytes")
     if device.is_simulated:
         from ..simulator.memory import memory as sim
-        ptr = sim.alloc(nbytes)
+        ptr = sim.alloc(nbytes, device.ordinal)
         st = Storage(ptr, nbytes, device, stream)
         st._finalizer = weakref.finalize(st, _free_simulated, ptr)
         st._finalizer.atexit = False

@@ -6,6 +6,12 @@ detected as a use-after-free instead of silently reading someone else's data). E
 backed by a NumPy ``uint8`` buffer. Allocations are separated by an unmapped guard gap, so running off
 the end of one buffer never lands inside the next one.
 
+Several simulated devices (``TILEJIT_SIM_DEVICES``) share this one address space, as GPUs share
+one virtual address space under CUDA's unified addressing: every allocation belongs to one device
+(``alloc(n, device=1)``, :meth:`SimulatedMemory.device_of`), host-side copies reach any of them,
+and a kernel sees memory through :meth:`SimulatedMemory.on_device`, which faults on another
+device's memory as a GPU kernel does without peer access.
+
 Kernel parameters (contract C1) carry these addresses exactly as a GPU kernel receives real pointers:
 ``base + sum(index_i * stride_i) * itemsize``. The interpreter therefore computes element addresses
 with ordinary int64 arithmetic and hands whole arrays of them to :meth:`SimulatedMemory.load` and
@@ -55,18 +61,21 @@ class SimulatedMemory:
         self._lock = threading.Lock()
         self._next = _FIRST_BASE
         self._buffers: Dict[int, np.ndarray] = {}       # base -> uint8 buffer (live allocations)
+        self._devices: Dict[int, int] = {}              # base -> device ordinal, where not 0
         self._freed: Dict[int, int] = {}                # base -> size (freed allocations, for messages)
         self._pending: collections.deque = collections.deque()   # released, not yet freed
         self._bytes_in_use = 0
         # Sorted lookup tables over live allocations, rebuilt lazily after alloc/free, as one
-        # immutable snapshot (bases, ends, buffers) that is replaced whole: a reader resolves its
-        # addresses and picks its buffers from the same snapshot, whatever other threads do.
+        # immutable snapshot (bases, ends, buffers, devices or None when all are on device 0)
+        # that is replaced whole: a reader resolves its addresses and picks its buffers from the
+        # same snapshot, whatever other threads do.
         self._dirty = True
-        self._snapshot = (np.zeros(0, np.int64), np.zeros(0, np.int64), [])
+        self._snapshot = (np.zeros(0, np.int64), np.zeros(0, np.int64), [], None)
 
     # --- allocation -------------------------------------------------------------------------------
-    def alloc(self, nbytes: int) -> int:
-        """Allocate ``nbytes`` (zero allowed) and return the base address (nonzero, 256-aligned).
+    def alloc(self, nbytes: int, device: int = 0) -> int:
+        """Allocate ``nbytes`` (zero allowed) on simulated ``device`` and return the base address
+        (nonzero, 256-aligned, unique across devices).
 
         The contents are *not* zeroed on a real GPU; here they are filled with a recognisable
         garbage pattern (0xCD) so that reading uninitialised memory shows up in tests.
@@ -80,6 +89,8 @@ class SimulatedMemory:
             base = self._next
             self._next = _round_up(base + max(nbytes, 1) + _GUARD, ALIGNMENT)
             self._buffers[base] = buf
+            if device:
+                self._devices[base] = int(device)
             self._bytes_in_use += nbytes
             self._dirty = True
         return base
@@ -117,6 +128,7 @@ class SimulatedMemory:
                 raise DeviceError(f"double free of simulated allocation 0x{addr:x}")
             raise DeviceError(f"free of 0x{addr:x}, which is not the base of a live simulated "
                               f"allocation")
+        self._devices.pop(addr, None)
         self._freed[addr] = buf.size
         if len(self._freed) > _FREED_HISTORY:            # keep messages cheap and memory bounded
             self._freed.pop(next(iter(self._freed)))
@@ -139,6 +151,16 @@ class SimulatedMemory:
         """``(base, nbytes)`` of the live allocation containing ``addr``; DeviceError if none."""
         base, buf = self._locate(int(addr), 0)
         return base, buf.size
+
+    def device_of(self, addr: int) -> int:
+        """The device ordinal of the live allocation containing ``addr``; DeviceError if none."""
+        base, _ = self._locate(int(addr), 0)
+        return self._devices.get(base, 0)
+
+    def on_device(self, device: int) -> "DeviceMemory":
+        """This memory as a kernel running on simulated ``device`` sees it (``load``/``store``
+        fault on other devices' allocations)."""
+        return DeviceMemory(self, int(device))
 
     @property
     def bytes_in_use(self) -> int:
@@ -184,47 +206,49 @@ class SimulatedMemory:
         return buf[start:start + nbytes]
 
     # --- vectorized element access (the interpreter's hot path) -----------------------------------
-    def load(self, addrs, np_dtype, mask=None, other=0) -> np.ndarray:
+    def load(self, addrs, np_dtype, mask=None, other=0, device=None) -> np.ndarray:
         """Gather elements: ``result[i] = *(np_dtype*)addrs[i]`` for every element of ``addrs``.
 
         ``addrs``: integer array (any shape, 0-d included) of byte addresses. ``mask``: optional
         bool array broadcastable to ``addrs``; lanes where it is False are not accessed (they may
         hold any address, even 0) and read as ``other``. Returns a new array of ``addrs.shape`` and
         ``np_dtype``. Raises DeviceError on a misaligned address or one outside every live
-        allocation (freed allocations included).
+        allocation (freed allocations included), or, when ``device`` is given, one on another
+        device.
         """
         dt = np.dtype(np_dtype)
         addrs = np.asarray(addrs, dtype=np.int64)
         flat = addrs.reshape(-1)
         if mask is None:
-            return self._gather(flat, dt).reshape(addrs.shape)
+            return self._gather(flat, dt, device).reshape(addrs.shape)
         lanes = np.flatnonzero(np.broadcast_to(np.asarray(mask, dtype=bool), addrs.shape))
         out = np.full(flat.size, np.asarray(other).astype(dt), dtype=dt)
         if lanes.size:
-            out[lanes] = self._gather(flat[lanes], dt)
+            out[lanes] = self._gather(flat[lanes], dt, device)
         return out.reshape(addrs.shape)
 
-    def store(self, addrs, values, np_dtype, mask=None) -> None:
+    def store(self, addrs, values, np_dtype, mask=None, device=None) -> None:
         """Scatter elements: ``*(np_dtype*)addrs[i] = values[i]`` where ``mask`` is True (or everywhere).
 
         ``values`` is broadcast to ``addrs.shape`` and converted to ``np_dtype`` (C-style cast).
         When several lanes write the same address the last one in C order wins (a GPU gives no
         such guarantee; kernels must not rely on it). Nothing is written if any unmasked lane is
-        out of bounds.
+        out of bounds (or, when ``device`` is given, on another device).
         """
         dt = np.dtype(np_dtype)
         addrs = np.asarray(addrs, dtype=np.int64)
         vals = np.broadcast_to(np.asarray(values).astype(dt, copy=False), addrs.shape).reshape(-1)
         flat = addrs.reshape(-1)
         if mask is None:
-            self._scatter(flat, vals, dt)
+            self._scatter(flat, vals, dt, device)
             return
         lanes = np.flatnonzero(np.broadcast_to(np.asarray(mask, dtype=bool), addrs.shape))
-        self._scatter(flat[lanes], vals[lanes], dt)
+        self._scatter(flat[lanes], vals[lanes], dt, device)
 
     # --- internals ---------------------------------------------------------------------------------
     def _tables(self):
-        """The current ``(bases, ends, buffers)`` snapshot (never mutated once published)."""
+        """The current ``(bases, ends, buffers, devices)`` snapshot (never mutated once
+        published; ``devices`` is None while every allocation is on device 0)."""
         if self._dirty or self._pending:
             with self._lock:
                 self._drain_locked()
@@ -232,15 +256,17 @@ class SimulatedMemory:
                     bases = sorted(self._buffers)
                     order = [self._buffers[b] for b in bases]
                     ends = [b + self._buffers[b].size for b in bases]
+                    devs = np.asarray([self._devices.get(b, 0) for b in bases], dtype=np.int64) \
+                        if self._devices else None
                     self._snapshot = (np.asarray(bases, dtype=np.int64),
-                                      np.asarray(ends, dtype=np.int64), order)
+                                      np.asarray(ends, dtype=np.int64), order, devs)
                     self._dirty = False
                 return self._snapshot
         return self._snapshot
 
     def _locate(self, addr: int, nbytes: int):
         """(base, buffer) of the live allocation holding [addr, addr + nbytes)."""
-        bases, ends, order = self._tables()
+        bases, ends, order, _ = self._tables()
         i = int(np.searchsorted(bases, addr, side="right")) - 1
         if i >= 0 and addr + nbytes <= int(ends[i]):
             return int(bases[i]), order[i]
@@ -248,7 +274,7 @@ class SimulatedMemory:
 
     def _resolve(self, addrs: np.ndarray, itemsize: int, tables):
         """Allocation index of every address in ``tables``; raises on the first bad one."""
-        bases, ends, _ = tables
+        bases, ends = tables[0], tables[1]
         idx = np.searchsorted(bases, addrs, side="right") - 1
         safe = np.maximum(idx, 0)
         ok = (idx >= 0) & (addrs + itemsize <= ends[safe]) if bases.size else np.zeros(
@@ -264,11 +290,14 @@ class SimulatedMemory:
                                   f"needs a {itemsize}-byte aligned address")
         return idx
 
-    def _groups(self, addrs: np.ndarray, itemsize: int):
-        """Yield (buffer, base, lane selector or None) per allocation touched by ``addrs``."""
+    def _groups(self, addrs: np.ndarray, itemsize: int, device=None):
+        """Yield (buffer, base, lane selector or None) per allocation touched by ``addrs``;
+        ``device``: the device of the kernel accessing them (None: the host)."""
         tables = self._tables()
         idx = self._resolve(addrs, itemsize, tables)
-        bases, _, order = tables
+        bases, _, order, devs = tables
+        if device is not None:
+            self._check_device(addrs, idx, devs, device)
         first = int(idx[0])
         if (idx == first).all():                       # common case: one allocation
             yield order[first], int(bases[first]), None
@@ -276,11 +305,23 @@ class SimulatedMemory:
         for k in np.unique(idx):
             yield order[int(k)], int(bases[int(k)]), idx == k
 
-    def _gather(self, addrs: np.ndarray, dt: np.dtype) -> np.ndarray:
+    @staticmethod
+    def _check_device(addrs: np.ndarray, idx: np.ndarray, devs, device: int) -> None:
+        on = devs[idx] if devs is not None else None
+        if on is None and device == 0 or on is not None and (on == device).all():
+            return
+        k = 0 if on is None else int(np.argmax(on != device))
+        other = 0 if on is None else int(on[k])
+        raise DeviceError(f"a kernel on simulated device {device} accessed 0x{int(addrs[k]):x}, "
+                          f"memory of simulated device {other}: a kernel may only access its own "
+                          f"device's memory (GPUs fault here without peer access); copy the data "
+                          f"first (t.to({device}))")
+
+    def _gather(self, addrs: np.ndarray, dt: np.dtype, device=None) -> np.ndarray:
         out = np.empty(addrs.shape, dtype=dt)
         if addrs.size == 0:
             return out
-        for buf, base, sel in self._groups(addrs, dt.itemsize):
+        for buf, base, sel in self._groups(addrs, dt.itemsize, device):
             typed = buf[:buf.size - buf.size % dt.itemsize].view(dt)
             if sel is None:
                 out[...] = typed[(addrs - base) // dt.itemsize]
@@ -288,10 +329,10 @@ class SimulatedMemory:
                 out[sel] = typed[(addrs[sel] - base) // dt.itemsize]
         return out
 
-    def _scatter(self, addrs: np.ndarray, vals: np.ndarray, dt: np.dtype) -> None:
+    def _scatter(self, addrs: np.ndarray, vals: np.ndarray, dt: np.dtype, device=None) -> None:
         if addrs.size == 0:
             return
-        for buf, base, sel in self._groups(addrs, dt.itemsize):
+        for buf, base, sel in self._groups(addrs, dt.itemsize, device):
             typed = buf[:buf.size - buf.size % dt.itemsize].view(dt)
             if sel is None:
                 typed[(addrs - base) // dt.itemsize] = vals
@@ -308,7 +349,7 @@ class SimulatedMemory:
             if base <= addr < base + max(size, 1):
                 return (f"use after free: {where} ({addr - base} bytes into freed allocation "
                         f"0x{base:x} of {size} bytes)")
-        bases, ends, _ = self._tables()
+        bases, ends = self._tables()[:2]
         i = int(np.searchsorted(bases, addr, side="right")) - 1
         if i >= 0:
             base, end = int(bases[i]), int(ends[i])
@@ -324,7 +365,27 @@ class SimulatedMemory:
         return f"out-of-bounds {where}: there is no live allocation"
 
 
+class DeviceMemory:
+    """:class:`SimulatedMemory` as a kernel on one simulated device sees it: ``load`` and
+    ``store`` fault on memory of other devices; everything else is the shared memory's."""
+
+    __slots__ = ("memory", "device")
+
+    def __init__(self, memory: SimulatedMemory, device: int):
+        self.memory = memory
+        self.device = device
+
+    def load(self, addrs, np_dtype, mask=None, other=0) -> np.ndarray:
+        return self.memory.load(addrs, np_dtype, mask, other, self.device)
+
+    def store(self, addrs, values, np_dtype, mask=None) -> None:
+        self.memory.store(addrs, values, np_dtype, mask, self.device)
+
+    def __getattr__(self, name):
+        return getattr(self.memory, name)
+
+
 #: The process-wide simulated address space used by the simulator backend.
 memory = SimulatedMemory()
 
-__all__ = ["SimulatedMemory", "memory", "ALIGNMENT"]
+__all__ = ["SimulatedMemory", "DeviceMemory", "memory", "ALIGNMENT"]
