@@ -209,7 +209,7 @@ class Emitter:
         b = self.b
         dt = x.dtype
         if dt.is_float:
-            return TV(b.unary("floor", b.divf(x.value, y.value)), dt)
+            return self._float_divmod(x, y, "div")
         rounding = "negative_inf" if dt.is_signed else "zero"
         return TV(b.binary("divi", x.value, y.value, signedness=_sign(dt), rounding=rounding), dt)
 
@@ -218,16 +218,48 @@ class Emitter:
         b = self.b
         dt = x.dtype
         if dt.is_float:
-            r = TV(b.binary("remf", x.value, y.value), dt)
-        else:
-            r = TV(b.binary("remi", x.value, y.value, signedness=_sign(dt)), dt)
-            if not dt.is_signed:
-                return r
+            return self._float_divmod(x, y, "mod")
+        r = TV(b.binary("remi", x.value, y.value, signedness=_sign(dt)), dt)
+        if not dt.is_signed:
+            return r
         zero = self.const(0, dt, r.shape)
         r_nz = self.compare("!=", r, zero)
         diff = self.compare("!=", self.compare("<", r, zero), self.compare("<", y, zero))
         fix = TV(b.binary("andi", r_nz.value, diff.value), D.bool_)
         return self.where(fix, self.binary("+", r, y, dt), r)
+
+    def _float_divmod(self, x: TV, y: TV, want: str) -> TV:
+        """``np.floor_divide`` (``want="div"``) or ``np.remainder`` (``"mod"``) of two floats
+        of one dtype, step for step as NumPy's ``npy_divmod`` computes them, so every edge
+        (infinities, NaN, signed zeros, a zero divisor) gives NumPy's bits. float16/bfloat16
+        compute in float32 and round once, as NumPy and ml_dtypes do."""
+        dt = x.dtype
+        cd = D.float32 if dt.bits < 32 else dt
+        a, b = self.cast(x, cd), self.cast(y, cd)
+        zero = self.const(0, cd, a.shape)
+        mod = TV(self.b.binary("remf", a.value, b.value), cd)             # C's fmod
+        # the remainder takes the divisor's sign; NaN counts as nonzero, as in C
+        signs_differ = self.binary("^", self.compare("<", b, zero), self.compare("<", mod, zero),
+                                   D.bool_)
+        fix = self.binary("&", self.compare("!=", mod, zero), signs_differ, D.bool_)
+        if want == "mod":
+            mod = self.where(fix, self.binary("+", mod, b, cd), mod)
+            signed_zero = self.where(self.compare("<", b, zero), self.const(-0.0, cd, a.shape),
+                                     zero)
+            return self.cast(self.where(self.compare("==", mod, zero), signed_zero, mod), dt)
+        one = self.const(1, cd, a.shape)
+        div = self.binary("/", self.binary("-", a, mod, cd), b, cd)       # exact multiple of b
+        div = self.where(fix, self.binary("-", div, one, cd), div)
+        floor = TV(self.b.unary("floor", div.value), cd)
+        half = self.const(0.5, cd, a.shape)
+        floor = self.where(self.compare(">", self.binary("-", div, floor, cd), half),
+                           self.binary("+", floor, one, cd), floor)
+        q = self.binary("/", a, b, cd)
+        q_neg = self.compare("<", self.bitcast(q, D.int32 if cd.bits == 32 else D.int64),
+                             self.const(0, D.int32 if cd.bits == 32 else D.int64, a.shape))
+        floor = self.where(self.compare("==", div, zero),                 # copysign(0, a / b)
+                           self.where(q_neg, self.const(-0.0, cd, a.shape), zero), floor)
+        return self.cast(self.where(self.compare("==", b, zero), q, floor), dt)
 
     def power(self, x: TV, y: TV) -> TV:
         if not x.dtype.is_float:
