@@ -519,21 +519,34 @@ def scan(t, axis, fn, identity, reverse=False):
 
 # --------------------------------------------------------------------------------------------------
 # Matmul
+#: ``input_precision`` values of :func:`mma` / :func:`matmul` (Triton's names; "float32" is
+#: another name for "ieee").
+INPUT_PRECISIONS = ("ieee", "float32", "tf32", "tf32x3")
+
+
 @_stub
-def mma(a, b, acc):
+def mma(a, b, acc, input_precision=None):
     """Matrix multiply-accumulate ``a @ b + acc``.
 
     2-D: ``a (M, K)``, ``b (K, N)``, ``acc (M, N)``; 3-D batched with a leading batch axis.
     ``a`` and ``b`` share a dtype: float16 / bfloat16 / tfloat32 / float32 / float8 with a float32
     accumulator (float16 and float8 inputs also allow float16), float64 with float64, int8 /
-    uint8 with int32. Returns a tile of ``acc``'s type.
+    uint8 (mixed too) with int32. Returns a tile of ``acc``'s type.
+
+    ``input_precision`` chooses how float32 inputs multiply (other input dtypes ignore it, as
+    in Triton): ``None``, ``"ieee"`` or ``"float32"`` multiply in float32 (the default);
+    ``"tf32"`` rounds both inputs to tfloat32 first (about 1e-3 relative error, many times
+    faster on tensor cores, the same as ``.astype(tile.tfloat32)``); ``"tf32x3"`` splits each
+    input into two tfloat32 parts and sums three tf32 products (close to float32 accuracy at
+    about a third of tf32's speed).
     """
 
 
 @_stub
-def matmul(a, b):
+def matmul(a, b, input_precision=None):
     """``a @ b``: accumulates in float32 / int32 and returns float16, bfloat16, float32 or float64
-    for those inputs, float32 for tfloat32 and float8 inputs, int32 for int8 / uint8 inputs."""
+    for those inputs, float32 for tfloat32 and float8 inputs, int32 for int8 / uint8 inputs.
+    ``input_precision`` as in :func:`mma` (the ``@`` operator uses the default, float32)."""
 
 
 # --------------------------------------------------------------------------------------------------

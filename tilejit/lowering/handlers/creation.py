@@ -1,6 +1,7 @@
 """Tile creation: zeros, ones, full, arange."""
 from __future__ import annotations
 
+from ... import dtypes as D
 from ...dtypes import DType
 from ...typing.templates.creation import arange_range
 from ...typing.types import TileType as NbTile
@@ -19,6 +20,8 @@ def _full(lw, info, args, rty):
             return lw.em.broadcast(lw.em.cast(v, d), shape)
     else:
         v = 0 if info.op == "tile.zeros" else 1
+    if d.is_fp8:                # no float8 constants in Tile IR: a float32 one, converted
+        return lw.em.cast(lw.em.const(v, D.float32, shape), d)
     return lw.em.const(v, d, shape)
 
 
