@@ -213,6 +213,12 @@ class Emitter:
         rounding = "negative_inf" if dt.is_signed else "zero"
         return TV(b.binary("divi", x.value, y.value, signedness=_sign(dt), rounding=rounding), dt)
 
+    def ceildiv(self, x: TV, y: TV, dt: DType) -> TV:
+        """Integer ``ceil(x / y)`` in ``dt``, exact for every sign (the host's ``-(-x // y)``)."""
+        x, y = self._same(x, y, dt)
+        return TV(self.b.binary("divi", x.value, y.value, signedness=_sign(dt),
+                                rounding="positive_inf"), dt)
+
     def mod(self, x: TV, y: TV) -> TV:
         """Python's modulo: the result takes the sign of the divisor."""
         b = self.b

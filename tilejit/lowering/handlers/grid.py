@@ -6,7 +6,6 @@ from ..emit import TV
 from . import dt_of, handles
 
 
-
 @handles("tile.bid")
 def _bid(lw, info, args, rty):
     return lw.bid(lw.static_arg(info, args, "axis"))
@@ -25,7 +24,4 @@ def _num_blocks(lw, info, args, rty):
 @handles("tile.cdiv")
 def _cdiv(lw, info, args, rty):
     d = dt_of(rty)
-    a = lw.tv(lw.arg(args, "a"), d)
-    b = lw.tv(lw.arg(args, "b"), d)
-    one = lw.em.const(1, d)
-    return lw.em.floordiv(lw.em.binary("-", lw.em.binary("+", a, b, d), one, d), b)
+    return lw.em.ceildiv(lw.tv(lw.arg(args, "a"), d), lw.tv(lw.arg(args, "b"), d), d)
