@@ -563,7 +563,9 @@ def permute(t, axes):
 
 @_stub
 def transpose(t, axes=None):
-    """Reverse the axes (``t.T``), or permute them like :func:`permute` when ``axes`` is given."""
+    """Reverse the axes (``t.T``), or permute them like :func:`permute` when ``axes`` is given.
+    The method takes NumPy's spellings: ``t.transpose()``, ``t.transpose(1, 0, 2)`` and
+    ``t.transpose((1, 0, 2))``; negative axes count from the end."""
 
 
 @_stub

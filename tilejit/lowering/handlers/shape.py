@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from ... import dtypes as D
+from ...typing.templates.shape import permutation, transpose_axes
 from ..emit import TV
 from . import dt_of, handles
-
 
 
 # --- shapes ----------------------------------------------------------------------------------
@@ -15,18 +15,17 @@ def _reshape(lw, info, args, rty):
 
 @handles("tile.permute", "Tile.permute")
 def _permute(lw, info, args, rty):
-    return lw.em.permute(lw.tv(lw.arg(args, "t")), lw.static_arg(info, args, "axes"))
+    t = lw.tv(lw.arg(args, "t"))
+    return lw.em.permute(t, permutation(lw.static_arg(info, args, "axes"), len(t.shape),
+                                        "permute"))
 
 
 @handles("tile.transpose", "Tile.transpose")
 def _transpose(lw, info, args, rty):
     t = lw.tv(lw.arg(args, "t"))
-    axes = lw.static_arg(info, args, "axes", None)
-    if isinstance(axes, tuple) and len(axes) == 0:
-        axes = None
-    if axes is None:
-        axes = tuple(reversed(range(len(t.shape))))
-    return lw.em.permute(t, axes)
+    axes = lw.arg(args, "axes")                  # *axes: a tuple; tile.transpose: one value
+    return lw.em.permute(t, transpose_axes(axes if isinstance(axes, tuple) else (axes,),
+                                           len(t.shape)))
 
 
 @handles("tile.broadcast_to", "Tile.broadcast_to")
