@@ -39,6 +39,12 @@ def dt_of(rty) -> DType:
     return dtype_of(rty)
 
 
+def shape_arg(lw, info, args, name: str = "shape") -> tuple:
+    """A static shape argument as a tuple (an int is a one-dimensional shape, as in NumPy)."""
+    shape = lw.static_arg(info, args, name)
+    return (shape,) if isinstance(shape, int) else tuple(shape)
+
+
 def padding_arg(lw, info, args) -> Optional[str]:
     """The Tile IR padding value of a ``padding=`` argument (None: no padding)."""
     pad = lw.static_arg(info, args, "padding", L.PaddingMode.ZERO)
