@@ -8,7 +8,7 @@ from ... import dtypes as dt
 from ... import language
 from ..context import TILE_METADATA, registry
 from ..diagnostics import TileTypingError, describe_type
-from ..types import EnumClassType, EnumMemberType, TileType, dtype_of, is_scalar
+from ..types import EnumClassType, TileType, dtype_of, enum_member_type, is_scalar
 from ._base import function_rule, int_arg, is_none, static_value, NOT_STATIC
 
 
@@ -74,4 +74,4 @@ class EnumClassAttributes(AttributeTemplate):
 
     def generic_resolve(self, ty, attr):
         member = ty.enum_cls.__members__.get(attr)
-        return EnumMemberType(member) if member is not None else None
+        return enum_member_type(member) if member is not None else None
