@@ -21,6 +21,7 @@ from __future__ import annotations
 import enum
 import functools
 import inspect
+import re
 import typing as _typing
 
 from .errors import TileJitError
@@ -600,9 +601,19 @@ def bitcast(t, dtype):
 
 # --------------------------------------------------------------------------------------------------
 # Misc
+#: One C ``printf`` conversion: flags, width, precision, length modifier (ignored), letter.
+PRINTF_SPEC = re.compile(r"%(?P<flags>[-+ #0]*)(?P<width>\d+)?(?:\.(?P<prec>\d*))?"
+                         r"(?P<len>hh|h|ll|l|L|q|j|z|t)?(?P<conv>[diouxXeEfFgGaAcsp%])")
+#: Conversions of integer (and bool) arguments, and of float arguments.
+PRINTF_INT, PRINTF_FLOAT = "diouxXcp", "eEfFgGaA"
+
+
 @_stub
 def printf(fmt, *args):
-    """Device printf: ``fmt`` a constant string, ``args`` tiles or scalars (printed element-wise)."""
+    """Device printf: ``fmt`` a constant string, ``args`` tiles or scalars (printed element-wise).
+    Integer and bool arguments take ``%d %i %u %x %X %o %c``, float arguments ``%f %e %g %a``
+    (with C's flags, width and precision); a mismatch is a compile error, since C would print
+    garbage or truncated values."""
 
 
 @_stub

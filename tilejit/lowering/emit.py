@@ -103,16 +103,8 @@ class Emitter:
     def cast(self, x: TV, to: DType, rounding: Optional[str] = None) -> TV:
         """``x.astype(to)`` with NumPy semantics (float->int truncates toward zero;
         int/float->bool is ``!= 0``; bool->number is 0/1). ``rounding`` (a Tile IR rounding
-        keyword) applies to float->float conversions; tileiras supports only the default for the
-        others."""
-        if rounding not in (None, "nearest_even"):
-            if not (x.dtype.is_float and to.is_float):
-                raise TypingError(f"astype: rounding_mode {rounding!r} only applies to float -> "
-                                  f"float conversions ({x.dtype} -> {to} always rounds "
-                                  f"{'to nearest even' if to.is_float else 'toward zero'})")
-            if rounding not in ("zero", "negative_inf", "positive_inf"):
-                raise TypingError(f"astype: rounding_mode must be RN, RZ, RM or RP for float "
-                                  f"conversions, got {rounding!r}")
+        keyword) applies to float->float conversions (typing refuses it elsewhere: tileiras
+        supports only the default for the others)."""
         fr = x.dtype
         if fr is to:
             return x
@@ -164,8 +156,8 @@ class Emitter:
         x, y = self._same(x, y, dt)
         b = self.b
         fl = dt.is_float
-        if dt.is_bool and op in ("+", "*", "-"):
-            raise TypingError(f"operator {op!r} is not defined for bool tiles; use | & ^")
+        if dt.is_bool and op in ("+", "*"):
+            op = "|" if op == "+" else "&"            # NumPy: True + True is True (logical or)
         if op == "+":
             r = b.addf(x.value, y.value) if fl else b.binary("addi", x.value, y.value)
         elif op == "-":
