@@ -121,3 +121,15 @@ def test_api_arange_keeps_the_dtype_forms():
         api.arange(1, 5, 0)
     with pytest.raises(TypeError, match="pass the dtype as dtype="):
         api.arange(2, 7, tile.float32)
+
+
+def test_errors_raised_while_lowering_point_at_the_statement(monkeypatch):
+    """An emitter's error (raised without a location) still names the user's file and line."""
+    from tilejit.lowering.emit import Emitter
+
+    def refuse(self, x):
+        raise tile.TypingError("refused by the emitter")
+    monkeypatch.setattr(Emitter, "absolute", refuse)
+    with pytest.raises(tile.TypingError, match="refused by the emitter") as e:
+        run("    z.store(abs(t))\n", tile.float32, F16)
+    assert ">:7: refused by the emitter" in str(e.value) and "^^^" in str(e.value)

@@ -448,6 +448,10 @@ cosh = _unary_math("cosh", "hyperbolic cosine")
 tanh = _unary_math("tanh", "hyperbolic tangent")
 floor = _unary_math("floor", "floor (largest integral value <= x)")
 ceil = _unary_math("ceil", "ceiling (smallest integral value >= x)")
+#: The one-argument math functions, in one place: their typing rules, lowering handlers and the
+#: emitter's check all read this tuple (a new one is added here and in ``__all__``).
+UNARY_MATH = tuple(f.__tile_stub__ for f in (exp, exp2, log, log2, sqrt, rsqrt, sin, cos, tan, sinh,
+                                             cosh, tanh, floor, ceil))
 
 
 @_stub

@@ -15,6 +15,7 @@ from typing import Optional, Tuple
 import numpy as np
 
 from .. import dtypes as D
+from .. import language as L
 from ..dtypes import DType
 from ..errors import TypingError
 from ..tileir import Builder, TileType, Value
@@ -328,9 +329,6 @@ class Emitter:
         a, b = self.broadcast(a, shape), self.broadcast(b, shape)
         return TV(self.b.select(c.value, a.value, b.value), dt)
 
-    _FLOAT_UNARY = {"exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tan", "sinh",
-                    "cosh", "tanh", "floor", "ceil"}
-
     _FTZ_ATTR = {"exp2", "rsqrt", "sqrt"}      # flush_to_zero is an attribute of these ops
 
     def math(self, fn: str, x: TV, rounding: Optional[str] = None, ftz: bool = False) -> TV:
@@ -346,7 +344,7 @@ class Emitter:
         attrs = {"flush_to_zero": True} if ftz and fn in self._FTZ_ATTR else {}
         if fn == "isnan":
             return TV(b.cmpf("not_equal", x.value, x.value, "unordered"), D.bool_)
-        if fn not in self._FLOAT_UNARY:
+        if fn not in L.UNARY_MATH:
             raise TypingError(f"unknown math function {fn!r}")
         if ftz and not attrs:
             x = self.flush_subnormals(x)

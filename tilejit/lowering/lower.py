@@ -35,7 +35,7 @@ from ..typing.types import TileType as NbTile, dtype_of
 from . import regions as R
 from .abi import ArrayParam, ScalarParam, ViewRef, build_entry
 from .control import ControlFlow, _is_static_type
-from .handlers import CALLS
+from .handlers import handler_of
 from .emit import TV, Emitter, elem
 
 if TYPE_CHECKING:
@@ -60,6 +60,11 @@ _BINOPS = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.tru
            operator.irshift: ">>"}
 _COMPARES = {operator.lt: "<", operator.le: "<=", operator.gt: ">", operator.ge: ">=",
              operator.eq: "==", operator.ne: "!="}
+#: Typed calls the walker lowers itself (operators, ``range`` loops, indexing) instead of a
+#: handler; tests/test_op_registry.py checks every other typing rule against ``handler_of``.
+WALKER_CALLS = frozenset(_BINOPS) | frozenset(_COMPARES) | {
+    operator.matmul, operator.imatmul, operator.neg, operator.pos, operator.invert,
+    operator.not_, range, operator.getitem, "static_getitem"}
 
 
 class Lowering(ControlFlow):
@@ -115,7 +120,12 @@ class Lowering(ControlFlow):
     # ================================================================================== driver
     def run(self) -> Module:
         start = len(self.fn.body.ops)
-        self.region(self.sk.body)
+        try:
+            self.region(self.sk.body)
+        except CompileError as e:
+            if e.loc is None:            # raised by an emitter: point at the statement lowered
+                e.loc = self.loc
+            raise
         if not self.fn.body.ops or self.fn.body.ops[-1].name != "return":
             self.b.return_()
         body = self.fn.body
@@ -430,7 +440,7 @@ class Lowering(ControlFlow):
             vals = [self.static(a) for a in e.args]
             return fnval(*vals)
         info = self.call_info(e)
-        handler = CALLS.get(info.op)
+        handler = handler_of(info.stub, info.op)
         if handler is None:
             raise self.error(f"{info.op} is not supported by the Tile IR lowering yet",
                              UnsupportedError)
