@@ -48,6 +48,18 @@ def bitwise_mismatches(got: np.ndarray, want: np.ndarray) -> np.ndarray:
     return np.nonzero(~same)[0]
 
 
+def check_floordiv_mod(a: np.ndarray, b: np.ndarray) -> None:
+    """Assert that a kernel's ``a // b`` and ``a % b`` have NumPy's bits, naming the first
+    mismatches."""
+    q, r = run_floordiv_mod(a, b)
+    with np.errstate(all="ignore"):
+        want_q, want_r = np.floor_divide(a, b), np.remainder(a, b)
+    for got, want, op in ((q, want_q, "//"), (r, want_r, "%")):
+        bad = bitwise_mismatches(got, want)
+        assert not len(bad), [f"{a[i]!r} {op} {b[i]!r}: {got[i]!r}, NumPy {want[i]!r}"
+                              for i in bad[:10]]
+
+
 # --- float32 matmul -----------------------------------------------------------------------------
 PRECISIONS = (None, "ieee", "float32", "tf32", "tf32x3", "astype")
 

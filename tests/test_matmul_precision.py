@@ -71,17 +71,21 @@ def _mma_kernel(expr):
     return ns["k"]
 
 
-@pytest.mark.parametrize("value", ["'bf16x3'", "'TF32'", "1", "True"])
-def test_unknown_input_precision_is_refused(value):
-    k = _mma_kernel(f"tile.mma(ta, tb, tile.zeros((16, 16), tile.float32), "
-                    f"input_precision={value})")
-    a = api.zeros((16, 32), tile.float32).sync()
-    b = api.zeros((32, 16), tile.float32).sync()
+def _refused(expr, a_dtype, b_dtype, match):
+    """``expr`` (of tiles ta (16, 32) and tb (32, 16)) is a typing error at the kernel's line 5."""
+    k = _mma_kernel(expr)
+    a, b = api.zeros((16, 32), a_dtype).sync(), api.zeros((32, 16), b_dtype).sync()
     z = api.zeros((16, 16), tile.float32).sync()
-    with pytest.raises(tile.TypingError, match=r"input_precision must be None or one of 'ieee', "
-                                               r"'float32', 'tf32', 'tf32x3'") as e:
+    with pytest.raises(tile.TypingError, match=match) as e:
         k(z.partition((16, 16)), a, b).sync()
     assert "line 5" in str(e.value)
+
+
+@pytest.mark.parametrize("value", ["'bf16x3'", "'TF32'", "1", "True"])
+def test_unknown_input_precision_is_refused(value):
+    _refused(f"tile.mma(ta, tb, tile.zeros((16, 16), tile.float32), input_precision={value})",
+             tile.float32, tile.float32,
+             r"input_precision must be None or one of 'ieee', 'float32', 'tf32', 'tf32x3'")
 
 
 def test_input_precision_is_ignored_for_other_input_dtypes():
@@ -110,11 +114,6 @@ def test_int8_times_uint8_multiplies_exactly():
 
 
 def test_mixed_float8_formats_are_a_typing_error():
-    k = _mma_kernel("tile.mma(ta, tb, tile.zeros((16, 16), tile.float32))")
-    a = api.zeros((16, 32), tile.float8_e4m3fn).sync()
-    b = api.zeros((32, 16), tile.float8_e5m2).sync()
-    z = api.zeros((16, 16), tile.float32).sync()
-    with pytest.raises(tile.TypingError, match=r"a is float8_e4m3fn and b is float8_e5m2.*"
-                                               r"b\.astype\(tile\.float8_e4m3fn\)") as e:
-        k(z.partition((16, 16)), a, b).sync()
-    assert "line 5" in str(e.value)
+    _refused("tile.mma(ta, tb, tile.zeros((16, 16), tile.float32))", tile.float8_e4m3fn,
+             tile.float8_e5m2,
+             r"a is float8_e4m3fn and b is float8_e5m2.*b\.astype\(tile\.float8_e4m3fn\)")
