@@ -123,12 +123,30 @@ def fill(tensor, value) -> DeviceOp:
     return _Fill(tensor, value)
 
 
-def arange(n: int, dtype=_dt.int64) -> DeviceOp:
-    """``[0, 1, ..., n-1]`` as a new 1-D tensor."""
+def arange(start, stop=None, step=None, dtype=None) -> DeviceOp:
+    """``np.arange``'s values, ``start, start + step, ...`` up to ``stop`` (excluded), as a new
+    1-D tensor: ``arange(n)`` is ``0 .. n-1``, ``arange(5, 0)`` is empty. The dtype is int64 for
+    int bounds, float64 when one is a float (as NumPy); ``arange(n, dtype)`` also works."""
     from ._kernels import creation
-    if int(n) < 0:
-        raise TensorError(f"api.arange: n must be >= 0, got {n}")
-    return _Construct((int(n),), dtype, lambda z, ctx: creation.arange(z)._execute(ctx), "arange")
+    if step is None and dtype is None and stop is not None and \
+            not isinstance(stop, (int, float, np.number)):
+        stop, dtype = None, stop                     # arange(n, tile.float32)
+    if stop is None:
+        start, stop = 0, start
+    step = 1 if step is None else step
+    if not all(isinstance(v, (int, float, np.number)) for v in (start, stop, step)):
+        raise TypeError(f"api.arange: start, stop and step must be numbers, got "
+                        f"{(start, stop, step)}; pass the dtype as dtype=...")
+    if step == 0:
+        raise TensorError("api.arange: step must not be zero")
+    ints = all(isinstance(v, (int, np.integer)) for v in (start, stop, step))
+    n = max(0, -((start - stop) // step) if ints else int(np.ceil((stop - start) / step)))
+    dtype = _dt.as_dtype(dtype) if dtype is not None else (_dt.int64 if ints else _dt.float64)
+    if start == 0 and step == 1:
+        return _Construct((n,), dtype, lambda z, ctx: creation.arange(z)._execute(ctx), "arange")
+    # start + i * step in float64 (linspace's kernel; its last-element fix-up never applies)
+    return _Construct((n,), dtype, lambda z, ctx: creation.linspace(
+        z, np.float64(start), np.float64(step), n + 1, np.float64(0))._execute(ctx), "arange")
 
 
 def linspace(start: float, stop: float, n: int, dtype=_dt.float32) -> DeviceOp:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import enum
 import functools
 import inspect
+import re
 import typing as _typing
 
 from .errors import TileJitError
@@ -447,6 +448,10 @@ cosh = _unary_math("cosh", "hyperbolic cosine")
 tanh = _unary_math("tanh", "hyperbolic tangent")
 floor = _unary_math("floor", "floor (largest integral value <= x)")
 ceil = _unary_math("ceil", "ceiling (smallest integral value >= x)")
+#: The one-argument math functions, in one place: their typing rules, lowering handlers and the
+#: emitter's check all read this tuple (a new one is added here and in ``__all__``).
+UNARY_MATH = tuple(f.__tile_stub__ for f in (exp, exp2, log, log2, sqrt, rsqrt, sin, cos, tan, sinh,
+                                             cosh, tanh, floor, ceil))
 
 
 @_stub
@@ -519,21 +524,34 @@ def scan(t, axis, fn, identity, reverse=False):
 
 # --------------------------------------------------------------------------------------------------
 # Matmul
+#: ``input_precision`` values of :func:`mma` / :func:`matmul` (Triton's names; "float32" is
+#: another name for "ieee").
+INPUT_PRECISIONS = ("ieee", "float32", "tf32", "tf32x3")
+
+
 @_stub
-def mma(a, b, acc):
+def mma(a, b, acc, input_precision=None):
     """Matrix multiply-accumulate ``a @ b + acc``.
 
     2-D: ``a (M, K)``, ``b (K, N)``, ``acc (M, N)``; 3-D batched with a leading batch axis.
     ``a`` and ``b`` share a dtype: float16 / bfloat16 / tfloat32 / float32 / float8 with a float32
     accumulator (float16 and float8 inputs also allow float16), float64 with float64, int8 /
-    uint8 with int32. Returns a tile of ``acc``'s type.
+    uint8 (mixed too) with int32. Returns a tile of ``acc``'s type.
+
+    ``input_precision`` chooses how float32 inputs multiply (other input dtypes ignore it, as
+    in Triton): ``None``, ``"ieee"`` or ``"float32"`` multiply in float32 (the default);
+    ``"tf32"`` rounds both inputs to tfloat32 first (about 1e-3 relative error, many times
+    faster on tensor cores, the same as ``.astype(tile.tfloat32)``); ``"tf32x3"`` splits each
+    input into two tfloat32 parts and sums three tf32 products (close to float32 accuracy at
+    about a third of tf32's speed).
     """
 
 
 @_stub
-def matmul(a, b):
+def matmul(a, b, input_precision=None):
     """``a @ b``: accumulates in float32 / int32 and returns float16, bfloat16, float32 or float64
-    for those inputs, float32 for tfloat32 and float8 inputs, int32 for int8 / uint8 inputs."""
+    for those inputs, float32 for tfloat32 and float8 inputs, int32 for int8 / uint8 inputs.
+    ``input_precision`` as in :func:`mma` (the ``@`` operator uses the default, float32)."""
 
 
 # --------------------------------------------------------------------------------------------------
@@ -550,7 +568,9 @@ def permute(t, axes):
 
 @_stub
 def transpose(t, axes=None):
-    """Reverse the axes (``t.T``), or permute them like :func:`permute` when ``axes`` is given."""
+    """Reverse the axes (``t.T``), or permute them like :func:`permute` when ``axes`` is given.
+    The method takes NumPy's spellings: ``t.transpose()``, ``t.transpose(1, 0, 2)`` and
+    ``t.transpose((1, 0, 2))``; negative axes count from the end."""
 
 
 @_stub
@@ -585,9 +605,19 @@ def bitcast(t, dtype):
 
 # --------------------------------------------------------------------------------------------------
 # Misc
+#: One C ``printf`` conversion: flags, width, precision, length modifier (ignored), letter.
+PRINTF_SPEC = re.compile(r"%(?P<flags>[-+ #0]*)(?P<width>\d+)?(?:\.(?P<prec>\d*))?"
+                         r"(?P<len>hh|h|ll|l|L|q|j|z|t)?(?P<conv>[diouxXeEfFgGaAcsp%])")
+#: Conversions of integer (and bool) arguments, and of float arguments.
+PRINTF_INT, PRINTF_FLOAT = "diouxXcp", "eEfFgGaA"
+
+
 @_stub
 def printf(fmt, *args):
-    """Device printf: ``fmt`` a constant string, ``args`` tiles or scalars (printed element-wise)."""
+    """Device printf: ``fmt`` a constant string, ``args`` tiles or scalars (printed element-wise).
+    Integer and bool arguments take ``%d %i %u %x %X %o %c``, float arguments ``%f %e %g %a``
+    (with C's flags, width and precision); a mismatch is a compile error, since C would print
+    garbage or truncated values."""
 
 
 @_stub

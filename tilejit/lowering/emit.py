@@ -15,6 +15,7 @@ from typing import Optional, Tuple
 import numpy as np
 
 from .. import dtypes as D
+from .. import language as L
 from ..dtypes import DType
 from ..errors import TypingError
 from ..tileir import Builder, TileType, Value
@@ -103,16 +104,8 @@ class Emitter:
     def cast(self, x: TV, to: DType, rounding: Optional[str] = None) -> TV:
         """``x.astype(to)`` with NumPy semantics (float->int truncates toward zero;
         int/float->bool is ``!= 0``; bool->number is 0/1). ``rounding`` (a Tile IR rounding
-        keyword) applies to float->float conversions; tileiras supports only the default for the
-        others."""
-        if rounding not in (None, "nearest_even"):
-            if not (x.dtype.is_float and to.is_float):
-                raise TypingError(f"astype: rounding_mode {rounding!r} only applies to float -> "
-                                  f"float conversions ({x.dtype} -> {to} always rounds "
-                                  f"{'to nearest even' if to.is_float else 'toward zero'})")
-            if rounding not in ("zero", "negative_inf", "positive_inf"):
-                raise TypingError(f"astype: rounding_mode must be RN, RZ, RM or RP for float "
-                                  f"conversions, got {rounding!r}")
+        keyword) applies to float->float conversions (typing refuses it elsewhere: tileiras
+        supports only the default for the others)."""
         fr = x.dtype
         if fr is to:
             return x
@@ -164,8 +157,8 @@ class Emitter:
         x, y = self._same(x, y, dt)
         b = self.b
         fl = dt.is_float
-        if dt.is_bool and op in ("+", "*", "-"):
-            raise TypingError(f"operator {op!r} is not defined for bool tiles; use | & ^")
+        if dt.is_bool and op in ("+", "*"):
+            op = "|" if op == "+" else "&"            # NumPy: True + True is True (logical or)
         if op == "+":
             r = b.addf(x.value, y.value) if fl else b.binary("addi", x.value, y.value)
         elif op == "-":
@@ -209,25 +202,63 @@ class Emitter:
         b = self.b
         dt = x.dtype
         if dt.is_float:
-            return TV(b.unary("floor", b.divf(x.value, y.value)), dt)
+            return self._float_divmod(x, y, "div")
         rounding = "negative_inf" if dt.is_signed else "zero"
         return TV(b.binary("divi", x.value, y.value, signedness=_sign(dt), rounding=rounding), dt)
+
+    def ceildiv(self, x: TV, y: TV, dt: DType) -> TV:
+        """Integer ``ceil(x / y)`` in ``dt``, exact for every sign (the host's ``-(-x // y)``)."""
+        x, y = self._same(x, y, dt)
+        return TV(self.b.binary("divi", x.value, y.value, signedness=_sign(dt),
+                                rounding="positive_inf"), dt)
 
     def mod(self, x: TV, y: TV) -> TV:
         """Python's modulo: the result takes the sign of the divisor."""
         b = self.b
         dt = x.dtype
         if dt.is_float:
-            r = TV(b.binary("remf", x.value, y.value), dt)
-        else:
-            r = TV(b.binary("remi", x.value, y.value, signedness=_sign(dt)), dt)
-            if not dt.is_signed:
-                return r
+            return self._float_divmod(x, y, "mod")
+        r = TV(b.binary("remi", x.value, y.value, signedness=_sign(dt)), dt)
+        if not dt.is_signed:
+            return r
         zero = self.const(0, dt, r.shape)
         r_nz = self.compare("!=", r, zero)
         diff = self.compare("!=", self.compare("<", r, zero), self.compare("<", y, zero))
         fix = TV(b.binary("andi", r_nz.value, diff.value), D.bool_)
         return self.where(fix, self.binary("+", r, y, dt), r)
+
+    def _float_divmod(self, x: TV, y: TV, want: str) -> TV:
+        """``np.floor_divide`` (``want="div"``) or ``np.remainder`` (``"mod"``) of two floats
+        of one dtype, step for step as NumPy's ``npy_divmod`` computes them, so every edge
+        (infinities, NaN, signed zeros, a zero divisor) gives NumPy's bits. float16/bfloat16
+        compute in float32 and round once, as NumPy and ml_dtypes do."""
+        dt = x.dtype
+        cd = D.float32 if dt.bits < 32 else dt
+        a, b = self.cast(x, cd), self.cast(y, cd)
+        zero = self.const(0, cd, a.shape)
+        mod = TV(self.b.binary("remf", a.value, b.value), cd)             # C's fmod
+        # the remainder takes the divisor's sign; NaN counts as nonzero, as in C
+        signs_differ = self.binary("^", self.compare("<", b, zero), self.compare("<", mod, zero),
+                                   D.bool_)
+        fix = self.binary("&", self.compare("!=", mod, zero), signs_differ, D.bool_)
+        if want == "mod":
+            mod = self.where(fix, self.binary("+", mod, b, cd), mod)
+            signed_zero = self.where(self.compare("<", b, zero), self.const(-0.0, cd, a.shape),
+                                     zero)
+            return self.cast(self.where(self.compare("==", mod, zero), signed_zero, mod), dt)
+        one = self.const(1, cd, a.shape)
+        div = self.binary("/", self.binary("-", a, mod, cd), b, cd)       # exact multiple of b
+        div = self.where(fix, self.binary("-", div, one, cd), div)
+        floor = TV(self.b.unary("floor", div.value), cd)
+        half = self.const(0.5, cd, a.shape)
+        floor = self.where(self.compare(">", self.binary("-", div, floor, cd), half),
+                           self.binary("+", floor, one, cd), floor)
+        q = self.binary("/", a, b, cd)
+        q_neg = self.compare("<", self.bitcast(q, D.int32 if cd.bits == 32 else D.int64),
+                             self.const(0, D.int32 if cd.bits == 32 else D.int64, a.shape))
+        floor = self.where(self.compare("==", div, zero),                 # copysign(0, a / b)
+                           self.where(q_neg, self.const(-0.0, cd, a.shape), zero), floor)
+        return self.cast(self.where(self.compare("==", b, zero), q, floor), dt)
 
     def power(self, x: TV, y: TV) -> TV:
         if not x.dtype.is_float:
@@ -298,9 +329,6 @@ class Emitter:
         a, b = self.broadcast(a, shape), self.broadcast(b, shape)
         return TV(self.b.select(c.value, a.value, b.value), dt)
 
-    _FLOAT_UNARY = {"exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tan", "sinh",
-                    "cosh", "tanh", "floor", "ceil"}
-
     _FTZ_ATTR = {"exp2", "rsqrt", "sqrt"}      # flush_to_zero is an attribute of these ops
 
     def math(self, fn: str, x: TV, rounding: Optional[str] = None, ftz: bool = False) -> TV:
@@ -316,7 +344,7 @@ class Emitter:
         attrs = {"flush_to_zero": True} if ftz and fn in self._FTZ_ATTR else {}
         if fn == "isnan":
             return TV(b.cmpf("not_equal", x.value, x.value, "unordered"), D.bool_)
-        if fn not in self._FLOAT_UNARY:
+        if fn not in L.UNARY_MATH:
             raise TypingError(f"unknown math function {fn!r}")
         if ftz and not attrs:
             x = self.flush_subnormals(x)

@@ -35,7 +35,7 @@ from ..typing.types import TileType as NbTile, dtype_of
 from . import regions as R
 from .abi import ArrayParam, ScalarParam, ViewRef, build_entry
 from .control import ControlFlow, _is_static_type
-from .handlers import CALLS
+from .handlers import handler_of
 from .emit import TV, Emitter, elem
 
 if TYPE_CHECKING:
@@ -60,6 +60,11 @@ _BINOPS = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.tru
            operator.irshift: ">>"}
 _COMPARES = {operator.lt: "<", operator.le: "<=", operator.gt: ">", operator.ge: ">=",
              operator.eq: "==", operator.ne: "!="}
+#: Typed calls the walker lowers itself (operators, ``range`` loops, indexing) instead of a
+#: handler; tests/test_op_registry.py checks every other typing rule against ``handler_of``.
+WALKER_CALLS = frozenset(_BINOPS) | frozenset(_COMPARES) | {
+    operator.matmul, operator.imatmul, operator.neg, operator.pos, operator.invert,
+    operator.not_, range, operator.getitem, "static_getitem"}
 
 
 class Lowering(ControlFlow):
@@ -115,7 +120,12 @@ class Lowering(ControlFlow):
     # ================================================================================== driver
     def run(self) -> Module:
         start = len(self.fn.body.ops)
-        self.region(self.sk.body)
+        try:
+            self.region(self.sk.body)
+        except CompileError as e:
+            if e.loc is None:            # raised by an emitter: point at the statement lowered
+                e.loc = self.loc
+            raise
         if not self.fn.body.ops or self.fn.body.ops[-1].name != "return":
             self.b.return_()
         body = self.fn.body
@@ -309,22 +319,27 @@ class Lowering(ControlFlow):
             return self.em.invert(x)
         raise self.error(f"unsupported unary operator {fn}", UnsupportedError)
 
-    def matmul(self, a: TV, b: TV, out_dt: DType) -> TV:
+    def matmul(self, a: TV, b: TV, out_dt: DType, precision: Optional[str] = None) -> TV:
         acc_dt = D.int32 if a.dtype.is_integer else (D.float64 if a.dtype is D.float64 else D.float32)
         shape = a.shape[:-1] + (b.shape[-1],)
-        acc = self.em.const(0, acc_dt, shape)
-        a2, b2 = self._mma_operands(a, b)
-        r = self.em.mma(a2, b2, acc)
+        r = self.mma(a, b, self.em.const(0, acc_dt, shape), precision)
         return self.em.cast(r, out_dt) if out_dt is not None else r
 
-    def _mma_operands(self, a: TV, b: TV):
-        if a.dtype is not b.dtype and not (a.dtype.is_fp8 and b.dtype.is_fp8):
-            d = promotion.promote_strong(a.dtype, b.dtype) if not (
-                a.dtype is D.tfloat32 or b.dtype is D.tfloat32) else D.tfloat32
-            a, b = self.em.cast(a, d), self.em.cast(b, d)
-        if a.dtype is D.float32:      # f32 x f32 runs on the tensor cores as tf32
-            a, b = self.em.cast(a, D.tfloat32), self.em.cast(b, D.tfloat32)
-        return a, b
+    def mma(self, a: TV, b: TV, acc: TV, precision: Optional[str] = None) -> TV:
+        """``a @ b + acc``. float32 inputs multiply in float32 unless ``precision`` (the
+        ``input_precision`` argument) asks for tf32: "tf32" rounds both inputs to tf32,
+        "tf32x3" adds the products of the high and low tf32 parts (hi*hi + hi*lo + lo*hi, the
+        small terms first), which recovers about float32 accuracy on the tf32 tensor cores."""
+        em = self.em
+        if not (a.dtype is D.float32 and b.dtype is D.float32 and precision in ("tf32", "tf32x3")):
+            return em.mma(a, b, acc)
+        a_hi, b_hi = em.cast(a, D.tfloat32), em.cast(b, D.tfloat32)
+        if precision == "tf32x3":
+            def low(x, hi):
+                return em.cast(em.binary("-", x, em.cast(hi, D.float32), D.float32), D.tfloat32)
+            acc = em.mma(low(a, a_hi), b_hi, acc)
+            acc = em.mma(a_hi, low(b, b_hi), acc)
+        return em.mma(a_hi, b_hi, acc)
 
     # --- attributes --------------------------------------------------------------------------
     def getattr_(self, e, target):
@@ -425,7 +440,7 @@ class Lowering(ControlFlow):
             vals = [self.static(a) for a in e.args]
             return fnval(*vals)
         info = self.call_info(e)
-        handler = CALLS.get(info.op)
+        handler = handler_of(info.stub, info.op)
         if handler is None:
             raise self.error(f"{info.op} is not supported by the Tile IR lowering yet",
                              UnsupportedError)

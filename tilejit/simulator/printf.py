@@ -9,15 +9,12 @@ conversions read the bits with C's rules: ``%d``/``%i`` signed, ``%u``/``%x``/``
 """
 from __future__ import annotations
 
-import re
 from typing import List, Tuple, Union
 
 import numpy as np
 
+from ..language import PRINTF_SPEC as _SPEC
 from .elements import is_float, signed, unsigned
-
-_SPEC = re.compile(r"%(?P<flags>[-+ #0]*)(?P<width>\d+)?(?:\.(?P<prec>\d*))?"
-                   r"(?P<len>hh|h|ll|l|L|q|j|z|t)?(?P<conv>[diouxXeEfFgGaAcsp%])")
 
 Piece = Union[str, Tuple[str, str]]
 

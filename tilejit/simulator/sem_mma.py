@@ -1,10 +1,12 @@
 """Matrix multiply-accumulate: ``mmaf`` and ``mmai`` (2-D, or 3-D batched along dim 0).
 
-``mmaf`` multiplies exact float32 copies of the inputs (every supported input format, tf32 and fp8
-included, is exact in float32; f64 inputs use float64) and adds the accumulator in float32, then
-rounds once to the accumulator's type. The GPU also accumulates in (at least) float32 but in its
-own order, so results agree to float32 rounding, not bit for bit; ``fast_acc`` (fp8 on Hopper,
-reduced-precision accumulation) is not modelled. ``mmai`` is exact: products of 8-bit integers
+``mmaf`` multiplies exact float32 copies of narrow inputs (f16, bf16, tf32 and fp8 are exact in
+float32, and so are their products) and accumulates in float32; f32 and f64 inputs compute in
+float64 (an f32 product needs 48 bits, and the GPU's fused multiply-adds do not round it either).
+The accumulator is added and the result rounded once to its type. The GPU accumulates in its own
+order, so results agree to float32 rounding, not bit for bit; TF32 happens only where the IR
+converts the inputs to tf32 (``ftof``); ``fast_acc`` (fp8 on Hopper, reduced-precision
+accumulation) is not modelled. ``mmai`` is exact: products of 8-bit integers
 summed in float64 stay below 2**53, and the i32 accumulation wraps.
 """
 from __future__ import annotations
@@ -19,12 +21,12 @@ from .sem_float import to_elem
 @impl("mmaf")
 def _mmaf(op, c):
     acc_elem = elem_of(op.operand("acc"))
-    cd = F64 if acc_elem == "f64" else F32
+    cd = F64 if elem_of(op.operand("lhs")) in ("f32", "f64") else F32
 
     def mmaf(a, b, acc):
         r = np.matmul(np.asarray(a).astype(cd), np.asarray(b).astype(cd))
         r += np.asarray(acc).astype(cd)
-        return r if acc_elem in ("f32", "f64") else to_elem(r, acc_elem)
+        return to_elem(r, acc_elem)
     return map3(op, c, mmaf)
 
 

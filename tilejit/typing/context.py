@@ -29,7 +29,7 @@ from numba.core.typing.context import BaseContext
 from .. import dtypes as _dtypes
 from .. import language
 from .diagnostics import Collector, TileTypingError, describe_type
-from .types import (DTypeType, EnumClassType, EnumMemberType, TileFunctionType)
+from .types import DTypeType, EnumClassType, TileFunctionType, enum_member_type
 
 TARGET_NAME = "tilejit"
 
@@ -142,10 +142,11 @@ class TileTypingContext(BaseContext):
             return TileFunctionType(val)
         if isinstance(val, _dtypes.DType):
             return DTypeType(val)
-        if isinstance(val, type) and issubclass(val, enum.Enum) and _is_language_enum(val):
+        # the language's enums and the user's (an IntEnum member is the int it equals)
+        if isinstance(val, type) and issubclass(val, enum.Enum):
             return EnumClassType(val)
-        if isinstance(val, enum.Enum) and _is_language_enum(type(val)):
-            return EnumMemberType(val)
+        if isinstance(val, enum.Enum):
+            return enum_member_type(val)
         return super().resolve_value_type(val)
 
     def resolve_module_constants(self, typ, attr):
@@ -180,11 +181,6 @@ class TileTypingContext(BaseContext):
             if text in self._condensed:
                 raise self._condensed[text] from None
             raise
-
-
-def _is_language_enum(cls) -> bool:
-    return cls in (language.PaddingMode, language.RoundingMode, language.MemoryOrder,
-                   language.MemoryScope)
 
 
 _context = None

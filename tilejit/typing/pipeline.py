@@ -116,10 +116,7 @@ class TypedKernel:
         receiver = None
         if isinstance(fnty, types.BoundFunction):
             template = fnty.template
-            d = (definitions or {}).get(expr.func.name)
-            if not (isinstance(d, ir.Expr) and d.op == "getattr"):
-                defs = self.func_ir._definitions.get(expr.func.name) or []
-                d = next((x for x in defs if isinstance(x, ir.Expr) and x.op == "getattr"), None)
+            d = self._method_getattr(expr.func.name, definitions or {})
             receiver = d.value if d is not None else None
         else:
             template = _op_template(fnty)
@@ -136,6 +133,25 @@ class TypedKernel:
             bound = {f"arg{i}": a for i, a in enumerate(expr.args)}
             bound.update(dict(expr.kws))
         return CallInfo(op, stub, sig, bound, receiver)
+
+    def _method_getattr(self, name: str, definitions) -> Optional[ir.Expr]:
+        """The ``obj.method`` expression a bound-method variable comes from, through the copies
+        Numba makes when the call's operands live across blocks (``z.store(t + (a if c else
+        b))`` copies ``z.store`` into a ``$phi`` variable before the branch)."""
+        seen = set()
+        while name not in seen:
+            seen.add(name)
+            d = definitions.get(name)
+            if not isinstance(d, (ir.Expr, ir.Var)):
+                defs = self.func_ir._definitions.get(name) or []
+                d = next((x for x in defs if isinstance(x, ir.Expr) and x.op == "getattr"),
+                         next((x for x in defs if isinstance(x, ir.Var)), None))
+            if isinstance(d, ir.Expr) and d.op == "getattr":
+                return d
+            if not isinstance(d, ir.Var):
+                return None
+            name = d.name
+        return None
 
     # --- text -------------------------------------------------------------------------------------
     def signature_text(self) -> str:

@@ -222,6 +222,15 @@ class EnumMemberType(types.Type):
         return type(self.member)
 
 
+def enum_member_type(member) -> types.Type:
+    """The type of an enum member in a kernel: members of int-valued enums (``IntEnum``,
+    ``IntFlag``) are the int constant they equal, as in Python (``Color.RED == 1``); other
+    members are themselves, compared by identity at compile time."""
+    if isinstance(member, int):
+        return types.literal(int(member))
+    return EnumMemberType(member)
+
+
 class TileFunctionType(types.Type):
     """A ``@tile.function`` passed as a value (combiner of ``tile.reduce`` / ``tile.scan``)."""
 
@@ -236,6 +245,7 @@ class TileFunctionType(types.Type):
 
 __all__ = [
     "TileType", "TensorType", "PartitionType", "TensorPartitionViewType", "DTypeType",
-    "EnumClassType", "EnumMemberType", "TileFunctionType", "scalar_type", "value_type",
+    "EnumClassType", "EnumMemberType", "enum_member_type", "TileFunctionType", "scalar_type",
+    "value_type",
     "is_scalar", "dtype_of", "is_pow2", "format_shape",
 ]

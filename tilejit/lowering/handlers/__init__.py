@@ -3,8 +3,11 @@
 A handler lowers one typed call: ``handler(lw, info, args, rty)`` gets the walker
 (:class:`~tilejit.lowering.lower.Lowering`), the call's :class:`~tilejit.typing.pipeline.CallInfo`,
 its arguments by parameter name (Numba variables: ``lw.arg``/``lw.static_arg`` read them) and the
-typed result, and returns the result value. ``@handles("tile.op", ...)`` registers it under the op
-names the typing templates give (``CALLS``).
+typed result, and returns the result value. ``@handles(...)`` registers it in ``CALLS`` under a
+kernel-language stub (``@handles(L.zeros)``: the function and its method spelling, ``t.reshape``
+and ``tile.reshape``, share the stub) or, for calls without one, under the op name the typing
+template gives (``"Partition.store"``, ``"math.sqrt"``); :func:`handler_of` looks them up.
+tests/test_op_registry.py checks that every typing rule has a handler.
 """
 from __future__ import annotations
 
@@ -25,18 +28,29 @@ ORDER = {"WEAK": "weak", "RELAXED": "relaxed", "ACQUIRE": "acquire", "RELEASE": 
 SCOPE = {"BLOCK": "tl_blk", "DEVICE": "device", "SYS": "sys", "SYSTEM": "sys"}
 
 
-def handles(*ops):
-    """Register the decorated function as the handler of ``ops``."""
+def handles(*keys):
+    """Register the decorated function as the handler of ``keys`` (stubs or op names)."""
     def deco(fn):
-        for o in ops:
-            CALLS[o] = fn
+        for k in keys:
+            CALLS[k] = fn
         return fn
     return deco
+
+
+def handler_of(stub, op: str):
+    """The handler of a call typed as ``op`` whose kernel-language stub is ``stub`` (or None)."""
+    return CALLS.get(stub) if stub is not None and stub in CALLS else CALLS.get(op)
 
 
 def dt_of(rty) -> DType:
     """The dtype of a typed result."""
     return dtype_of(rty)
+
+
+def shape_arg(lw, info, args, name: str = "shape") -> tuple:
+    """A static shape argument as a tuple (an int is a one-dimensional shape, as in NumPy)."""
+    shape = lw.static_arg(info, args, name)
+    return (shape,) if isinstance(shape, int) else tuple(shape)
 
 
 def padding_arg(lw, info, args) -> Optional[str]:

@@ -1,6 +1,8 @@
 """Tile creation: zeros, ones, full, arange."""
 from __future__ import annotations
 
+from ... import dtypes as D
+from ... import language as L
 from ...dtypes import DType
 from ...typing.templates.creation import arange_range
 from ...typing.types import TileType as NbTile
@@ -9,20 +11,22 @@ from . import dt_of, handles
 
 
 # --- creation --------------------------------------------------------------------------------
-@handles("tile.zeros", "tile.ones", "tile.full")
+@handles(L.zeros, L.ones, L.full)
 def _full(lw, info, args, rty):
     d = dt_of(rty)
     shape = rty.shape if isinstance(rty, NbTile) else ()
-    if info.op == "tile.full":
+    if info.stub is L.full:
         v = lw.arg(args, "value")
         if isinstance(v, TV):
             return lw.em.broadcast(lw.em.cast(v, d), shape)
     else:
-        v = 0 if info.op == "tile.zeros" else 1
+        v = 0 if info.stub is L.zeros else 1
+    if d.is_fp8:                # no float8 constants in Tile IR: a float32 one, converted
+        return lw.em.cast(lw.em.const(v, D.float32, shape), d)
     return lw.em.const(v, d, shape)
 
 
-@handles("tile.arange")
+@handles(L.arange)
 def _arange(lw, info, args, rty):
     d = dt_of(rty)
     bounds = [lw.static_arg(info, args, n) for n in ("start", "stop", "step")]

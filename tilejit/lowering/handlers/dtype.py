@@ -2,19 +2,19 @@
 from __future__ import annotations
 
 from ... import dtypes as D
+from ... import language as L
 from ..emit import TV
 from . import dt_of, handles
 
 
-
-@handles("tile.astype", "Tile.astype")
+@handles(L.astype)
 def _astype(lw, info, args, rty):
     x = lw.tv(lw.arg(args, "t"), None, lw.arg_type(info, args, "t"))
     mode = lw.static_arg(info, args, "rounding_mode", None)
     return lw.em.cast(x, dt_of(rty), getattr(mode, "value", mode))
 
 
-@handles("tile.bitcast", "Tile.bitcast")
+@handles(L.bitcast)
 def _bitcast(lw, info, args, rty):
     return lw.em.bitcast(lw.tv(lw.arg(args, "t")), dt_of(rty))
 

@@ -5,9 +5,11 @@ import math
 from typing import Optional
 
 from ... import dtypes as D
+from ... import language as L
 from ...errors import UnsupportedError
+from ...typing.reject import FOLDABLE_MATH
 from ..emit import TV
-from . import CALLS, dt_of, handles
+from . import dt_of, handles
 
 
 # --- elementwise -----------------------------------------------------------------------------
@@ -40,12 +42,11 @@ def _unary_math(name):
     return handler
 
 
-for _n in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tan", "sinh", "cosh",
-           "tanh", "floor", "ceil"):
-    CALLS[f"tile.{_n}"] = _unary_math(_n)
+for _n in L.UNARY_MATH:
+    handles(getattr(L, _n))(_unary_math(_n))
 
 
-@handles("tile.isnan")
+@handles(L.isnan)
 def _isnan(lw, info, args, rty):
     x = lw.tv(lw.arg(args, list(args)[0]))
     if not x.dtype.is_float:
@@ -53,13 +54,13 @@ def _isnan(lw, info, args, rty):
     return lw.em.math("isnan", x)
 
 
-@handles("tile.abs", "abs")
+@handles(L.abs, "abs")
 def _abs(lw, info, args, rty):
     x = lw.tv(lw.arg(args, list(args)[0]), dt_of(rty), lw.arg_type(info, args, list(args)[0]))
     return lw.em.absolute(x)
 
 
-@handles("tile.where")
+@handles(L.where)
 def _where(lw, info, args, rty):
     d = dt_of(rty)
     c = lw.tv(lw.arg(args, "cond"), D.bool_)
@@ -68,17 +69,18 @@ def _where(lw, info, args, rty):
     return lw.em.where(c, x, y, d)
 
 
-@handles("tile.minimum", "tile.maximum", "min", "max")
+@handles(L.minimum, L.maximum, "min", "max")
 def _minmax(lw, info, args, rty):
     d = dt_of(rty)
     names = [n for n in args if n != "propagate_nan"]
     vals = [lw.arg(args, n) for n in names]
     if len(vals) == 1 and isinstance(vals[0], tuple):
         vals = list(vals[0])
+    is_min = info.stub is L.minimum or info.op == "min"
     if all(not isinstance(v, TV) for v in vals):
-        return (min if info.op in ("tile.minimum", "min") else max)(vals)
-    op = "min" if info.op in ("tile.minimum", "min") else "max"
-    if info.op.startswith("tile.") and not lw.static_arg(info, args, "propagate_nan", True):
+        return (min if is_min else max)(vals)
+    op = "min" if is_min else "max"
+    if info.stub is not None and not lw.static_arg(info, args, "propagate_nan", True):
         op = "nan" + op
     r = lw.tv(vals[0], d)
     for v in vals[1:]:
@@ -86,7 +88,7 @@ def _minmax(lw, info, args, rty):
     return r
 
 
-@handles("tile.truediv")
+@handles(L.truediv)
 def _truediv(lw, info, args, rty):
     d = dt_of(rty)
     x = lw.tv(lw.arg(args, "x"), d, lw.arg_type(info, args, "x"))
@@ -95,7 +97,7 @@ def _truediv(lw, info, args, rty):
                         bool(lw.static_arg(info, args, "flush_to_zero", False)))
 
 
-@handles("tile.atan2")
+@handles(L.atan2)
 def _atan2(lw, info, args, rty):
     d = dt_of(rty)
     y = lw.tv(lw.arg(args, "y"), d)
@@ -103,7 +105,7 @@ def _atan2(lw, info, args, rty):
     return lw.em.binary("atan2", y, x, d)
 
 
-@handles("tile.fma")
+@handles(L.fma)
 def _fma(lw, info, args, rty):
     d = dt_of(rty)
     return lw.em.fma(lw.tv(lw.arg(args, "a"), d), lw.tv(lw.arg(args, "b"), d),
@@ -134,7 +136,5 @@ def _py_math(name):
     return handler
 
 
-for _n in ("sqrt", "exp", "log", "log2", "log10", "pow", "ceil", "floor", "fabs", "sin", "cos",
-           "tan", "tanh", "exp2"):
-    if hasattr(math, _n):
-        CALLS[f"math.{_n}"] = _py_math(_n)
+for _n in FOLDABLE_MATH:
+    handles(f"math.{_n}")(_py_math(_n))

@@ -2,17 +2,17 @@
 from __future__ import annotations
 
 from ... import dtypes as D
+from ... import language as L
 from ..emit import TV
 from . import dt_of, handles
 
 
-
-@handles("tile.bid")
+@handles(L.bid)
 def _bid(lw, info, args, rty):
     return lw.bid(lw.static_arg(info, args, "axis"))
 
 
-@handles("tile.num_blocks")
+@handles(L.num_blocks)
 def _num_blocks(lw, info, args, rty):
     axis = lw.static_arg(info, args, "axis")
     if lw.const_grid is not None:      # .const_grid(...): the grid is part of the kernel
@@ -22,10 +22,7 @@ def _num_blocks(lw, info, args, rty):
     return TV(lw.b.get_num_tile_blocks()[axis], D.int32)
 
 
-@handles("tile.cdiv")
+@handles(L.cdiv)
 def _cdiv(lw, info, args, rty):
     d = dt_of(rty)
-    a = lw.tv(lw.arg(args, "a"), d)
-    b = lw.tv(lw.arg(args, "b"), d)
-    one = lw.em.const(1, d)
-    return lw.em.floordiv(lw.em.binary("-", lw.em.binary("+", a, b, d), one, d), b)
+    return lw.em.ceildiv(lw.tv(lw.arg(args, "a"), d), lw.tv(lw.arg(args, "b"), d), d)

@@ -1,19 +1,21 @@
 """Matrix multiply-accumulate."""
 from __future__ import annotations
 
+from ... import language as L
 from . import dt_of, handles
 
 
+def _precision(lw, info, args):
+    return lw.static_arg(info, args, "input_precision", None)
 
-# --- matmul ----------------------------------------------------------------------------------
-@handles("tile.mma")
+
+@handles(L.mma)
 def _mma(lw, info, args, rty):
     a, b = lw.tv(lw.arg(args, "a")), lw.tv(lw.arg(args, "b"))
-    acc = lw.tv(lw.arg(args, "acc"))
-    a, b = lw._mma_operands(a, b)
-    return lw.em.mma(a, b, acc)
+    return lw.mma(a, b, lw.tv(lw.arg(args, "acc")), _precision(lw, info, args))
 
 
-@handles("tile.matmul")
+@handles(L.matmul)
 def _matmul(lw, info, args, rty):
-    return lw.matmul(lw.tv(lw.arg(args, "a")), lw.tv(lw.arg(args, "b")), dt_of(rty))
+    return lw.matmul(lw.tv(lw.arg(args, "a")), lw.tv(lw.arg(args, "b")), dt_of(rty),
+                     _precision(lw, info, args))

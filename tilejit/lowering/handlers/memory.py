@@ -8,7 +8,7 @@ from ... import language as L
 from ...typing.types import TileType as NbTile
 from ..abi import ArrayParam, ViewRef
 from ..emit import TV
-from . import and_user_mask, handles, load_hints, padding_arg, ORDER, SCOPE
+from . import and_user_mask, handles, load_hints, padding_arg, shape_arg, ORDER, SCOPE
 
 
 
@@ -49,7 +49,7 @@ def _tensor_load(lw, info, args, rty):
     x = lw.arg(args, "x") if "x" in args else lw.value(info.receiver)
     if isinstance(x, ViewRef):
         x = x.array
-    shape = tuple(lw.static_arg(info, args, "shape"))
+    shape = shape_arg(lw, info, args)
     index = lw.index_tvs(lw.arg(args, "index"), D.int32)
     hints = load_hints(lw, info, args)
     if shape == ():  # one element: a 1x..x1 tile at element coordinates, reshaped to 0-d
@@ -66,7 +66,7 @@ def _tensor_load(lw, info, args, rty):
 @handles("Tensor.partition")
 def _tensor_partition(lw, info, args, rty):
     x = lw.value(info.receiver)
-    shape = tuple(lw.static_arg(info, args, "shape"))
+    shape = shape_arg(lw, info, args)
     return ViewRef(x, shape, padding_arg(lw, info, args))
 
 

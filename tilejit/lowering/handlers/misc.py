@@ -2,14 +2,14 @@
 from __future__ import annotations
 
 from ... import dtypes as D
+from ... import language as L
 from ...tileir import attrs as A
 from ..emit import TV
 from . import handles
 
 
-
 # --- misc --------------------------------------------------------------------------------------
-@handles("tile.printf", "print")
+@handles(L.printf, "print")
 def _printf(lw, info, args, rty):
     if info.op == "print":
         vals = [lw.value(v) for v in (args.get("args") or ())] if "args" in args else \
@@ -27,7 +27,7 @@ def _printf(lw, info, args, rty):
     return None
 
 
-@handles("tile.assert_")
+@handles(L.assert_)
 def _assert(lw, info, args, rty):
     c = lw.tv(lw.arg(args, "cond"), D.bool_)
     msg = lw.static_arg(info, args, "msg", None) or "assertion failed"
@@ -38,12 +38,12 @@ def _assert(lw, info, args, rty):
     return None
 
 
-@handles("tile.static_assert")
+@handles(L.static_assert)
 def _static_assert(lw, info, args, rty):
     return None
 
 
-@handles("tile.assume_divisible_by")
+@handles(L.assume_divisible_by)
 def _assume_div(lw, info, args, rty):
     x = lw.tv(lw.arg(args, "x"))
     d = lw.static_arg(info, args, "d")

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 from numba.core import ir
 
+from ... import language as L
 from ...errors import UnsupportedError
 from .. import regions as R
 from ..emit import TV
-from . import CALLS, dt_of
-
+from . import dt_of, handles
 
 
 # --- reductions --------------------------------------------------------------------------------
@@ -32,8 +32,7 @@ def _reduction(kind):
 
 
 for _k in ("sum", "max", "min", "prod", "argmax", "argmin"):
-    CALLS[f"tile.{_k}"] = _reduction(_k)
-    CALLS[f"Tile.{_k}"] = _reduction(_k)
+    handles(getattr(L, _k))(_reduction(_k))
 
 
 def _scan(kind):
@@ -45,8 +44,8 @@ def _scan(kind):
     return handler
 
 
-CALLS["tile.cumsum"] = _scan("sum")
-CALLS["tile.cumprod"] = _scan("prod")
+handles(L.cumsum)(_scan("sum"))
+handles(L.cumprod)(_scan("prod"))
 
 
 def _user_combiner(lw, info, args, rty, is_scan):
@@ -103,5 +102,5 @@ def _inline_combiner(lw, sub, arg_tvs) -> TV:
         lw.env, lw.typemap, lw.calltypes, lw.tk = saved
 
 
-CALLS["tile.reduce"] = lambda lw, info, args, rty: _user_combiner(lw, info, args, rty, False)
-CALLS["tile.scan"] = lambda lw, info, args, rty: _user_combiner(lw, info, args, rty, True)
+handles(L.reduce)(lambda lw, info, args, rty: _user_combiner(lw, info, args, rty, False))
+handles(L.scan)(lambda lw, info, args, rty: _user_combiner(lw, info, args, rty, True))

@@ -2,44 +2,44 @@
 from __future__ import annotations
 
 from ... import dtypes as D
+from ... import language as L
+from ...typing.templates.shape import permutation, transpose_axes
 from ..emit import TV
 from . import dt_of, handles
 
 
-
 # --- shapes ----------------------------------------------------------------------------------
-@handles("tile.reshape", "Tile.reshape")
+@handles(L.reshape)
 def _reshape(lw, info, args, rty):
     return lw.em.reshape(lw.tv(lw.arg(args, "t")), rty.shape)
 
 
-@handles("tile.permute", "Tile.permute")
+@handles(L.permute)
 def _permute(lw, info, args, rty):
-    return lw.em.permute(lw.tv(lw.arg(args, "t")), lw.static_arg(info, args, "axes"))
+    t = lw.tv(lw.arg(args, "t"))
+    return lw.em.permute(t, permutation(lw.static_arg(info, args, "axes"), len(t.shape),
+                                        "permute"))
 
 
-@handles("tile.transpose", "Tile.transpose")
+@handles(L.transpose, "Tile.transpose")
 def _transpose(lw, info, args, rty):
     t = lw.tv(lw.arg(args, "t"))
-    axes = lw.static_arg(info, args, "axes", None)
-    if isinstance(axes, tuple) and len(axes) == 0:
-        axes = None
-    if axes is None:
-        axes = tuple(reversed(range(len(t.shape))))
-    return lw.em.permute(t, axes)
+    axes = lw.arg(args, "axes")                  # *axes: a tuple; tile.transpose: one value
+    return lw.em.permute(t, transpose_axes(axes if isinstance(axes, tuple) else (axes,),
+                                           len(t.shape)))
 
 
-@handles("tile.broadcast_to", "Tile.broadcast_to")
+@handles(L.broadcast_to)
 def _broadcast_to(lw, info, args, rty):
     return lw.em.broadcast(lw.tv(lw.arg(args, "t")), rty.shape)
 
 
-@handles("tile.expand_dims", "Tile.expand_dims")
+@handles(L.expand_dims)
 def _expand_dims(lw, info, args, rty):
     return lw.em.reshape(lw.tv(lw.arg(args, "t")), rty.shape)
 
 
-@handles("tile.cat")
+@handles(L.cat)
 def _cat(lw, info, args, rty):
     d = dt_of(rty)
     a, b = lw.tv(lw.arg(args, "a"), d), lw.tv(lw.arg(args, "b"), d)
@@ -49,7 +49,7 @@ def _cat(lw, info, args, rty):
     return lw.em.cat(a, b, axis)
 
 
-@handles("tile.extract", "Tile.extract")
+@handles(L.extract)
 def _extract(lw, info, args, rty):
     t = lw.tv(lw.arg(args, "t"))
     index = lw.arg(args, "index")

@@ -9,23 +9,15 @@ from ..types import DTypeType, TileType, dtype_of, is_pow2, is_scalar
 from ._base import dtype_arg, function_rule, int_arg, is_none, shape_arg
 
 
-def _check_creatable(d, op):
-    if d.is_fp8:
-        raise TileTypingError(f"{op}: cannot create {d} tiles directly; create float16/float32 "
-                              f"tiles and convert with .astype(tile.{d.name})")
-
-
 @function_rule(language.zeros)
 def _zeros(b):
     d = dtype_arg(b.dtype, "tile.zeros: dtype", default=dt.float32)
-    _check_creatable(d, "tile.zeros")
     return TileType(d, shape_arg(b.shape, "tile.zeros: shape"))
 
 
 @function_rule(language.ones)
 def _ones(b):
     d = dtype_arg(b.dtype, "tile.ones: dtype", default=dt.float32)
-    _check_creatable(d, "tile.ones")
     return TileType(d, shape_arg(b.shape, "tile.ones: shape"))
 
 
@@ -43,7 +35,6 @@ def _full(b):
         if category(dtype_of(v)) > category(d) and not is_compute_only(d):
             raise TileTypingError(f"tile.full: value {describe_type(v)} does not convert "
                                   f"implicitly to {d}; pass a value of that kind or convert it")
-    _check_creatable(d, "tile.full")
     return TileType(d, shape)
 
 

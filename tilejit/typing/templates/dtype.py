@@ -8,10 +8,24 @@ from ..types import TileType, dtype_of, is_scalar, value_type
 from ._base import dtype_arg, enum_arg, function_rule, method_rule
 
 
+_DIRECTED = ("RZ", "RM", "RP")
+
+
 def _astype(b):
     t = b.t
     d = dtype_arg(b.dtype, "astype: dtype")
-    enum_arg(b.rounding_mode, language.RoundingMode, "astype: rounding_mode")
+    mode = enum_arg(b.rounding_mode, language.RoundingMode, "astype: rounding_mode")
+    src = dtype_of(t)
+    if mode is not None and mode is not language.RoundingMode.RN and src is not None:
+        if mode.name not in _DIRECTED:
+            raise TileTypingError(f"astype: rounding_mode must be RoundingMode.RN, RZ, RM or RP, "
+                                  f"got RoundingMode.{mode.name} (approximate modes apply to "
+                                  f"math functions, not conversions)")
+        if not (src.is_float and d.is_float):
+            raise TileTypingError(
+                f"astype: rounding_mode RoundingMode.{mode.name} applies to float -> float "
+                f"conversions only; {src} -> {d} always rounds "
+                f"{'to nearest even' if d.is_float else 'toward zero'} (drop rounding_mode)")
     if isinstance(t, TileType):
         return t.copy(dtype=d)
     if is_scalar(t):

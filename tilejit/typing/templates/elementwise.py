@@ -12,9 +12,6 @@ from ..promotion import (elementwise_result, float_result, is_compute_only, mate
 from ..types import TileType, dtype_of, is_scalar
 from ._base import bool_arg, enum_arg, function_rule
 
-UNARY_MATH = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tan", "sinh", "cosh",
-              "tanh", "floor", "ceil")
-
 
 def operand(ty, what):
     if isinstance(ty, TileType) or is_scalar(ty):
@@ -59,7 +56,7 @@ def _math(name):
     return rule
 
 
-for _name in UNARY_MATH:
+for _name in language.UNARY_MATH:
     function_rule(getattr(language, _name))(_math(_name))
 
 

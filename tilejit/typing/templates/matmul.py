@@ -11,8 +11,12 @@ bfloat16                               float32                 bfloat16
 tfloat32 / float32                     float32                 float32
 float8_e4m3fn / float8_e5m2            float32 or float16      float32
 float64                                float64                 float64
-int8 / uint8                           int32                   int32
+int8 / uint8 (mixed too)               int32                   int32
 =====================================  ======================  ====================
+
+The two float8 formats do not mix (Tile IR's ``mmaf`` takes one element type for both inputs).
+``input_precision`` (float32 inputs only; None, "ieee", "float32", "tf32", "tf32x3") must be a
+constant string.
 """
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ from ... import dtypes as dt
 from ... import language
 from ..diagnostics import TileTypingError, describe_type
 from ..types import TileType
-from ._base import function_rule
+from ._base import NOT_STATIC, function_rule, is_none, static_value
 
 _ACC = {
     dt.float16: (dt.float32, dt.float16), dt.bfloat16: (dt.float32,),
@@ -41,9 +45,12 @@ def _operands(a, b, op):
     if a.ndim != b.ndim:
         raise TileTypingError(f"{op}: a and b must have the same rank, got {a.shape} and {b.shape}")
     if a.dtype is not b.dtype:
-        allowed_mix = {a.dtype, b.dtype} <= {dt.int8, dt.uint8} or \
-            {a.dtype, b.dtype} <= {dt.float8_e4m3fn, dt.float8_e5m2}
-        if not allowed_mix:
+        if {a.dtype, b.dtype} <= {dt.float8_e4m3fn, dt.float8_e5m2}:
+            raise TileTypingError(
+                f"{op}: a is {a.dtype} and b is {b.dtype}: the tensor cores multiply one float8 "
+                f"format at a time; convert one operand (b.astype({_name(a.dtype)})), or both to "
+                f"tile.float16")
+        if not {a.dtype, b.dtype} <= {dt.int8, dt.uint8}:
             raise TileTypingError(f"{op}: a and b must have the same dtype, got {a.dtype} and "
                                   f"{b.dtype}; convert one with .astype()")
     if a.dtype not in _ACC:
@@ -58,9 +65,28 @@ def _operands(a, b, op):
     return tuple(ba) + (m, n)
 
 
+def _name(d) -> str:
+    return f"tile.{d.name}"
+
+
+def input_precision_arg(ty, op: str):
+    """The ``input_precision=`` of ``op`` (None or one of ``language.INPUT_PRECISIONS``)."""
+    if is_none(ty):
+        return None
+    v = static_value(ty)
+    if v is NOT_STATIC or not isinstance(v, str) or v not in language.INPUT_PRECISIONS:
+        shown = repr(v) if v is not NOT_STATIC else describe_type(ty)
+        raise TileTypingError(
+            f"{op}: input_precision must be None or one of "
+            f"{', '.join(repr(p) for p in language.INPUT_PRECISIONS)} (a constant string), got "
+            f"{shown}")
+    return v
+
+
 @function_rule(language.mma)
 def _mma(bd):
     a, b, acc = bd.a, bd.b, bd.acc
+    input_precision_arg(bd.input_precision, "tile.mma")
     out = _operands(a, b, "tile.mma")
     if not isinstance(acc, TileType):
         raise TileTypingError(f"tile.mma: acc must be a tile, got {describe_type(acc)}")
@@ -82,4 +108,5 @@ def matmul_result(a, b):
 
 @function_rule(language.matmul)
 def _matmul(bd):
+    input_precision_arg(bd.input_precision, "tile.matmul")
     return matmul_result(bd.a, bd.b)

@@ -8,7 +8,7 @@ from ... import dtypes as dt
 from ... import language
 from ..context import TILE_METADATA, registry
 from ..diagnostics import TileTypingError, describe_type
-from ..types import EnumClassType, EnumMemberType, TileType, dtype_of, is_scalar
+from ..types import EnumClassType, TileType, dtype_of, enum_member_type, is_scalar
 from ._base import function_rule, int_arg, is_none, static_value, NOT_STATIC
 
 
@@ -17,15 +17,37 @@ def _printf(b):
     if not isinstance(b.fmt, types.StringLiteral):
         raise TileTypingError(f"tile.printf: fmt must be a constant string, got "
                               f"{describe_type(b.fmt)}")
-    n_conv = b.fmt.literal_value.replace("%%", "").count("%")
+    fmt = b.fmt.literal_value
+    specs = [m for m in language.PRINTF_SPEC.finditer(fmt) if m.group("conv") != "%"]
+    stray = language.PRINTF_SPEC.sub("", fmt)
+    if "%" in stray:
+        bad = stray[stray.index("%"):][:2]
+        raise TileTypingError(f"tile.printf: {bad!r} in the format is not a printf conversion "
+                              f"(use %d, %u, %x for integers, %f, %e, %g for floats, %% for %)")
     for i, a in enumerate(b.args, 1):
         if not (isinstance(a, TileType) or is_scalar(a)):
             raise TileTypingError(f"tile.printf: argument {i} must be a tile or scalar, got "
                                   f"{describe_type(a)}")
-    if n_conv != len(b.args):
-        raise TileTypingError(f"tile.printf: the format has {n_conv} conversion(s) but "
+    if len(specs) != len(b.args):
+        raise TileTypingError(f"tile.printf: the format has {len(specs)} conversion(s) but "
                               f"{len(b.args)} argument(s) were given")
+    for i, (m, a) in enumerate(zip(specs, b.args), 1):
+        _check_conversion(m.group(0), m.group("conv"), dtype_of(a), i, a)
     return types.none
+
+
+def _check_conversion(spec: str, conv: str, d, i: int, a) -> None:
+    """A conversion that does not fit its argument's dtype prints garbage or truncated values
+    in C: refuse it and name the fitting ones."""
+    what = f"tile.printf: argument {i} ({describe_type(a)}) is printed with {spec!r}"
+    if conv == "s":
+        raise TileTypingError(f"{what}, but arguments are numbers, not strings; use %d or %f")
+    if conv in language.PRINTF_INT and d.is_float:
+        raise TileTypingError(f"{what}, an integer conversion; use %f, %e or %g for floats, or "
+                              f"convert with .astype(tile.int32)")
+    if conv in language.PRINTF_FLOAT and not d.is_float:
+        raise TileTypingError(f"{what}, a float conversion; use %d (or %u, %x) for integers "
+                              f"and bools, or convert with .astype(tile.float32)")
 
 
 @function_rule(language.assert_)
@@ -74,4 +96,4 @@ class EnumClassAttributes(AttributeTemplate):
 
     def generic_resolve(self, ty, attr):
         member = ty.enum_cls.__members__.get(attr)
-        return EnumMemberType(member) if member is not None else None
+        return enum_member_type(member) if member is not None else None

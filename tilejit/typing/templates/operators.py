@@ -148,7 +148,14 @@ def _binary(fn, args):
     elif base is operator.pow:
         if d.is_bool:
             d = dt.int32
-        if d.is_integer and isinstance(b, types.IntegerLiteral) and b.literal_value < 0:
+        if d.is_integer and not isinstance(b, types.IntegerLiteral):
+            # NumPy raises at run time for a negative exponent; a kernel cannot, so the
+            # exponent must be a constant (a literal or a tile.Constant[int] parameter)
+            raise TileTypingError(
+                f"integer '**' needs a constant exponent (a literal or a tile.Constant[int] "
+                f"parameter), got {describe_type(b)}; for a runtime exponent use a float base: "
+                f"x.astype(tile.float32) ** y")
+        if d.is_integer and b.literal_value < 0:
             raise TileTypingError("integers to negative integer powers are not allowed; use a "
                                   "float base (x.astype(tile.float32) ** n)")
     elif base in (operator.and_, operator.or_, operator.xor):

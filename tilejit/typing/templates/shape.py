@@ -63,15 +63,31 @@ function_rule(language.reshape)(_reshape)
 method_rule(TileType, "reshape", language.reshape)(_reshape)
 
 
+def permutation(axes: tuple, ndim: int, op: str) -> tuple:
+    """``axes`` as a permutation of ``ndim`` axes (negative axes count from the end, as in
+    NumPy); typing and lowering both read a permutation through here."""
+    norm = tuple(a % ndim if -ndim <= a < ndim else a for a in axes)
+    if sorted(norm) != list(range(ndim)):
+        raise TileTypingError(f"{op}: axes {axes} is not a permutation of the {ndim} axes")
+    return norm
+
+
+def transpose_axes(axes, ndim: int) -> tuple:
+    """The permutation of ``t.transpose(*axes)`` / ``tile.transpose(t, axes)`` (NumPy's
+    spellings): no axes (or None) reverses them, one tuple or the axes one by one permute."""
+    if len(axes) == 1 and isinstance(axes[0], tuple):
+        axes = axes[0]
+    if axes in ((), (None,)):
+        return tuple(reversed(range(ndim)))
+    return permutation(axes, ndim, "transpose")
+
+
 def _perm(axes_ty, ndim, op):
     v = static_value(axes_ty)
     if v is NOT_STATIC or not isinstance(v, tuple) or not all(isinstance(a, int) for a in v):
         raise TileTypingError(f"{op}: axes must be a constant tuple of ints, got "
                               f"{describe_type(axes_ty)}")
-    axes = tuple(a % ndim if -ndim <= a < ndim else a for a in v)
-    if sorted(axes) != list(range(ndim)):
-        raise TileTypingError(f"{op}: axes {v} is not a permutation of the {ndim} axes")
-    return axes
+    return permutation(v, ndim, op)
 
 
 def _permute(b):
@@ -84,28 +100,25 @@ function_rule(language.permute)(_permute)
 method_rule(TileType, "permute", language.permute)(_permute)
 
 
-@function_rule(language.transpose)
-def _transpose(b):
-    t = _tile(b.t, "transpose")
-    if isinstance(b.axes, types.NoneType):
-        return t.copy(shape=tuple(reversed(t.shape)))
-    axes = _perm(b.axes, t.ndim, "transpose")
-    return t.copy(shape=tuple(t.shape[a] for a in axes))
-
-
 def _transpose_method_sig(t, *axes):
     """t.transpose(*axes)"""
 
 
-@method_rule(TileType, "transpose", _transpose_method_sig, op="Tile.transpose")
-def _transpose_method(b):
-    t = b.t
-    if not b.axes:
-        return t.copy(shape=tuple(reversed(t.shape)))
-    axes_ty = b.axes[0] if len(b.axes) == 1 and isinstance(b.axes[0], types.BaseTuple) \
-        else types.Tuple(b.axes)
-    axes = _perm(axes_ty, t.ndim, "transpose")
-    return t.copy(shape=tuple(t.shape[a] for a in axes))
+def _transpose(b):
+    t = _tile(b.t, "transpose")
+    axes = b.axes if isinstance(b.axes, tuple) else (b.axes,)      # *axes, or the one argument
+    vals = tuple(static_value(ty) for ty in axes)
+    if vals not in ((), (None,)):
+        one = vals[0] if len(vals) == 1 and isinstance(vals[0], tuple) else vals
+        if not all(isinstance(a, int) and not isinstance(a, bool) for a in one):
+            raise TileTypingError(f"transpose: axes must be constant ints or one constant tuple "
+                                  f"of ints, got {', '.join(describe_type(ty) for ty in axes)}")
+    perm = transpose_axes(vals, t.ndim)
+    return t.copy(shape=tuple(t.shape[a] for a in perm))
+
+
+function_rule(language.transpose)(_transpose)
+method_rule(TileType, "transpose", _transpose_method_sig, op="Tile.transpose")(_transpose)
 
 
 def _broadcast_to(b):
