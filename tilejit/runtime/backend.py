@@ -40,7 +40,7 @@ def choose(simulate_env: Optional[str], driver_ok: bool, device_count: int) -> T
 
 def _detect() -> Tuple[str, str]:
     env = os.environ.get("TILEJIT_SIMULATE")
-    if envvars.parse_flag("TILEJIT_SIMULATE", env):
+    if envvars.get("TILEJIT_SIMULATE"):
         return choose(env, False, 0)        # never touch the driver when told to simulate
     from . import driver
     ok = driver.driver_available()
