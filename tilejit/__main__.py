@@ -88,9 +88,8 @@ def _settings() -> List[Tuple[str, str]]:
     from . import envvars
     bad = dict(envvars.problems())
     out = []
-    for name in sorted(n for n in os.environ if n.startswith("TILEJIT_")):
-        out.append((name, f"{os.environ[name]!r}" + (f"  <- PROBLEM: {bad[name]}"
-                                                     if name in bad else "")))
+    for name, text in envvars.in_environment():
+        out.append((name, f"{text!r}" + (f"  <- PROBLEM: {bad[name]}" if name in bad else "")))
     return out
 
 

@@ -237,9 +237,14 @@ def get(name: str):
     return VARIABLES[name].parse(os.environ.get(name))
 
 
-def is_set(name: str) -> bool:
-    """Whether ``name`` has a non-empty value in the environment."""
-    return bool(os.environ.get(name, "").strip())
+def raw(name: str) -> Optional[str]:
+    """The text of ``name`` in the environment (None when unset), for messages."""
+    return os.environ.get(name)
+
+
+def in_environment() -> Tuple[Tuple[str, str], ...]:
+    """``(name, text)`` of every ``TILEJIT_*`` variable set now, known or not."""
+    return tuple((n, v) for n, v in sorted(os.environ.items()) if n.startswith("TILEJIT_"))
 
 
 def flag(name: str, default: Optional[bool] = None) -> bool:
@@ -266,9 +271,7 @@ def problems() -> Tuple[Tuple[str, str], ...]:
     """``(name, message)`` for every set variable with a bad value, and for ``TILEJIT_*``
     variables that tilejit does not know (a typo, for ``python -m tilejit info``)."""
     out = []
-    for name in sorted(os.environ):
-        if not name.startswith("TILEJIT_"):
-            continue
+    for name, _ in in_environment():
         if name not in VARIABLES:
             out.append((name, f"{name} is not a tilejit variable (see python -m tilejit --help)"))
             continue
@@ -290,7 +293,8 @@ def help_table(width: int = 100) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["VARIABLES", "Variable", "Kind", "register", "get", "is_set", "flag", "parse_flag",
+__all__ = ["VARIABLES", "Variable", "Kind", "register", "get", "raw", "in_environment", "flag",
+           "parse_flag",
            "dump_stages", "problems", "help_table", "DUMP_STAGES", "EnvironmentVariableError",
            "FLAG", "SIZE", "SECONDS", "TEXT", "PATH", "ARCH", "VERSION", "integer", "choice",
            "stages"]

@@ -7,7 +7,6 @@ once and caches the answer. When the simulator is chosen a one-line notice goes 
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import threading
 from typing import Optional, Tuple
@@ -39,7 +38,7 @@ def choose(simulate_env: Optional[str], driver_ok: bool, device_count: int) -> T
 
 
 def _detect() -> Tuple[str, str]:
-    env = os.environ.get("TILEJIT_SIMULATE")
+    env = envvars.raw("TILEJIT_SIMULATE")
     if envvars.get("TILEJIT_SIMULATE"):
         return choose(env, False, 0)        # never touch the driver when told to simulate
     from . import driver

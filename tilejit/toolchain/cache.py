@@ -56,7 +56,7 @@ def default_dir() -> str:
 
 def cache_dir() -> Optional[str]:
     """The cache directory (``~`` expanded), or None when the disk cache is disabled."""
-    if "TILEJIT_CACHE_DIR" in os.environ:
+    if envvars.raw("TILEJIT_CACHE_DIR") is not None:
         return envvars.get("TILEJIT_CACHE_DIR")
     return default_dir()
 
@@ -286,7 +286,7 @@ def clear(root) -> Tuple[int, int]:
 
 
 def _dir_origin() -> str:
-    raw = os.environ.get("TILEJIT_CACHE_DIR")
+    raw = envvars.raw("TILEJIT_CACHE_DIR")
     return f"set to {raw!r}" if raw is not None else "not set: this is the default directory"
 
 
