@@ -89,28 +89,24 @@ def _seconds(name: str, v: str) -> float:
 
 
 SECONDS = Kind(SECONDS_FORMS, _seconds)
-TEXT = Kind("any text", lambda name, v: v)
 PATH = Kind("a path (~ is expanded)", lambda name, v: os.path.expanduser(v))
-_ARCH_FORMS = "a GPU architecture name: sm_80, sm_90, sm_100a"
 
 
-def _arch(name: str, v: str) -> str:
-    if not re.fullmatch(r"sm_\d{2,3}[a-z]?", v):
-        raise _bad(name, v, "is not an architecture name", _ARCH_FORMS)
-    return v
+def pattern(regex: str, what: str, forms: str) -> Kind:
+    """Text matching ``regex`` (``what`` names it in the error: "an architecture name")."""
+    compiled = re.compile(regex)
+
+    def convert(name: str, v: str) -> str:
+        if not compiled.fullmatch(v):
+            raise _bad(name, v, f"is not {what}", forms)
+        return v
+
+    return Kind(forms, convert)
 
 
-ARCH = Kind(_ARCH_FORMS, _arch)
-_VERSION_FORMS = "a Tile IR bytecode version: 13.3"
-
-
-def _version(name: str, v: str) -> str:
-    if not re.fullmatch(r"\d+\.\d+(\.\d+)?", v):
-        raise _bad(name, v, "is not a version", _VERSION_FORMS)
-    return v
-
-
-VERSION = Kind(_VERSION_FORMS, _version)
+ARCH = pattern(r"sm_\d{2,3}[a-z]?", "an architecture name",
+               "a GPU architecture name: sm_80, sm_90, sm_100a")
+VERSION = pattern(r"\d+\.\d+(\.\d+)?", "a version", "a Tile IR bytecode version: 13.3")
 
 
 def integer(lo: Optional[int] = None, hi: Optional[int] = None) -> Kind:
@@ -296,5 +292,5 @@ def help_table(width: int = 100) -> str:
 __all__ = ["VARIABLES", "Variable", "Kind", "register", "get", "raw", "in_environment", "flag",
            "parse_flag",
            "dump_stages", "problems", "help_table", "DUMP_STAGES", "EnvironmentVariableError",
-           "FLAG", "SIZE", "SECONDS", "TEXT", "PATH", "ARCH", "VERSION", "integer", "choice",
-           "stages"]
+           "FLAG", "SIZE", "SECONDS", "PATH", "ARCH", "VERSION", "integer", "choice",
+           "stages", "pattern"]
