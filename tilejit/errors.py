@@ -39,9 +39,11 @@ class DriverError(DeviceError):
 class DeviceMemoryError(DeviceError, MemoryError):
     """An allocation asked for more device memory than is available: CUDA_ERROR_OUT_OF_MEMORY on
     a GPU, the simulated device's capacity (or the host's free memory) on the simulator.
-    ``requested`` and ``available`` are in bytes (``available`` None when unknown)."""
+    ``requested`` and ``available`` are in bytes (``available`` None when unknown); ``code`` is
+    the CUresult on a GPU, as for DriverError."""
 
-    def __init__(self, requested: int, available: Optional[int], where: str, detail: str = ""):
+    def __init__(self, requested: int, available: Optional[int], where: str, detail: str = "",
+                 code: Optional[int] = None):
         free = f"{format_size(available)} available" if available is not None else \
             "the available amount is unknown"
         super().__init__(f"cannot allocate {format_size(requested)} ({requested} bytes) on {where}: "
@@ -49,6 +51,7 @@ class DeviceMemoryError(DeviceError, MemoryError):
                          f"need (del t), or use smaller shapes")
         self.requested = requested
         self.available = available
+        self.code = code
 
 
 def format_size(n: int) -> str:

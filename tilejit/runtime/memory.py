@@ -254,20 +254,20 @@ def _cuda_alloc(nbytes: int, stream) -> int:
             stream.synchronize()
             continue
         if err == drv.CUresult.CUDA_ERROR_OUT_OF_MEMORY:
-            raise _out_of_memory(nbytes, stream.device)
+            raise _out_of_memory(nbytes, stream.device, int(err))
         # "allocating N bytes on <device> failed: <error>", plus the driver module's hint
         raise _d._driver_error(err, f"allocating {nbytes} bytes on {stream.device.name}")
     raise AssertionError("unreachable")
 
 
-def _out_of_memory(nbytes: int, device: Device) -> DeviceMemoryError:
+def _out_of_memory(nbytes: int, device, code: int) -> DeviceMemoryError:
     """CUDA_ERROR_OUT_OF_MEMORY as the simulator reports it: what was asked, what is free."""
     err, free, total = _d.drv.cuMemGetInfo()        # the device's context is current here
     if err != _d.SUCCESS:
-        return DeviceMemoryError(nbytes, None, device.name, "CUDA_ERROR_OUT_OF_MEMORY")
+        return DeviceMemoryError(nbytes, None, device.name, "CUDA_ERROR_OUT_OF_MEMORY", code)
     return DeviceMemoryError(nbytes, int(free), device.name,
                              f"CUDA_ERROR_OUT_OF_MEMORY; the GPU has {format_size(int(total))} "
-                             f"in all")
+                             f"in all", code)
 
 
 def _ensure_pool(device: Device) -> None:
