@@ -110,3 +110,10 @@ def test_cache_commands_count_only_tilejit_files(tmp_path):
     assert "cubins: 1 entry" in r.stdout and "total: 1 entry" in r.stdout
     assert "no kernel name" in tilejit_cli("cache", "list",
                                            env={"TILEJIT_CACHE_DIR": str(tmp_path)}).stdout
+
+
+def test_info_warns_about_a_cache_directory_shared_with_other_files(tmp_path):
+    _project(tmp_path)
+    r = tilejit_cli("info", env={"TILEJIT_CACHE_DIR": str(tmp_path)})
+    assert r.returncode == 0, r.stderr
+    assert "also holds other files and has no CACHEDIR.TAG" in r.stdout

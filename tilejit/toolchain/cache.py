@@ -105,7 +105,12 @@ def describe() -> str:
     if d is None:
         return "disabled (TILEJIT_CACHE_DIR=0)"
     why = problem(d)
-    return f"{d} (NOT USABLE: {why}; caching is off)" if why else d
+    if why:
+        return f"{d} (NOT USABLE: {why}; caching is off)"
+    if not layout.is_cache(d):
+        return (f"{d} (it also holds other files and has no {layout.MARKER}: `cache clear` "
+                f"refuses it; give TILEJIT_CACHE_DIR a directory of its own)")
+    return d
 
 
 def max_size() -> int:
