@@ -32,3 +32,27 @@ def dev():
     d = Device()
     yield d
     d.free()
+
+
+@pytest.fixture
+def fake_tileiras(tmp_path, monkeypatch):
+    """``install(script)``: a shell script stands in for tileiras (TILEJIT_TILEIRAS) for the test;
+    returns its path. What tilejit learned about the real one (path, version) is forgotten
+    before and after."""
+    from tilejit.toolchain import tileiras
+
+    def forget():
+        for fn in (tileiras.find_toolchain, tileiras.version_text, tileiras._probe_versions):
+            fn.cache_clear()
+
+    def install(script: str):
+        p = tmp_path / "tileiras"
+        p.write_text("#!/bin/sh\n" + script)
+        p.chmod(0o755)
+        monkeypatch.setenv("TILEJIT_TILEIRAS", str(p))
+        forget()
+        return p
+
+    yield install
+    monkeypatch.undo()
+    forget()

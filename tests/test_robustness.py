@@ -189,7 +189,8 @@ def _python(code, **env):
 
 @pytest.mark.parametrize("var,value,msg", [
     ("TILEJIT_SIMULATE", "maybe", "TILEJIT_SIMULATE='maybe' is not understood"),
-    ("TILEJIT_DUMP", "tileirr", "unknown stage\\(s\\) tileirr; the stages are typed, tileir"),
+    ("TILEJIT_DUMP", "tileirr", "unknown stage\\(s\\) tileirr; TILEJIT_DUMP accepts a "
+                     "comma-separated list of typed, tileir"),
     ("TILEJIT_NATIVE", "sometimes", "TILEJIT_NATIVE='sometimes' is not understood"),
 ])
 def test_unknown_environment_values_are_rejected(var, value, msg):
@@ -256,23 +257,6 @@ def test_stale_temporary_files_are_evicted(tmp_path):
 
 
 # --- tileiras -------------------------------------------------------------------------------------
-@pytest.fixture
-def fake_tileiras(tmp_path, monkeypatch):
-    """``install(script)``: a shell script stands in for tileiras (TILEJIT_TILEIRAS) for the test."""
-    from tilejit.toolchain import tileiras
-
-    def install(script: str) -> None:
-        p = tmp_path / "tileiras"
-        p.write_text("#!/bin/sh\n" + script)
-        p.chmod(0o755)
-        monkeypatch.setenv("TILEJIT_TILEIRAS", str(p))
-        tileiras.find_toolchain.cache_clear()
-
-    yield install
-    monkeypatch.undo()
-    tileiras.find_toolchain.cache_clear()
-
-
 def test_a_timed_out_tileiras_is_killed_with_its_children(tmp_path, fake_tileiras):
     from tilejit.toolchain import tileiras
     pidfile = tmp_path / "child.pid"

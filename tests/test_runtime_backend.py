@@ -169,17 +169,19 @@ def test_out_of_memory_retries_once_then_explains(monkeypatch):
     oom = real.CUresult.CUDA_ERROR_OUT_OF_MEMORY
     calls = []
     fake = SimpleNamespace(CUresult=real.CUresult, cuGetErrorString=real.cuGetErrorString,
-                           cuMemAllocAsync=lambda n, s: calls.append(n) or (oom, 0))
+                           cuMemAllocAsync=lambda n, s: calls.append(n) or (oom, 0),
+                           cuMemGetInfo=lambda: (driver.SUCCESS, 3 << 30, 80 << 30))
     monkeypatch.setattr(driver, "drv", fake)
     syncs = []
     stream = SimpleNamespace(_cu=None, device=SimpleNamespace(name="Fake GPU"),
                              synchronize=lambda: syncs.append(1))
-    with pytest.raises(tile.DriverError) as ei:
+    with pytest.raises(tile.DeviceMemoryError) as ei:        # as on the simulator (issue 21.19)
         memory._cuda_alloc(1 << 40, stream)
     assert calls == [1 << 40, 1 << 40] and syncs == [1]     # collected, synchronized, retried
     msg = str(ei.value)
-    assert f"{1 << 40} bytes on Fake GPU" in msg and "CUDA_ERROR_OUT_OF_MEMORY" in msg
-    assert "del t" in msg and ei.value.code == int(oom)
+    assert f"1.0 TiB ({1 << 40} bytes) on Fake GPU: 3.0 GiB available" in msg
+    assert "CUDA_ERROR_OUT_OF_MEMORY; the GPU has 80.0 GiB in all" in msg
+    assert "del t" in msg and ei.value.code == int(oom) and isinstance(ei.value, MemoryError)
 
 
 def test_every_driver_call_exists_in_cuda_bindings():

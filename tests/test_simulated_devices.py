@@ -65,7 +65,7 @@ def test_a_new_process_reads_the_variable():
 def test_a_bad_value_stops_the_first_device_use_with_the_reason():
     r = _run("import tilejit as t; t.Device(0)", TILEJIT_SIM_DEVICES="many")
     assert r.returncode != 0
-    assert "TILEJIT_SIM_DEVICES='many' is not understood" in r.stderr
+    assert "TILEJIT_SIM_DEVICES='many' is not a whole number" in r.stderr
 
 
 def test_devices_beyond_the_count_are_refused(two):

@@ -1,6 +1,7 @@
-"""Command line: ``python -m tilejit info`` (versions, GPUs, tileiras, cache) and
-``python -m tilejit disasm FILE`` (print a bytecode file as text through tileirdisasm),
-``python -m tilejit cache dir|info|list|size|clear`` (the disk cache, like ``pip cache``)."""
+"""The command line: ``python -m tilejit info`` (versions, GPUs, tileiras, cache, settings),
+``python -m tilejit disasm FILE`` (a bytecode file as text, through tileirdisasm) and
+``python -m tilejit cache dir|info|list|size|clear`` (the disk cache, like ``pip cache``).
+``--help`` lists these and every ``TILEJIT_*`` variable (from ``envvars``)."""
 from __future__ import annotations
 
 import argparse
@@ -9,6 +10,8 @@ import time
 import platform
 import sys
 from typing import List, Tuple
+
+from .errors import ToolchainError
 
 
 def _try(fn, default="unavailable"):
@@ -76,7 +79,18 @@ def info_lines() -> List[Tuple[str, str]]:
     lines.append(("max bytecode version", _try(lambda: str(tileiras.max_bytecode_version()),
                                                "not found")))
     lines.append(("cache directory", _try(cache.describe)))
+    lines += _settings()
     return lines
+
+
+def _settings() -> List[Tuple[str, str]]:
+    """The TILEJIT_* variables that are set, and what is wrong with any of them."""
+    from . import envvars
+    bad = dict(envvars.problems())
+    out = []
+    for name, text in envvars.in_environment():
+        out.append((name, f"{text!r}" + (f"  <- PROBLEM: {bad[name]}" if name in bad else "")))
+    return out
 
 
 def cmd_info(_args) -> int:
@@ -89,85 +103,135 @@ def cmd_info(_args) -> int:
 
 def cmd_disasm(args) -> int:
     from .toolchain import tileiras
-    with open(args.file, "rb") as f:
-        sys.stdout.write(tileiras.disassemble(f.read()))
+    try:
+        with open(args.file, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        return _fail(f"disasm: cannot read {args.file}: {e.strerror or e}", 2)
+    try:
+        sys.stdout.write(tileiras.disassemble(data))
+    except ToolchainError as e:
+        return _fail(f"disasm: {args.file}: {e}", 1)
     return 0
 
 
-_KINDS = {".cubin": "cubins", ".tjx": "warm-start index", ".json": "autotune results"}
+def _fail(message: str, status: int) -> int:
+    print(f"python -m tilejit {message}", file=sys.stderr)
+    return status
 
 
-def _cache_files(root: str):
-    """``(kind, size, mtime, path)`` of every entry under the cache directory."""
-    out = []
-    for dirpath, _, files in os.walk(root):
-        for f in files:
-            kind = _KINDS.get(os.path.splitext(f)[1], "other")
-            p = os.path.join(dirpath, f)
-            try:
-                st = os.stat(p)
-            except OSError:
-                continue
-            out.append((kind, st.st_size, st.st_mtime, p))
-    return out
+_KINDS = {"cubin": "cubins", "index": "warm-start index", "autotune": "autotune results"}
 
 
 def _human(n: float) -> str:
-    for unit in ("B", "kB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
-        n /= 1024
-    return f"{n:.1f} GB"
+    from .errors import format_size
+    return format_size(int(n))
 
 
 def cmd_cache(args) -> int:
     """``python -m tilejit cache dir|info|list|size|clear`` (in the style of ``pip cache``)."""
-    from .toolchain import cache
+    from .toolchain import cache, layout
     root = cache.cache_dir()
     if root is None:
         print("the disk cache is disabled (TILEJIT_CACHE_DIR=0)")
         return 0 if args.action in ("dir", "info", "size", "list") else 1
-    files = _cache_files(root) if os.path.isdir(root) else []
     if args.action == "dir":
         print(root)
-    elif args.action == "size":
-        print(_human(sum(f[1] for f in files)))
-    elif args.action in ("info", "list"):
-        by_kind = {}
-        for kind, size, _, _ in files:
-            n, b = by_kind.get(kind, (0, 0))
-            by_kind[kind] = (n + 1, b + size)
-        print(f"cache directory: {root}")
-        for kind in sorted(by_kind):
+        return 0
+    if args.action in ("clear", "purge"):
+        try:
+            n, size = cache.clear(root)
+        except layout.NotACacheError as e:
+            return _fail(f"cache clear: {e}", 1)
+        kept = layout.foreign_top_level(root) if os.path.isdir(root) else []
+        print(f"removed {n} files ({_human(size)}) from {root}"
+              + (f"; kept what tilejit did not write there: {', '.join(kept[:5])}"
+                 + (" ..." if len(kept) > 5 else "") if kept else ""))
+        return 0
+    files = [e for e in layout.scan(root) if e.kind in layout.STORED] \
+        if os.path.isdir(root) else []
+    if args.action == "size":
+        print(_human(sum(e.size for e in files)))
+        return 0
+    by_kind = {}
+    for e in files:
+        n, b = by_kind.get(e.kind, (0, 0))
+        by_kind[e.kind] = (n + 1, b + e.size)
+    print(f"cache directory: {root} (bound: {_human(cache.max_size())}, TILEJIT_CACHE_SIZE)")
+    for kind in layout.STORED:
+        if kind in by_kind:
             n, b = by_kind[kind]
-            print(f"  {kind}: {n} entries, {_human(b)}")
-        print(f"  total: {len(files)} entries, {_human(sum(f[1] for f in files))}")
-        if args.action == "list":
-            for kind, size, mtime, path in sorted(files, key=lambda f: -f[2]):
-                when = time.strftime("%Y-%m-%d %H:%M", time.localtime(mtime))
-                print(f"{when}  {_human(size):>9}  {kind:<17} {os.path.relpath(path, root)}")
-    elif args.action in ("clear", "purge"):
-        for _, _, _, path in files:
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
-        print(f"removed {len(files)} entries ({_human(sum(f[1] for f in files))}) from {root}")
+            print(f"  {_KINDS[kind]}: {_entries(n)}, {_human(b)}")
+    print(f"  total: {_entries(len(files))}, {_human(sum(e.size for e in files))}")
+    if args.action == "list":
+        for line in _listing(root, files):
+            print(line)
     return 0
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m tilejit", description=__doc__)
-    sub = p.add_subparsers(dest="cmd")
-    sub.add_parser("info", help="versions, GPUs, driver, tileiras and cache location")
+def _entries(n: int) -> str:
+    return f"{n} entr{'y' if n == 1 else 'ies'}"
+
+
+def _listing(root: str, files) -> List[str]:
+    """One line per cubin (newest first) with the kernels it holds, then autotune results."""
+    from .toolchain.index import Index
+    names = {}                                  # cubin key -> index metadata of its kernels
+    for _, meta in Index(root).entries():
+        names.setdefault(meta["cubin"], []).append(meta)
+    lines = []
+    for e in sorted(files, key=lambda e: -e.mtime):
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(e.mtime))
+        head = f"{when}  {_human(e.size):>10}"
+        if e.kind == "cubin":
+            key = os.path.basename(e.rel)[:-len(".cubin")]
+            metas = names.get(key)
+            if not metas:
+                lines.append(f"{head}  cubin {key[:16]} (no kernel name: compiled by an earlier "
+                             f"tilejit or while TILEJIT_DUMP was set)")
+            for m in metas or ():
+                lines.append(f"{head}  {m.get('target', '?'):<6} {m.get('signature', m['symbol'])}"
+                             f"  [{m.get('source', '?')}]")
+        elif e.kind == "autotune":
+            kernel = os.path.basename(e.rel).rsplit("-", 1)[0]
+            lines.append(f"{head}  autotune results of {kernel}")
+    return lines
+
+
+DESCRIPTION = """\
+tilejit's command line.
+
+  python -m tilejit info            versions, GPUs, driver, tileiras, cache directory, launch path
+                                    and the TILEJIT_* settings in effect (include it in bug reports)
+  python -m tilejit disasm FILE     print a Tile IR bytecode file (.tileirbc) as text (tileirdisasm)
+  python -m tilejit cache ACTION    the disk cache of compiled kernels, like `pip cache`:
+                                    dir (where), info / size (how much), list (every kernel, newest
+                                    first), clear (remove what tilejit stored there; other files stay)
+"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    from . import __version__, envvars
+    p = argparse.ArgumentParser(
+        prog="python -m tilejit", description=DESCRIPTION,
+        epilog="environment variables (a bad value is an error naming the variable):\n"
+               + envvars.help_table(96),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=f"tilejit {__version__}")
+    sub = p.add_subparsers(dest="cmd", metavar="{info,disasm,cache}")
+    sub.add_parser("info", help="versions, GPUs, driver, tileiras, cache and settings")
     d = sub.add_parser("disasm", help="print a Tile IR bytecode file as text")
-    d.add_argument("file")
-    c = sub.add_parser("cache", help="inspect or clear the disk cache (cubins, warm-start index, "
-                                     "autotune results)")
+    d.add_argument("file", help="a .tileirbc file (TILEJIT_DUMP=bytecode writes them)")
+    c = sub.add_parser("cache", help="inspect or clear the disk cache (cubins, warm-start "
+                                     "index, autotune results)")
     c.add_argument("action", choices=("dir", "info", "list", "size", "clear", "purge"),
-                   help="dir: where it is; info/size: how much; list: every entry, newest first; "
-                        "clear (purge): remove everything")
-    args = p.parse_args(argv)
+                   help="dir: where it is; info/size: how much; list: every kernel, newest "
+                        "first; clear (purge): remove what tilejit stored (other files stay)")
+    return p
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
     if args.cmd == "disasm":
         return cmd_disasm(args)
     if args.cmd == "cache":

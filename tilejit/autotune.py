@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from . import dtypes as D
+from . import envvars
 from .compiler import CompileOptions
 from .errors import LaunchError, TileJitError
 from .runtime.partition import partition
@@ -253,7 +254,7 @@ class Autotuned:
     def _time_all(self, key: str, bound) -> Tuning:
         import concurrent.futures
         n = len(self.configs)
-        quiet = os.environ.get("TILEJIT_AUTOTUNE_QUIET") == "1"
+        quiet = envvars.flag("TILEJIT_AUTOTUNE_QUIET")
         t_start = time.perf_counter()
 
         def progress(msg):

@@ -82,6 +82,8 @@ class Compiled:
     disk_hit: bool = False
     timings: Dict[str, float] = field(default_factory=dict)
     executables: Dict[Any, Any] = field(default_factory=dict)
+    keys: Tuple = ()
+    constants: Dict[str, Any] = field(default_factory=dict)
 
 
 def symbol(name: str) -> str:
@@ -90,6 +92,64 @@ def symbol(name: str) -> str:
 
 
 dump_stages = envvars.dump_stages
+
+
+# --- what a compile is about, in words (dump headers, inspect output, `cache list`) -------------
+def runtime_names(pyfunc, constants) -> Tuple[str, ...]:
+    """The names of ``pyfunc``'s parameters that have ABI slots (not tile.Constant ones)."""
+    import inspect
+    return tuple(n for n in inspect.signature(pyfunc).parameters if n not in constants)
+
+
+def signature_text(pyfunc, keys: Sequence, constants: dict) -> str:
+    """``add(z: partition float32 1-d tile (16,), x: tensor float32 1-d; BK=32)``."""
+    args = ", ".join(f"{n}: {_keys.as_key(k).describe()}"
+                     for n, k in zip(runtime_names(pyfunc, constants), keys))
+    consts = ", ".join(f"{n}={v!r}" for n, v in sorted(constants.items()))
+    return f"{pyfunc.__name__}({args}{'; ' + consts if consts else ''})"
+
+
+def source_text(pyfunc) -> str:
+    """Where ``pyfunc`` is defined: ``file.py:12`` (``Cell In[3]:2`` in a notebook)."""
+    from .errors import notebook_cell
+    code = pyfunc.__code__
+    return f"{notebook_cell(code.co_filename) or code.co_filename}:{code.co_firstlineno}"
+
+
+def parameter_comment(pyfunc, keys: Sequence, constants: dict) -> str:
+    """Comment lines naming the entry's ``%argN`` after the Python parameters (the printer keeps
+    tileirdisasm's ``%argN`` names)."""
+    lines, n = [], 0
+    for name, k in zip(runtime_names(pyfunc, constants), keys):
+        k = _keys.as_key(k)
+        count = len(k.abi_slots())
+        ndim = getattr(k, "ndim", None)
+        if k.kind in ("tensor", "partition") and count == 2 * ndim + 1:
+            parts = ["base"] + [f"shape[{i}]" for i in range(ndim)] + \
+                [f"strides[{i}]" for i in range(ndim)]
+            text = ", ".join(f"%arg{n + j} {p}" for j, p in enumerate(parts))
+        else:
+            text = ", ".join(f"%arg{n + j}" for j in range(count))
+        lines.append(f"//   {name}: {text}" if count else f"//   {name}: (no slot)")
+        n += count
+    return "// parameters:\n" + "\n".join(lines) if lines else "// parameters: none"
+
+
+def is_internal(pyfunc) -> bool:
+    """A kernel of tilejit itself (``api.zeros``, ``api.arange``...): not dumped unless
+    ``TILEJIT_DUMP`` names ``internal``."""
+    return (getattr(pyfunc, "__module__", "") or "").startswith("tilejit.")
+
+
+def _dumping(pyfunc, stage: str) -> bool:
+    stages = dump_stages()
+    return stage in stages and ("internal" in stages or not is_internal(pyfunc))
+
+
+def _dump_header(pyfunc, keys, constants, target: str, stage: str) -> str:
+    where = "the simulator" if target == SIM_TARGET else target
+    return (f"// ==== tilejit {stage}: {signature_text(pyfunc, keys, constants)} for {where}, "
+            f"defined at {source_text(pyfunc)} ====")
 
 
 def bytecode_version(target: str):
@@ -114,7 +174,7 @@ def front_end(pyfunc, keys: Sequence, constants: dict, target: str, options: Com
     t0 = time.perf_counter()
     typed = type_kernel(pyfunc, keys, constants)
     t1 = time.perf_counter()
-    arch = target if target != SIM_TARGET else os.environ.get("TILEJIT_ARCH", "sm_90")
+    arch = target if target != SIM_TARGET else envvars.get("TILEJIT_ARCH")
     module = lower_kernel(structurize(typed), name=symbol(name or pyfunc.__name__), arch=arch,
                           bytecode_version=version if version is not None
                           else bytecode_version(target),
@@ -123,11 +183,13 @@ def front_end(pyfunc, keys: Sequence, constants: dict, target: str, options: Com
     optimize_module(module, fma=options.fma)
     verify_module(module)
     t2 = time.perf_counter()
-    dumps = dump_stages()
-    if "typed" in dumps:
-        print(typed.dump(), file=sys.stderr)
-    if "tileir" in dumps:
-        print(print_module(module), file=sys.stderr)
+    if _dumping(pyfunc, "typed"):
+        print(_dump_header(pyfunc, keys, constants, target, "typed") + "\n" + typed.dump(),
+              file=sys.stderr)
+    if _dumping(pyfunc, "tileir"):
+        print(_dump_header(pyfunc, keys, constants, target, "tileir") + "\n"
+              + parameter_comment(pyfunc, keys, constants) + "\n" + print_module(module),
+              file=sys.stderr)
     timings = {"typing": t1 - t0, "lowering": t2 - t1}
     if t0 - ti > 1e-3:          # the first compile of a process imports Numba
         timings = {"import": t0 - ti, **timings}
@@ -141,14 +203,14 @@ def index_key(pyfunc, keys, constants: dict, target: str, options: CompileOption
     that cannot be hashed by value, or when ``TILEJIT_DUMP`` asks for the intermediate forms."""
     from . import fingerprint
     from .toolchain import tileiras
-    if dump_stages() - {"timings"}:
+    if any(_dumping(pyfunc, s) for s in ("typed", "tileir", "bytecode")):
         return None
     digest = fingerprint.function_digest(pyfunc)
     if digest is None:
         return None
     tc = tileiras.find_toolchain()
     st = os.stat(tc.tileiras)
-    pinned = os.environ.get("TILEJIT_BYTECODE_VERSION", "") + repr(tileiras._PINNED)
+    pinned = (envvars.get("TILEJIT_BYTECODE_VERSION") or "") + repr(tileiras._PINNED)
     parts = ("tilejit-index-v1", fingerprint.build_id(), digest, repr(tuple(keys)),
              repr(_keys.constant_key(constants)), repr(options), target, repr(const_grid),
              repr(tuple(grid_ones or (False, False, False))),
@@ -184,41 +246,58 @@ def compile(pyfunc, keys: Sequence, constants: dict, target: str,
             if hit is not None:
                 symbol, slots, cubin = hit
                 c = Compiled(key, symbol, target, slots, cubin=cubin, disk_hit=True,
-                             timings={"index": time.perf_counter() - t0})
-                _report_timings(c)
+                             timings={"index": time.perf_counter() - t0}, keys=tuple(keys),
+                             constants=dict(constants))
+                _report_timings(c, pyfunc)
                 return c
     version = bytecode_version(target)
     typed, module, timings = front_end(pyfunc, keys, constants, target, options, const_grid,
                                        name, version, grid_ones)
     fname = module.functions[0].name
     c = Compiled(key, fname, target, _keys.abi_slots(keys), module=module, typed=typed,
-                 timings=timings)
+                 timings=timings, keys=tuple(keys), constants=dict(constants))
     if target == SIM_TARGET:
-        _report_timings(c)
+        _report_timings(c, pyfunc)
         return c
     from .tileir import write_bytecode
     from .toolchain import compile_cubin
     t0 = time.perf_counter()
     c.bytecode = write_bytecode(module, version)
     c.timings["bytecode"] = time.perf_counter() - t0
-    if "bytecode" in dump_stages():
-        path = os.path.join(os.environ.get("TILEJIT_DUMP_DIR", "."), f"{fname}.tileirbc")
-        with open(path, "wb") as f:
-            f.write(c.bytecode)
-        print(f"tilejit: wrote {path}", file=sys.stderr)
+    if _dumping(pyfunc, "bytecode"):
+        _write_dump(pyfunc, keys, constants, target, fname, c.bytecode)
     t0 = time.perf_counter()
-    c.cubin, c.disk_hit = compile_cubin(c.bytecode, target, opt_level=options.opt_level,
-                                        name=fname, use_cache=use_disk_cache)
+    c.cubin, c.disk_hit, cubin_key = compile_cubin(c.bytecode, target,
+                                                   opt_level=options.opt_level, name=fname,
+                                                   use_cache=use_disk_cache)
     c.timings["tileiras"] = time.perf_counter() - t0
-    if ikey is not None:
-        index.put(ikey, c.name, c.slots, c.cubin)
-    _report_timings(c)
+    if ikey is not None and cubin_key is not None:
+        index.put(ikey, c.name, c.slots, cubin_key, kernel=pyfunc.__name__, target=target,
+                  signature=signature_text(pyfunc, keys, constants), source=source_text(pyfunc))
+    _report_timings(c, pyfunc)
     return c
 
 
-def _report_timings(c: Compiled) -> None:
+def _write_dump(pyfunc, keys, constants, target: str, fname: str, bytecode: bytes) -> None:
+    """``TILEJIT_DUMP=bytecode``: ``<kernel>.tileirbc`` in ``TILEJIT_DUMP_DIR`` (created)."""
+    directory = envvars.get("TILEJIT_DUMP_DIR")
+    path = os.path.join(directory, f"{fname}.tileirbc")
+    try:
+        os.makedirs(directory, exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(bytecode)
+    except OSError as e:
+        raise envvars.EnvironmentVariableError(
+            f"TILEJIT_DUMP_DIR={directory!r}: cannot write {path} ({e.strerror or e}); point "
+            f"TILEJIT_DUMP_DIR at a writable directory, or drop 'bytecode' from TILEJIT_DUMP") \
+            from None
+    print(f"{_dump_header(pyfunc, keys, constants, target, 'bytecode')}\n"
+          f"tilejit: wrote {path}", file=sys.stderr)
+
+
+def _report_timings(c: Compiled, pyfunc) -> None:
     """``TILEJIT_DUMP=timings``: one line per compile with the time of each stage."""
-    if "timings" not in dump_stages():
+    if not _dumping(pyfunc, "timings"):
         return
     stages = ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in c.timings.items())
     how = " (warm-start index hit)" if "index" in c.timings else \
@@ -227,4 +306,5 @@ def _report_timings(c: Compiled) -> None:
 
 
 __all__ = ["CompileOptions", "Compiled", "compile", "front_end", "index_key", "symbol",
-           "dump_stages", "bytecode_version", "SIM_TARGET"]
+           "dump_stages", "bytecode_version", "SIM_TARGET", "signature_text", "source_text",
+           "parameter_comment", "is_internal"]

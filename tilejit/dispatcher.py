@@ -249,7 +249,7 @@ class Kernel:
                                   const_grid=const_grid, name=self.__name__, key=key,
                                   use_disk_cache=self.use_disk_cache, grid_ones=grid_ones)
         except CompileError as e:
-            if envvars.flag("TILEJIT_FULL_TRACEBACK"):
+            if _full_traceback():
                 raise
             # The message already points at the user's line; tilejit's own frames (and Numba's
             # chained exceptions) would bury it, in notebooks especially.
@@ -311,9 +311,12 @@ class Kernel:
             release_partitions(rt)
 
     def inspect_types(self, *args, **generics) -> str:
-        """The typed Numba IR and region tree of the specialization for ``args``."""
+        """The typed Numba IR and region tree of the specialization for ``args``; without
+        arguments, of every specialization compiled so far (as Numba's ``inspect_types()``)."""
         from .lowering.structurize import structurize
         from .typing.pipeline import type_kernel
+        if not args and not generics and self.runtime_names:
+            return self._inspect_compiled()
         keys, consts, _ = self._keys_for(args, generics)
         typed = type_kernel(self.py_func, keys, consts)
         frozen = fingerprint.frozen_globals(self.py_func)
@@ -322,13 +325,32 @@ class Kernel:
             "globals frozen into the compiled code: none"
         return typed.dump() + "\n\n" + structurize(typed).dump() + "\n\n" + note
 
+    def _inspect_compiled(self) -> str:
+        """``inspect_types()`` of every compiled specialization, each under its signature."""
+        from .lowering.structurize import structurize
+        from .typing.pipeline import type_kernel
+        seen, parts = set(), []
+        for c in list(self._cache.values()):
+            sig = _compiler.signature_text(self.py_func, c.keys, c.constants)
+            if sig in seen:             # the same types for two targets or grids
+                continue
+            seen.add(sig)
+            typed = c.typed or type_kernel(self.py_func, list(c.keys), c.constants)
+            parts.append(f"# {sig}\n{typed.dump()}\n\n{structurize(typed).dump()}")
+        if not parts:
+            return (f"# kernel '{self.__name__}' has no compiled specializations yet: launch it "
+                    f"first, or pass arguments (inspect_types(*args)) to type it for them")
+        return ("\n\n" + "#" * 80 + "\n").join(parts)
+
     def inspect_tileir(self, *args, **generics) -> str:
-        """The Tile IR text (``tileirdisasm`` syntax) for ``args``; needs no GPU."""
+        """The Tile IR text (``tileirdisasm`` syntax) for ``args``, after comments naming each
+        ``%argN`` after its Python parameter; needs no GPU."""
         from .tileir import print_module
         keys, consts, ones = self._keys_for(args, generics)
         _, module, _ = _compiler.front_end(self.py_func, keys, consts, _compiler.SIM_TARGET,
                                            self.options, name=self.__name__, grid_ones=ones)
-        return print_module(module)
+        return _compiler.parameter_comment(self.py_func, keys, consts) + "\n" + \
+            print_module(module)
 
     def inspect_bytecode(self, *args, **generics) -> bytes:
         """The Tile IR bytecode tileiras would compile for ``args``."""
@@ -351,6 +373,16 @@ class Kernel:
     def signatures(self) -> list:
         """The argument keys of every compiled specialization."""
         return [k[0] for k in self._cache]
+
+
+def _full_traceback() -> bool:
+    """``TILEJIT_FULL_TRACEBACK``, read while a compile error is being raised: a bad value is
+    reported as a warning, so it does not replace the user's own error."""
+    try:
+        return envvars.flag("TILEJIT_FULL_TRACEBACK")
+    except envvars.EnvironmentVariableError as bad:
+        warnings.warn(str(bad), RuntimeWarning, stacklevel=4)
+        return False
 
 
 def arch_or_raise(arch: str) -> str:

@@ -2,7 +2,7 @@
 
     TileJitError
     ├── DeviceError ── DriverError, ContextError, KernelCacheError, SchedulingError, LaunchError,
-    │                  InternalError
+    │                  InternalError, DeviceMemoryError (also a MemoryError)
     ├── CompileError ─ TypingError, UnsupportedError, ToolchainError
     └── TensorError
 
@@ -34,6 +34,33 @@ class DriverError(DeviceError):
     def __init__(self, message: str, code: Optional[int] = None):
         super().__init__(message)
         self.code = code
+
+
+class DeviceMemoryError(DeviceError, MemoryError):
+    """An allocation asked for more device memory than is available: CUDA_ERROR_OUT_OF_MEMORY on
+    a GPU, the simulated device's capacity (or the host's free memory) on the simulator.
+    ``requested`` and ``available`` are in bytes (``available`` None when unknown); ``code`` is
+    the CUresult on a GPU, as for DriverError."""
+
+    def __init__(self, requested: int, available: Optional[int], where: str, detail: str = "",
+                 code: Optional[int] = None):
+        free = f"{format_size(available)} available" if available is not None else \
+            "the available amount is unknown"
+        super().__init__(f"cannot allocate {format_size(requested)} ({requested} bytes) on {where}: "
+                         f"{free}{'; ' + detail if detail else ''}. Free tensors you no longer "
+                         f"need (del t), or use smaller shapes")
+        self.requested = requested
+        self.available = available
+        self.code = code
+
+
+def format_size(n: int) -> str:
+    """``1.5 GiB``: a byte count for messages."""
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024:
+            return f"{n} bytes" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"
 
 
 class ContextError(DeviceError):
@@ -158,6 +185,7 @@ class TensorError(TileJitError, ValueError):
 
 __all__ = [
     "TileJitError", "DeviceError", "DriverError", "ContextError", "KernelCacheError",
+    "DeviceMemoryError",
     "SchedulingError", "LaunchError", "InternalError", "SourceLocation", "CompileError",
     "TypingError", "UnsupportedError", "ToolchainError", "TensorError",
 ]

@@ -10,7 +10,6 @@ like the backend, so multi-device code runs in CPU CI with the same rules as on 
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import threading
 from typing import Optional, Tuple
@@ -43,8 +42,8 @@ def choose(simulate_env: Optional[str], driver_ok: bool, device_count: int) -> T
 
 
 def _detect() -> Tuple[str, str]:
-    env = os.environ.get("TILEJIT_SIMULATE")
-    if envvars.parse_flag("TILEJIT_SIMULATE", env):
+    env = envvars.raw("TILEJIT_SIMULATE")
+    if envvars.get("TILEJIT_SIMULATE"):
         return choose(env, False, 0)        # never touch the driver when told to simulate
     from . import driver
     ok = driver.driver_available()

@@ -13,6 +13,7 @@ import re
 import threading
 from typing import Dict, Optional, Tuple
 
+from .. import envvars
 from ..errors import ContextError
 from . import backend as _backend
 from . import driver as _d
@@ -36,7 +37,7 @@ def default_arch() -> str:
 
 
 def _env_arch() -> str:
-    arch = os.environ.get("TILEJIT_ARCH", "").strip() or _DEFAULT_ARCH
+    arch = envvars.get("TILEJIT_ARCH") or _DEFAULT_ARCH
     major, minor = parse_arch(arch)
     return f"sm_{major}{minor}"
 

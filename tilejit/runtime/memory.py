@@ -20,12 +20,12 @@ storage: ``leases`` (weak references to the partitions holding write leases on i
 from __future__ import annotations
 
 import gc
-import os
 import threading
 import weakref
 from typing import Optional
 
-from ..errors import SchedulingError
+from .. import envvars
+from ..errors import DeviceMemoryError, SchedulingError, format_size
 from . import driver as _d
 from .device import Device
 
@@ -254,9 +254,21 @@ def _cuda_alloc(nbytes: int, stream) -> int:
             gc.collect()
             stream.synchronize()
             continue
+        if err == drv.CUresult.CUDA_ERROR_OUT_OF_MEMORY:
+            raise _out_of_memory(nbytes, stream.device, int(err))
         # "allocating N bytes on <device> failed: <error>", plus the driver module's hint
         raise _d._driver_error(err, f"allocating {nbytes} bytes on {stream.device.name}")
     raise AssertionError("unreachable")
+
+
+def _out_of_memory(nbytes: int, device, code: int) -> DeviceMemoryError:
+    """CUDA_ERROR_OUT_OF_MEMORY as the simulator reports it: what was asked, what is free."""
+    err, free, total = _d.drv.cuMemGetInfo()        # the device's context is current here
+    if err != _d.SUCCESS:
+        return DeviceMemoryError(nbytes, None, device.name, "CUDA_ERROR_OUT_OF_MEMORY", code)
+    return DeviceMemoryError(nbytes, int(free), device.name,
+                             f"CUDA_ERROR_OUT_OF_MEMORY; the GPU has {format_size(int(total))} "
+                             f"in all", code)
 
 
 def _ensure_pool(device: Device) -> None:
@@ -273,11 +285,11 @@ def _ensure_pool(device: Device) -> None:
         if device._pool_ready:
             return
         drv = _d.drv
+        configured = envvars.get("TILEJIT_POOL_RELEASE_THRESHOLD")    # a bad value raises
         try:
             pool = _d.check(drv.cuDeviceGetDefaultMemPool(device._cu_dev),
                             "cuDeviceGetDefaultMemPool")
-            env = os.environ.get("TILEJIT_POOL_RELEASE_THRESHOLD", "").strip()
-            threshold = int(env) if env else device.total_memory // 4
+            threshold = device.total_memory // 4 if configured is None else configured
             _d.check(drv.cuMemPoolSetAttribute(
                 pool, drv.CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
                 drv.cuuint64_t(threshold)), "cuMemPoolSetAttribute")

@@ -30,17 +30,35 @@ All errors are :class:`tilejit.DeviceError` with the faulting address in hex, e.
 from __future__ import annotations
 
 import collections
+import os
 import threading
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 import numpy as np
 
-from ..errors import DeviceError
+from ..errors import DeviceError, DeviceMemoryError
 
 ALIGNMENT = 256            # like cudaMalloc: every base address is a multiple of 256
 _GUARD = 1 << 16           # unmapped bytes between allocations (catches overruns into neighbours)
 _FIRST_BASE = 1 << 32     # above 4 GiB, so an address truncated to 32 bits is detected as invalid
 _FREED_HISTORY = 1 << 16   # freed allocations remembered for "use after free" messages
+CAPACITY = 16 << 30        # bytes of the simulated device (what Device.total_memory reports)
+_HOST_CHECK = 64 << 20     # allocations from this size on are also checked against host memory
+
+
+def host_available() -> Optional[int]:
+    """Bytes of host memory available now (Linux's MemAvailable), or None when unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
 
 
 def _round_up(n: int, a: int) -> int:
@@ -83,7 +101,12 @@ class SimulatedMemory:
         nbytes = int(nbytes)
         if nbytes < 0:
             raise ValueError(f"cannot allocate a negative number of bytes ({nbytes})")
-        buf = np.full(nbytes, 0xCD, dtype=np.uint8)
+        self._check_room(nbytes)
+        try:
+            buf = np.full(nbytes, 0xCD, dtype=np.uint8)
+        except MemoryError:         # NumPy's _ArrayMemoryError: say it in the device's terms
+            raise DeviceMemoryError(nbytes, host_available(), "the simulated device",
+                                    "the host could not provide the memory") from None
         with self._lock:
             self._drain_locked()
             base = self._next
@@ -94,6 +117,18 @@ class SimulatedMemory:
             self._bytes_in_use += nbytes
             self._dirty = True
         return base
+
+    def _check_room(self, nbytes: int) -> None:
+        """DeviceMemoryError unless ``nbytes`` fit in the simulated device next to what is
+        allocated, and (for big requests) in the host memory backing it."""
+        free = CAPACITY - self.bytes_in_use
+        if nbytes > free:
+            raise DeviceMemoryError(nbytes, max(free, 0), "the simulated device",
+                                    f"the simulated device has {CAPACITY >> 30} GiB in all")
+        host = host_available() if nbytes >= _HOST_CHECK else None
+        if host is not None and nbytes > host:
+            raise DeviceMemoryError(nbytes, host, "the simulated device",
+                                    "the simulator keeps device memory in host memory, which is short")
 
     def free(self, addr: int) -> None:
         """Free the allocation whose base address is ``addr``. Freeing twice is a DeviceError."""

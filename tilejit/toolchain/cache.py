@@ -3,15 +3,22 @@
 Key: sha256 over a schema tag, the full ``tileiras --version`` text, the target arch, the flags and
 the bytecode. The bytecode already contains everything the front end decided, so a hit is always
 valid. Entries are ``<dir>/<k[:2]>/<k>.cubin`` with a header holding the payload's sha256; a
-corrupted or truncated entry is ignored, removed and rebuilt. The directory is bounded in size
-(least recently used entries are evicted). Failures to read or write the cache never fail a
-compile.
+corrupted or truncated entry is ignored, removed and rebuilt. One bound covers everything tilejit stores
+there (cubins, the warm-start index, autotune results; ``toolchain.layout``): the least recently
+used entries go first, and index entries whose cubin went are dropped with it. Failures to read
+or write the cache never fail a compile.
+
+A process about to run tileiras for a key holds that key's lock file (``fcntl.flock``), so
+processes compiling the same kernel at once (ranks of one job) run tileiras once: the others wait
+and read its cubin. A lock dies with its process; a wait longer than the tileiras timeout gives
+up and compiles anyway.
 
 ``TILEJIT_CACHE_DIR`` sets the location (``0``, ``off``, ``none`` or empty disables it);
-``TILEJIT_CACHE_SIZE`` the bound in bytes (default 1 GiB).
+``TILEJIT_CACHE_SIZE`` the bound (default 1 GiB).
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sys
@@ -19,12 +26,19 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Tuple
+
+from .. import envvars
+from . import layout
+
+try:
+    import fcntl
+except ImportError:         # Windows: no cross-process compile lock (each process compiles)
+    fcntl = None
 
 SCHEMA = b"tilejit-cubin-v1\0"
 MAGIC = b"TJCUBIN1"
-DEFAULT_SIZE = 1 << 30
-_DISABLED = {"0", "off", "none", "false", ""}
+DEFAULT_SIZE = envvars.VARIABLES["TILEJIT_CACHE_SIZE"].default
 # One lock for every DiskCache: current() makes a new instance per compile, so a per-instance lock
 # would serialize nothing.
 _EVICT_LOCK = threading.Lock()
@@ -42,9 +56,8 @@ def default_dir() -> str:
 
 def cache_dir() -> Optional[str]:
     """The cache directory (``~`` expanded), or None when the disk cache is disabled."""
-    env = os.environ.get("TILEJIT_CACHE_DIR")
-    if env is not None:
-        return None if env.strip().lower() in _DISABLED else os.path.expanduser(env.strip())
+    if envvars.raw("TILEJIT_CACHE_DIR") is not None:
+        return envvars.get("TILEJIT_CACHE_DIR")
     return default_dir()
 
 
@@ -69,7 +82,9 @@ def problem(directory: str) -> str:
 
 def _probe(directory: str) -> str:
     try:
+        created = not os.path.isdir(directory)
         os.makedirs(directory, exist_ok=True)
+        layout.adopt(directory, created)
         fd, path = tempfile.mkstemp(dir=directory, prefix=".probe-")
         os.close(fd)
         os.unlink(path)
@@ -90,14 +105,17 @@ def describe() -> str:
     if d is None:
         return "disabled (TILEJIT_CACHE_DIR=0)"
     why = problem(d)
-    return f"{d} (NOT USABLE: {why}; caching is off)" if why else d
+    if why:
+        return f"{d} (NOT USABLE: {why}; caching is off)"
+    if not layout.is_cache(d):
+        return (f"{d} (it also holds other files and has no {layout.MARKER}: `cache clear` "
+                f"refuses it; give TILEJIT_CACHE_DIR a directory of its own)")
+    return d
 
 
 def max_size() -> int:
-    try:
-        return int(os.environ.get("TILEJIT_CACHE_SIZE", DEFAULT_SIZE))
-    except ValueError:
-        return DEFAULT_SIZE
+    """``TILEJIT_CACHE_SIZE`` in bytes."""
+    return envvars.get("TILEJIT_CACHE_SIZE")
 
 
 def make_key(bytecode: bytes, arch: str, flags: str, compiler_version: str) -> str:
@@ -126,41 +144,163 @@ class DiskCache:
             self.evict()
 
     def entries(self):
-        return list_entries(self.dir, "*/*.cubin")
+        """``(mtime, size, path)`` of every cubin."""
+        return [(e.mtime, e.size, e.path) for e in layout.scan(self.dir) if e.kind == "cubin"]
 
     def size(self) -> int:
-        return sum(s for _, s, _ in self.entries())
+        """Bytes of everything stored (cubins, index entries, autotune results)."""
+        return sum(e.size for e in layout.scan(self.dir) if e.kind in layout.STORED)
 
     def evict(self) -> None:
-        remove_stale_temps(self.dir)
+        """Hold everything stored to the size bound, least recently used first."""
         with _EVICT_LOCK:
-            entries = self.entries()
-            total = sum(s for _, s, _ in entries)
-            if total <= self.limit:
-                return
-            for _, s, p in sorted(entries):
-                try:
-                    p.unlink()
-                except OSError:
-                    continue
-                total -= s
-                if total <= self.limit:
-                    break
+            trim(self.dir, self.limit)
 
-    def clear(self) -> None:
-        remove_stale_temps(self.dir, age=0)
-        for _, _, p in self.entries():
-            try:
-                p.unlink()
-            except OSError:
-                pass
+    def clear(self) -> Tuple[int, int]:
+        """Remove everything tilejit stored here; see :func:`clear`."""
+        return clear(self.dir)
+
+    @contextlib.contextmanager
+    def compiling(self, key: str, wait: float):
+        """Hold ``key``'s cross-process compile lock for the block (yields True), or yield False
+        when there is none to take (no fcntl, unwritable directory) or ``wait`` seconds passed.
+        The holder compiles and puts the cubin; a waiter then finds it with :meth:`get`."""
+        fd = _open_lock(self._path(key).with_suffix(".lock")) if fcntl is not None else None
+        if fd is None:
+            yield False
+            return
+        held = False
+        try:
+            held = _flock(fd, wait)
+            yield held
+        finally:
+            if held:                # the cubin is written (or the compile failed): let it go
+                _unlink_if_same(fd, self._path(key).with_suffix(".lock"))
+            os.close(fd)            # closing releases the lock
+
+
+def _open_lock(path: Path) -> Optional[int]:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        return None
+
+
+def _flock(fd: int, wait: float) -> bool:
+    """Take an exclusive flock on ``fd`` within ``wait`` seconds (polling: flock itself cannot
+    time out, and signals would not reach other threads)."""
+    deadline = time.monotonic() + wait
+    pause = 0.005
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            pass
+        except OSError:          # a file system without locks: compile without one
+            return False
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
+
+
+def _unlink_if_same(fd: int, path: Path) -> None:
+    """Remove the lock file while still holding it, unless another process already replaced it
+    (a waiter that then takes the old, unlinked file re-reads the cache and finds the cubin)."""
+    try:
+        if os.fstat(fd).st_ino == os.stat(path).st_ino:
+            os.unlink(path)
+    except OSError:
+        pass
+
+
+def _lock_is_free(path: Path) -> bool:
+    """Whether nobody holds the lock file ``path`` now."""
+    if fcntl is None:
+        return True
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def trim(root, limit: int) -> int:
+    """Remove the least recently used of everything stored under ``root`` (cubins, index
+    entries, autotune results) until it fits in ``limit`` bytes, then the index entries whose
+    cubin is gone, stale temporary files and abandoned locks. Returns the bytes removed."""
+    remove_stale_temps(Path(root))
+    entries = layout.scan(root)
+    stored = sorted((e for e in entries if e.kind in layout.STORED), key=lambda e: e.mtime)
+    total = sum(e.size for e in stored)
+    freed = 0
+    cubins_gone = False
+    for e in stored:
+        if total - freed <= limit:
+            break
+        try:
+            e.path.unlink()
+        except OSError:
+            continue
+        freed += e.size
+        cubins_gone |= e.kind == "cubin"
+    if cubins_gone:
+        from .index import Index
+        freed += Index(str(root)).drop_orphans()
+    now = time.time()
+    for e in entries:
+        if e.kind == "lock" and now - e.mtime >= STALE_TEMP_AGE and _lock_is_free(e.path):
+            discard(e.path)
+    return freed
+
+
+def clear(root) -> Tuple[int, int]:
+    """Remove every file tilejit stored under ``root``: ``(files, bytes)`` removed. Other files
+    stay. Raises NotACacheError, removing nothing, when ``root`` is not a tilejit cache
+    (``layout.is_cache``): no marker, and files tilejit did not write at its top level."""
+    root = Path(root)
+    if not root.is_dir():
+        return 0, 0
+    foreign = layout.foreign_top_level(root)
+    if foreign and not layout.has_marker(root):
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        raise layout.NotACacheError(
+            f"{root} is not a tilejit cache directory (it has no {layout.MARKER} written by "
+            f"tilejit, and holds files tilejit did not write: {shown}); nothing was deleted. "
+            f"Check TILEJIT_CACHE_DIR ({_dir_origin()}): it should name a directory of its own")
+    n = size = 0
+    for e in layout.scan(root):
+        if e.kind == "lock" and not _lock_is_free(e.path):
+            continue                # a compile is running: leave its lock alone
+        try:
+            e.path.unlink()
+        except OSError:
+            continue
+        n += 1
+        size += e.size
+    layout.remove_empty_dirs(root)
+    return n, size
+
+
+def _dir_origin() -> str:
+    raw = envvars.raw("TILEJIT_CACHE_DIR")
+    return f"set to {raw!r}" if raw is not None else "not set: this is the default directory"
 
 
 # --- checksummed records, shared with the warm-start index ----------------------------------------
 # A record is ``magic + sha256(payload) + payload``: a torn or foreign file fails the check.
-def read_record(path: Path, magic: bytes) -> Optional[bytes]:
-    """The payload of the record at ``path`` (marked as recently used), or None when it is missing;
-    a corrupted or empty record is removed, so the caller rebuilds it."""
+def read_record(path: Path, magic: bytes, touch: bool = True) -> Optional[bytes]:
+    """The payload of the record at ``path`` (marked as recently used unless ``touch`` is False),
+    or None when it is missing; a corrupted or empty record is removed, so the caller rebuilds
+    it."""
     try:
         data = path.read_bytes()
     except OSError:
@@ -170,6 +310,8 @@ def read_record(path: Path, magic: bytes) -> Optional[bytes]:
     if data[:n] != magic or hashlib.sha256(payload).digest() != data[n:n + 32] or not payload:
         discard(path)
         return None
+    if not touch:
+        return payload
     try:
         os.utime(path)                            # mark as recently used (eviction is LRU)
     except OSError:
@@ -188,18 +330,6 @@ def discard(path: Path) -> None:
         path.unlink()
     except OSError:
         pass
-
-
-def list_entries(directory: Path, pattern: str):
-    """``(mtime, size, path)`` of every file matching ``pattern`` below ``directory``."""
-    out = []
-    for p in directory.glob(pattern):
-        try:
-            st = p.stat()
-        except OSError:
-            continue
-        out.append((st.st_mtime, st.st_size, p))
-    return out
 
 
 def write_atomic(path: Path, data: bytes) -> bool:
@@ -226,16 +356,17 @@ STALE_TEMP_AGE = 600.0       # seconds: an older temporary file belongs to a pro
 
 
 def remove_stale_temps(root: Path, age: float = STALE_TEMP_AGE) -> int:
-    """Remove ``.tmp-*`` files under ``root`` older than ``age`` seconds; returns how many."""
+    """Remove tilejit's temporary files (``.tmp-*`` in its own directories) under ``root`` older
+    than ``age`` seconds; returns how many."""
     now = time.time()
     n = 0
-    for p in Path(root).glob("**/.tmp-*"):
-        try:
-            if now - p.stat().st_mtime >= age:
-                p.unlink()
+    for e in layout.scan(root):
+        if e.kind == "temp" and now - e.mtime >= age:
+            try:
+                e.path.unlink()
                 n += 1
-        except OSError:
-            continue
+            except OSError:
+                continue
     return n
 
 

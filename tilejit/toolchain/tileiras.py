@@ -20,12 +20,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Tuple
 
+from .. import envvars
 from ..errors import SourceLocation, ToolchainError
 
 INSTALL_HINT = ("Install it with `pip install 'tilejit[tileiras]'` (or `pip install "
                 "'nvidia-cuda-tileiras==13.4.*' 'nvidia-cuda-nvcc==13.4.*' 'nvidia-nvvm==13.4.*'`), "
                 "or point TILEJIT_TILEIRAS at a tileiras binary.")
-DEFAULT_TIMEOUT = float(os.environ.get("TILEJIT_TILEIRAS_TIMEOUT", "300"))
+
+
+def time_limit() -> float:
+    """Seconds a tileiras run may take (``TILEJIT_TILEIRAS_TIMEOUT``, default 300)."""
+    return envvars.get("TILEJIT_TILEIRAS_TIMEOUT")
 
 
 @dataclass(frozen=True)
@@ -63,7 +68,7 @@ def _wheel_tileiras() -> Optional[str]:
 
 def _candidates() -> List[Tuple[str, str]]:
     out = []
-    env = os.environ.get("TILEJIT_TILEIRAS")
+    env = envvars.get("TILEJIT_TILEIRAS")
     if env:
         out.append((env, "TILEJIT_TILEIRAS"))
     w = _wheel_tileiras()
@@ -81,7 +86,7 @@ def _candidates() -> List[Tuple[str, str]]:
 @functools.lru_cache(maxsize=None)
 def find_toolchain() -> Toolchain:
     """The tileiras to use; raises ToolchainError saying how to install it when there is none."""
-    env = os.environ.get("TILEJIT_TILEIRAS")
+    env = envvars.get("TILEJIT_TILEIRAS")
     if env and not (os.path.isfile(env) and os.access(env, os.X_OK)):
         raise ToolchainError(f"TILEJIT_TILEIRAS={env!r} is not an executable file. " + INSTALL_HINT)
     for path, _ in _candidates():
@@ -103,10 +108,36 @@ def available() -> bool:
 @functools.lru_cache(maxsize=None)
 def version_text() -> str:
     """The full ``tileiras --version`` output (part of every cache key)."""
-    tc = find_toolchain()
-    r = subprocess.run([tc.tileiras, "--version"], capture_output=True, text=True, env=tc.env(),
-                       timeout=60)
+    r = probe(["--version"])
+    if r.returncode != 0 or not r.stdout.strip():
+        raise _probe_failed(r, "did not print its version")
     return r.stdout.strip()
+
+
+def probe(args) -> subprocess.CompletedProcess:
+    """``tileiras *args`` under the same time limit as a compile (ToolchainError on timeout)."""
+    tc = find_toolchain()
+    cmd = [tc.tileiras, *args]
+    limit = time_limit()
+    try:
+        return run_tool(cmd, tc.env(), limit)
+    except subprocess.TimeoutExpired:
+        raise ToolchainError(_hung(cmd, limit), command=cmd) from None
+    except OSError as e:
+        raise ToolchainError(f"could not run {' '.join(cmd)}: {e}. " + INSTALL_HINT,
+                             command=cmd) from None
+
+
+def _hung(cmd, limit: float) -> str:
+    return (f"`{' '.join(cmd)}` did not finish within {limit:g} s; it was stopped, with every "
+            f"process it started. Raise TILEJIT_TILEIRAS_TIMEOUT (seconds) if it needs longer")
+
+
+def _probe_failed(r: subprocess.CompletedProcess, what: str) -> ToolchainError:
+    cmd = list(r.args)
+    out = (r.stderr or r.stdout or "").strip() or "(no output)"
+    return ToolchainError(f"`{' '.join(cmd)}` {what} (exit code {r.returncode}):\n{out}\n"
+                          + INSTALL_HINT, command=cmd, stderr=r.stderr)
 
 
 def version() -> Optional[Tuple[int, int, int]]:
@@ -127,9 +158,7 @@ def pin_bytecode_version(v) -> None:
 
 @functools.lru_cache(maxsize=None)
 def _probe_versions() -> Tuple[Tuple[int, int], ...]:
-    tc = find_toolchain()
-    r = subprocess.run([tc.tileiras, "--list-versions"], capture_output=True, text=True,
-                       env=tc.env(), timeout=60)
+    r = probe(["--list-versions"])
     found = []
     if r.returncode == 0:
         for line in r.stdout.split():
@@ -140,20 +169,29 @@ def _probe_versions() -> Tuple[Tuple[int, int], ...]:
         from ..tileir.bytecode import write_bytecode
         from ..tileir.ir import Module
         from ..tileir.version import SUPPORTED
+        errors = []
         for v in reversed(SUPPORTED):
             try:
                 compile_bytecode(write_bytecode(Module("probe"), v), "sm_90", keep_failed=False)
                 found.append(tuple(v[:2]))
                 break
-            except ToolchainError:
-                continue
+            except ToolchainError as e:
+                if "did not finish within" in str(e):
+                    raise
+                errors.append(e)
+        if not found:       # tileiras fails on everything: show why, not an empty version list
+            raise ToolchainError(
+                f"the installed tileiras ({find_toolchain().tileiras}) compiles nothing: it "
+                f"failed on an empty module of every bytecode version tilejit writes. Its last "
+                f"error:\n{errors[-1]}", command=errors[-1].command,
+                stderr=errors[-1].stderr) from None
     return tuple(sorted(found))
 
 
 def max_bytecode_version():
     """The newest bytecode version both tilejit and the installed tileiras support."""
     from ..tileir.version import SUPPORTED, BytecodeVersion
-    env = os.environ.get("TILEJIT_BYTECODE_VERSION")
+    env = envvars.get("TILEJIT_BYTECODE_VERSION")
     if _PINNED is not None:
         return BytecodeVersion(*_PINNED)
     if env:
@@ -199,7 +237,7 @@ def compile_bytecode(bytecode: bytes, arch: str, *, opt_level: int = 3, lineinfo
     tc = find_toolchain()
     if not re.fullmatch(r"sm_\d+[a-z]?", arch):
         raise ToolchainError(f"bad target architecture {arch!r}; expected e.g. 'sm_90'")
-    timeout = DEFAULT_TIMEOUT if timeout is None else timeout
+    limit = time_limit() if timeout is None else timeout
     with tempfile.TemporaryDirectory(prefix="tilejit-") as tmp:
         src = os.path.join(tmp, f"{name}.tileirbc")
         out = os.path.join(tmp, f"{name}.cubin")
@@ -207,27 +245,47 @@ def compile_bytecode(bytecode: bytes, arch: str, *, opt_level: int = 3, lineinfo
             f.write(bytecode)
         cmd = [tc.tileiras, src, "-o", out, f"--gpu-name={arch}"] + tileiras_flags(opt_level, lineinfo)
         try:
-            r = run_tool(cmd, tc.env(), timeout)
+            r = run_tool(cmd, tc.env(), limit)
         except subprocess.TimeoutExpired:
-            kept = _keep(bytecode, name) if keep_failed else src
-            raise ToolchainError(
-                f"tileiras did not finish within {timeout:.0f} s compiling '{name}' for {arch} "
-                f"(it was stopped, with every process it started). Smaller tiles usually compile "
-                f"faster; TILEJIT_TILEIRAS_TIMEOUT raises the limit. Bytecode kept at {kept}.",
-                command=cmd, bytecode_path=kept) from None
-        wrote = os.path.exists(out) and os.path.getsize(out) > 0
-        if r.returncode != 0 or not wrote:
-            kept = _keep(bytecode, name) if keep_failed else src
-            cmd_shown = [kept if c == src else c for c in cmd]
-            what = (f"tileiras failed (exit code {r.returncode})" if r.returncode != 0 else
-                    f"tileiras exited successfully but wrote no cubin (expected {out})")
-            msg = (f"{what} compiling '{name}' for {arch}.\n"
-                   f"command: {' '.join(cmd_shown)}\n(run with CUDA_HOME={tc.root})\n"
-                   f"{(r.stderr or r.stdout).strip()}\nbytecode kept at {kept}")
-            raise ToolchainError(msg, parse_diagnostics(r.stderr), command=cmd_shown,
-                                 bytecode_path=kept, stderr=r.stderr)
-        with open(out, "rb") as f:
-            return f.read()
+            raise _failed(f"tileiras did not finish within {limit:g} s", None, cmd, src,
+                          bytecode, name, arch, keep_failed,
+                          "It was stopped, with every process it started. Smaller tiles usually "
+                          "compile faster; raise TILEJIT_TILEIRAS_TIMEOUT (seconds) if it needs "
+                          "longer.") from None
+        except OSError as e:
+            raise ToolchainError(f"could not run {tc.tileiras}: {e}. " + INSTALL_HINT,
+                                 command=cmd) from None
+        if r.returncode != 0:
+            raise _failed(f"tileiras failed (exit code {r.returncode})", r, cmd, src, bytecode,
+                          name, arch, keep_failed)
+        cubin = b""
+        if os.path.exists(out):
+            with open(out, "rb") as f:
+                cubin = f.read()
+        if not cubin:
+            raise _failed(f"tileiras exited successfully but wrote no cubin (expected {out})", r,
+                          cmd, src, bytecode, name, arch, keep_failed)
+        if cubin[:4] != b"\x7fELF":       # never cache or load what is not a cubin
+            raise _failed(f"tileiras exited successfully but its output is not a cubin (an ELF "
+                          f"file; it starts with {cubin[:8]!r})", r, cmd, src, bytecode, name,
+                          arch, keep_failed)
+        return cubin
+
+
+def _failed(what: str, r: Optional[subprocess.CompletedProcess], cmd, src: str, bytecode: bytes,
+            name: str, arch: str, keep_failed: bool, advice: str = "") -> ToolchainError:
+    """The error for a failed compile: what happened, the command (with the kept bytecode's
+    path), tileiras' own output, and where the bytecode was kept."""
+    kept = _keep(bytecode, name) if keep_failed else src
+    cmd_shown = [kept if c == src else c for c in cmd]
+    output = (r.stderr or r.stdout).strip() if r is not None else ""
+    msg = (f"{what} compiling '{name}' for {arch}.\ncommand: {' '.join(cmd_shown)}\n"
+           f"(run with CUDA_HOME={find_toolchain().root})\n"
+           + (f"{output}\n" if output else "") + (f"{advice}\n" if advice else "")
+           + f"bytecode kept at {kept}")
+    stderr = r.stderr if r is not None else ""
+    return ToolchainError(msg, parse_diagnostics(stderr), command=cmd_shown, bytecode_path=kept,
+                          stderr=stderr)
 
 
 def run_tool(cmd, env, timeout) -> subprocess.CompletedProcess:
@@ -242,7 +300,10 @@ def run_tool(cmd, env, timeout) -> subprocess.CompletedProcess:
                 os.killpg(p.pid, signal.SIGKILL)
             except OSError:
                 pass
-            p.communicate()
+            try:        # a process that left the group may still hold the pipes: do not wait on it
+                p.communicate(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
             raise
     return subprocess.CompletedProcess(cmd, p.returncode, out, err)
 
@@ -272,7 +333,9 @@ def disassemble(bytecode: bytes) -> str:
         f.write(bytecode)
         path = f.name
     try:
-        r = subprocess.run([dis, path], capture_output=True, text=True, env=tc.env(), timeout=60)
+        r = run_tool([dis, path], tc.env(), time_limit())
+    except subprocess.TimeoutExpired:
+        raise ToolchainError(_hung([dis, path], time_limit()), command=[dis, path]) from None
     finally:
         os.unlink(path)
     if r.returncode != 0:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import difflib
 import inspect
-import os
 from collections import OrderedDict
 from typing import Callable, Dict, Optional
 
@@ -29,7 +28,7 @@ from numba.core import types
 from numba.core.errors import TypingError as NumbaTypingError
 from numba.core.typing.templates import AbstractTemplate, AttributeTemplate, Signature
 
-from ... import language
+from ... import envvars, language
 from ...dtypes import DType
 from ..context import TILE_METADATA, registry
 from ..diagnostics import TileTypingError, describe_type
@@ -37,7 +36,7 @@ from ..keys import constant_type
 from ..types import (DTypeType, EnumClassType, EnumMemberType, PartitionType, TensorPartitionViewType,
                      TensorType, TileType, dtype_of, is_pow2, is_scalar)
 
-_DEBUG = os.environ.get("TILEJIT_DEBUG_TYPING") == "1"
+_DEBUG = envvars.flag("TILEJIT_DEBUG_TYPING")
 
 
 # --------------------------------------------------------------------------------------------------
