@@ -13,6 +13,8 @@ variable, the value and what it may be (instead of being silently ignored).
 ``TILEJIT_ARCH``               target architecture without a GPU (``sm_90``)
 ``TILEJIT_BYTECODE_VERSION``   pin the Tile IR bytecode version (``13.3``)
 ``TILEJIT_FULL_TRACEBACK``     a flag: compile errors keep tilejit's own frames in the traceback
+``TILEJIT_SIM_SCHEDULE``       how the simulator runs tile blocks: ``serial`` (default), ``shuffle``
+                               or ``interleave``; ``TILEJIT_SIM_SEED`` (an int >= 0) seeds the last two
 =============================  ===================================================================
 """
 from __future__ import annotations
@@ -61,4 +63,36 @@ def dump_stages() -> set:
     return stages
 
 
-__all__ = ["flag", "parse_flag", "dump_stages", "DUMP_STAGES", "EnvironmentVariableError"]
+SIM_SCHEDULES = ("serial", "shuffle", "interleave")
+
+
+def sim_schedule() -> str:
+    """``TILEJIT_SIM_SCHEDULE``: one of :data:`SIM_SCHEDULES` (unset or empty: ``serial``)."""
+    raw = os.environ.get("TILEJIT_SIM_SCHEDULE")
+    v = (raw or "serial").strip().lower() or "serial"
+    if v not in SIM_SCHEDULES:
+        raise EnvironmentVariableError(
+            f"TILEJIT_SIM_SCHEDULE={raw!r} is not a schedule; use serial (blocks one after "
+            f"another), shuffle (in a seeded random order) or interleave (interleaved, memory "
+            f"ordered only by tokens), or unset it")
+    return v
+
+
+def sim_seed() -> int:
+    """``TILEJIT_SIM_SEED``: the seed of the shuffle/interleave schedules (unset: 0)."""
+    raw = os.environ.get("TILEJIT_SIM_SEED")
+    if raw is None or not raw.strip():
+        return 0
+    try:
+        v = int(raw.strip(), 10)
+    except ValueError:
+        v = -1
+    if v < 0:
+        raise EnvironmentVariableError(
+            f"TILEJIT_SIM_SEED={raw!r} is not a seed; use a non-negative decimal integer such "
+            f"as 0 or 12345, or unset it (0)")
+    return v
+
+
+__all__ = ["flag", "parse_flag", "dump_stages", "DUMP_STAGES", "EnvironmentVariableError",
+           "SIM_SCHEDULES", "sim_schedule", "sim_seed"]
