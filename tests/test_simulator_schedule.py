@@ -132,15 +132,46 @@ def spin_forever(locks):
 
 def test_a_lock_nobody_gives_back_stops_with_a_clear_error(monkeypatch):
     _use(monkeypatch, "interleave")
-    monkeypatch.setattr(sched, "STEP_LIMIT", 300)
+    monkeypatch.setattr(sched, "STEP_LIMIT", 100)
     before = threading.active_count()
     locks = api.ones((2,), tile.int32).sync()            # both locks already held
     with pytest.raises(SimulatorHangError) as info:
         spin_forever(tile.atomic(locks)).grid((3, 1, 1)).sync()
     msg = str(info.value)
-    assert "TILEJIT_SIM_SCHEDULE=interleave" in msg and "300 memory operations" in msg
+    assert "TILEJIT_SIM_SCHEDULE=interleave" in msg and "repeated 100 memory operations" in msg
     assert "spinning on a lock" in msg and "atomic_cas_tko" in msg and "spin_forever" in msg
     assert threading.active_count() == before           # every block's thread has ended
+
+
+@tile.entry
+def long_sum(z, x):
+    acc = tile.zeros((16,), tile.float32)
+    for j in range(x.shape[0] // 16):
+        acc += x.load((j,), (16,))
+    z.store(acc)
+
+
+def test_a_long_block_on_new_data_is_not_a_hang(monkeypatch):
+    _use(monkeypatch, "interleave")
+    monkeypatch.setattr(sched, "STEP_LIMIT", 5)
+    z = api.zeros((32,)).sync()
+    long_sum(z.partition((16,)), api.ones((16 * 64,)).sync()).sync()   # 64 loads per block
+    np.testing.assert_array_equal(z.to_numpy(), 64.0)
+
+
+@tile.entry
+def spin_storing_the_same_value(locks, scratch):
+    while tile.atomic_cas(locks, 0, 0, 1, memory_order=tile.MemoryOrder.ACQUIRE) == 1:
+        tile.scatter(scratch, tile.bid(0), 7)
+
+
+def test_storing_the_same_value_while_spinning_is_no_progress(monkeypatch):
+    _use(monkeypatch, "interleave")
+    monkeypatch.setattr(sched, "STEP_LIMIT", 100)
+    with pytest.raises(SimulatorHangError):
+        spin_storing_the_same_value(tile.atomic(api.ones((1,), tile.int32).sync()),
+                                    tile.atomic(api.zeros((2,), tile.int32).sync())
+                                    ).grid((2, 1, 1)).sync()
 
 
 @tile.entry
@@ -240,7 +271,7 @@ def test_a_weak_load_reads_memory_as_it_was(wm, dev):
 def test_writes_that_change_nothing_leave_no_history(wm, dev):
     p = dev.put(np.array([3], np.int32))
     wm._write(np.array([p]), np.array([3], np.int32), np.dtype(np.int32), None)
-    assert wm.clock == 1 and wm.log == [] and not wm.changed
+    assert wm.clock == 1 and wm.log == [] and wm.progress == 0
 
 
 def test_tokens_join_and_resolve_to_the_latest_dependency(wm, dev):

@@ -9,8 +9,12 @@
 
 The interleave coroutines are threads that pass one baton: only the thread holding it runs, so a
 run is deterministic for a seed. A block that spins (a lock held by another block) lets the
-others run at each memory operation; if :data:`STEP_LIMIT` memory operations in a row change no
-memory and finish no block, the launch stops with :class:`SimulatorHangError` instead of hanging.
+others run at each memory operation. A block *repeats* when an operation accesses the same
+addresses and sees (or writes) the same values as it did before, with no memory changed and no
+block finished in between. When every running block has repeated :data:`STEP_LIMIT` times,
+they all wait for something no block will do: the launch stops with
+:class:`SimulatorHangError` instead of hanging. (A block that works through new data never
+repeats, however long it runs.)
 """
 from __future__ import annotations
 
@@ -24,7 +28,7 @@ from .errors import KernelFault, SimulatorHangError
 from .weak_memory import Agent, WeakMemory
 
 WIDTH = 16            # blocks resident at once (a GPU runs a limited number too)
-STEP_LIMIT = 200_000  # memory operations without progress before a launch counts as hung
+STEP_LIMIT = 10_000   # repeated accesses of every running block: a hang
 
 
 def block_order(grid3, schedule: str, seed: int) -> Iterable[tuple]:
@@ -57,7 +61,6 @@ class Interleaver:
         self.agents: List[Optional[Agent]] = [None] * n
         self.live = list(range(n))          # workers that may still run a block
         self.me = 0                         # the worker holding the baton
-        self.idle_steps = 0
         self.error: Optional[BaseException] = None
         self.abort = False
         self.done = threading.Event()
@@ -101,11 +104,10 @@ class Interleaver:
                     self.run_block(agent.block)
                     # the block's buffered stores become visible at some point after its last
                     # operation: another block may run first
-                    self.idle_steps = 0
+                    self.wm.progress += 1
                     self.step()
                     self.wm.finish(agent)
                     self.agents[w] = None
-                    self.idle_steps = 0
                     starts = [a.start for a in self.agents if a is not None]
                     self.wm.trim(min(starts) if starts else self.wm.clock)
         except _Abort:
@@ -129,13 +131,6 @@ class Interleaver:
     def step(self) -> None:
         """A switch point (before every memory operation): maybe let another block run."""
         wm = self.wm
-        if wm.changed:
-            wm.changed = False
-            self.idle_steps = 0
-        else:
-            self.idle_steps += 1
-            if self.idle_steps > STEP_LIMIT:
-                raise KernelFault(self._hang_message(), cls=SimulatorHangError)
         me = self.me
         nxt = self.rng.choice(self.live)
         if nxt == me:
@@ -147,12 +142,33 @@ class Interleaver:
         self.me = me
         wm.current = self.agents[me]
 
+    def account(self, access) -> None:
+        """After a memory operation of the running block: ``access`` identifies the operation,
+        its addresses and values; a repeat since the last progress counts towards a hang."""
+        agent = self.agents[self.me]
+        p = self.wm.progress
+        if agent.epoch != p:
+            agent.epoch, agent.idle = p, 0
+            agent.seen.clear()
+        if access not in agent.seen:
+            agent.seen.add(access)
+            return
+        agent.idle += 1
+        if agent.idle > STEP_LIMIT and self._all_stuck():
+            raise KernelFault(self._hang_message(), cls=SimulatorHangError)
+
+    def _all_stuck(self) -> bool:
+        """Whether every running block repeated STEP_LIMIT accesses since the last progress
+        (blocks not started yet cannot run before a running one ends)."""
+        p = self.wm.progress
+        return all(a.epoch == p and a.idle > STEP_LIMIT for a in self.agents if a is not None)
+
     def _hang_message(self) -> str:
         running = [tuple(int(i) for i in a.block) for a in self.agents if a is not None]
-        return (f"TILEJIT_SIM_SCHEDULE=interleave: {STEP_LIMIT} memory operations in a row "
-                f"changed no memory and finished no tile block; the blocks {running} look "
-                f"stuck (spinning on a lock no block gives back, or on a flag no block sets, "
-                f"or on a weak load, which may read a stale value forever: spin with an "
+        return (f"TILEJIT_SIM_SCHEDULE=interleave: the running tile blocks {running} each "
+                f"repeated {STEP_LIMIT} memory operations (same addresses, same values) while no "
+                f"memory changed and no block finished: they look stuck (spinning on a lock no block gives back, on a flag no block "
+                f"sets, or on a weak load, which may read a stale value forever: spin with an "
                 f"atomic or memory_order=ACQUIRE)")
 
 

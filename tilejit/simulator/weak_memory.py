@@ -61,14 +61,19 @@ class PendingStore:
 
 
 class Agent:
-    """One running tile block: when it started and its buffered stores (in program order)."""
+    """One running tile block: when it started and its buffered stores (in program order).
+    For the hang check (:mod:`.schedule`): the accesses it made since the launch last made
+    progress (``seen``, in the progress epoch ``epoch``) and how many it repeated (``idle``)."""
 
-    __slots__ = ("block", "start", "buffer")
+    __slots__ = ("block", "start", "buffer", "epoch", "seen", "idle")
 
     def __init__(self, block, start: int):
         self.block = block
         self.start = start
         self.buffer: List[PendingStore] = []
+        self.epoch = -1
+        self.seen: set = set()
+        self.idle = 0
 
 
 def _byte_addrs(addrs: np.ndarray, itemsize: int) -> np.ndarray:
@@ -83,22 +88,27 @@ class WeakMemory:
         self.mem = memory
         self.scheduler = scheduler
         self.clock = 0                  # writes performed so far
-        self.log: list = []             # (time, sorted byte addresses, their bytes before)
+        self.log: list = []             # (sorted byte addresses, their bytes before) per write
         self.log_times: List[int] = []
         self.current: Optional[Agent] = None
         self.mode = NOW
         self.as_of = 0
         self.dep = None
         self.last: Optional[PendingStore] = None
-        self.changed = False            # whether memory changed since the schedule last looked
+        self.progress = 0               # writes that changed memory, plus finished blocks
+        self.access = 0                 # a fingerprint of the last access: addresses and values
 
     # --- the interface of SimulatedMemory that the sem_* runners use ----------------------------
     def load(self, addrs, np_dtype, mask=None, other=0) -> np.ndarray:
         if self.mode is EARLY and self.as_of < self.clock:
-            return self._load_as_of(addrs, np.dtype(np_dtype), mask, other, self.as_of)
-        return self.mem.load(addrs, np_dtype, mask=mask, other=other)
+            out = self._load_as_of(addrs, np.dtype(np_dtype), mask, other, self.as_of)
+        else:
+            out = self.mem.load(addrs, np_dtype, mask=mask, other=other)
+        self.access = hash((np.asarray(addrs).tobytes(), out.tobytes()))
+        return out
 
     def store(self, addrs, values, np_dtype, mask=None) -> None:
+        self.access = hash((np.asarray(addrs).tobytes(), np.asarray(values).tobytes()))
         if self.mode is BUFFER:
             dt = np.dtype(np_dtype)
             addrs = np.array(addrs, dtype=np.int64)
@@ -108,7 +118,6 @@ class WeakMemory:
             rec = PendingStore(self.dep, addrs, vals, dt, m)
             self.current.buffer.append(rec)
             self.last = rec
-            self.changed = True
             return
         self._write(addrs, values, np.dtype(np_dtype), mask)
 
@@ -128,7 +137,7 @@ class WeakMemory:
             if diff.any():
                 self.log.append((byte_addrs[diff], before[diff]))
                 self.log_times.append(self.clock)
-                self.changed = True
+                self.progress += 1
         return self.clock
 
     def _load_as_of(self, addrs, dt: np.dtype, mask, other, t: int) -> np.ndarray:
@@ -144,7 +153,12 @@ class WeakMemory:
             np.broadcast_to(np.asarray(mask, bool), addrs.shape))
         want = _byte_addrs(addrs.reshape(-1)[lanes], dt.itemsize)
         raw = flat[lanes].view(np.uint8).copy()
+        if not want.size:
+            return cur
+        lo, hi = want.min(), want.max()
         for ba, old in reversed(self.log[first:]):
+            if ba[-1] < lo or ba[0] > hi:               # a write elsewhere
+                continue
             pos = np.minimum(np.searchsorted(ba, want), ba.size - 1)
             hit = ba[pos] == want
             raw[hit] = old[pos[hit]]
@@ -208,6 +222,8 @@ def wrap(op, c, inner):
     tin = None if tok_in is None else c.slot(tok_in)
     tout = c.slot(op.results[-1])
 
+    key = id(op)
+
     def run(env):
         wm: WeakMemory = env[LAUNCH].memory
         wm.scheduler.step()
@@ -233,6 +249,7 @@ def wrap(op, c, inner):
             wm.resolve(tok)
             sig = inner(env)
             env[tout] = Tok(wm.clock)
+        wm.scheduler.account((key, wm.access))
         return sig
     return run
 
