@@ -13,7 +13,7 @@ from tilejit.simulator.errors import SimulatorHangError
 from tilejit.simulator.memory import memory
 from tilejit.simulator.weak_memory import BUFFER, EARLY, NOW, Agent, Tok, WeakMemory
 from tilejit.tileir import I32, Module, ptr
-from simulator_helpers import fn, run
+from simulator_helpers import fn, run, xchg_order_module
 
 import sync_kernels as sk
 
@@ -28,42 +28,25 @@ def _use(monkeypatch, schedule, seed=None):
 
 # --------------------------------------------------------------------------------------------------
 # The environment variables
-@pytest.mark.parametrize("raw,value", [(None, "serial"), ("", "serial"), ("serial", "serial"),
-                                       ("Shuffle", "shuffle"), (" interleave ", "interleave")])
-def test_schedule_variable_values(monkeypatch, raw, value):
+@pytest.mark.parametrize("var,raw,value", [
+    ("TILEJIT_SIM_SCHEDULE", None, "serial"), ("TILEJIT_SIM_SCHEDULE", "", "serial"),
+    ("TILEJIT_SIM_SCHEDULE", "serial", "serial"), ("TILEJIT_SIM_SCHEDULE", "Shuffle", "shuffle"),
+    ("TILEJIT_SIM_SCHEDULE", " interleave ", "interleave"), ("TILEJIT_SIM_SEED", None, 0),
+    ("TILEJIT_SIM_SEED", "", 0), ("TILEJIT_SIM_SEED", "7", 7),
+    ("TILEJIT_SIM_SEED", " 123456789 ", 123456789)])
+def test_variable_values(monkeypatch, var, raw, value):
     if raw is None:
-        monkeypatch.delenv("TILEJIT_SIM_SCHEDULE", raising=False)
+        monkeypatch.delenv(var, raising=False)
     else:
-        monkeypatch.setenv("TILEJIT_SIM_SCHEDULE", raw)
-    assert envvars.sim_schedule() == value
-
-
-@pytest.mark.parametrize("raw,value", [(None, 0), ("", 0), ("7", 7), (" 123456789 ", 123456789)])
-def test_seed_variable_values(monkeypatch, raw, value):
-    if raw is None:
-        monkeypatch.delenv("TILEJIT_SIM_SEED", raising=False)
-    else:
-        monkeypatch.setenv("TILEJIT_SIM_SEED", raw)
-    assert envvars.sim_seed() == value
-
-
-def _xchg_order_kernel():
-    """Every block exchanges its linear index into one counter and stores the old value at its
-    index: the old values reveal the order in which the blocks ran."""
-    f, b = fn("order", [ptr("i32"), ptr("i32")])
-    bx, by, bz = b.get_tile_block_id()
-    gx, gy, _ = b.get_num_tile_blocks()
-    lin = b.binary("addi", bx, b.binary("muli", gx, b.binary("addi", by, b.binary("muli", gy, bz))))
-    old, _ = b.atomic_rmw_tko(f.args[0], "xchg", lin)
-    b.store_ptr_tko(b.offset(f.args[1], lin), old)
-    b.return_()
-    return Module("order", [f])
+        monkeypatch.setenv(var, raw)
+    read = envvars.sim_schedule if var == "TILEJIT_SIM_SCHEDULE" else envvars.sim_seed
+    assert read() == value
 
 
 def _block_order(dev, grid=(4, 3, 2)):
     n = int(np.prod(grid))
     cnt, out = dev.put(np.array([-1], np.int32)), dev.empty((n,), np.int32)
-    run(_xchg_order_kernel(), grid, [cnt, out])
+    run(xchg_order_module(), grid, [cnt, out])
     old = dev.get(out, (n,), np.int32)
     order = [-1]                       # follow the chain of old values from the first block
     nxt = {int(v): i for i, v in enumerate(old)}
