@@ -261,6 +261,20 @@ def test_counters_are_exact(interleave):
     np.testing.assert_array_equal(counts, expect)
 
 
+def _atomic_corpus_cases():
+    import inspect
+    from corpus import CASES
+    return [c for c in CASES if "atomic_" in inspect.getsource(c.kernel)]
+
+
+@pytest.mark.parametrize("case", _atomic_corpus_cases(), ids=lambda c: c.name)
+def test_atomic_corpus_kernels_interleaved(interleave, case):
+    """The corpus's atomic kernels (histogram, max, bit masks): blocks contend on the same
+    elements in any interleaving and still match NumPy."""
+    from corpus_runner import run_case
+    run_case(case, seed=1)
+
+
 def test_layernorm_backward_with_locks_matches_numpy(interleave):
     import layernorm as ln
     m, n, eps = 36, 80, 1e-5

@@ -9,7 +9,7 @@ import tilejit as tile
 from tilejit import api, envvars
 from tilejit.simulator import DeviceAssertionError, SimulatorError
 from tilejit.simulator import schedule as sched
-from tilejit.simulator.errors import SimulatorHangError
+from tilejit.simulator import SimulatorHangError
 from tilejit.simulator.memory import memory
 from tilejit.simulator.weak_memory import BUFFER, EARLY, NOW, Agent, Tok, WeakMemory
 from tilejit.tileir import I32, Module, ptr

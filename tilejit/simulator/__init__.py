@@ -19,8 +19,8 @@ order, which satisfies every token and memory ordering (and hides races between 
 ``TILEJIT_SIM_SCHEDULE=interleave`` (:mod:`.schedule`, :mod:`.weak_memory`) interleaves blocks
 and orders memory effects only as far as their tokens require, as a GPU may.
 """
-from .errors import (DeviceAssertionError, SimulatorError, SimulatorMemoryError,
-                     SimulatorUnsupportedError)
+from .errors import (DeviceAssertionError, SimulatorError, SimulatorHangError,
+                     SimulatorMemoryError, SimulatorUnsupportedError)
 
 _LAZY = ("compile_function", "SimKernel", "run")
 
@@ -35,4 +35,4 @@ def __getattr__(name):
 
 
 __all__ = ["compile_function", "SimKernel", "run", "SimulatorError", "SimulatorMemoryError",
-           "DeviceAssertionError", "SimulatorUnsupportedError"]
+           "DeviceAssertionError", "SimulatorUnsupportedError", "SimulatorHangError"]
