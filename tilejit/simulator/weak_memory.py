@@ -17,7 +17,8 @@ Tokens become :class:`Tok` values (a time and the operations they still wait for
 clock counts performed writes, and an undo log of the bytes each write changed gives the memory
 of any earlier time. :class:`WeakMemory` is the launch's ``memory``: the ``sem_*`` runners call
 its ``load``/``store`` as usual, and the wrapper :func:`wrap` tells it, before each memory op,
-which of the three modes applies. :mod:`.schedule` runs the blocks and calls :meth:`step`.
+which of the three modes applies. :mod:`.schedule` runs the blocks: the wrapper calls its
+``step`` (a switch point) before each memory op and its ``account`` (the hang check) after.
 """
 from __future__ import annotations
 
@@ -76,6 +77,12 @@ class Agent:
         self.idle = 0
 
 
+def _fingerprint(addrs, values) -> tuple:
+    """Which elements an access touched and the values it saw or wrote (for the hang check)."""
+    a = np.asarray(addrs)
+    return (int(a.flat[0]) if a.size else 0, a.size, hash(np.asarray(values).tobytes()))
+
+
 def _byte_addrs(addrs: np.ndarray, itemsize: int) -> np.ndarray:
     return (addrs.reshape(-1, 1) + np.arange(itemsize, dtype=np.int64)).reshape(-1)
 
@@ -104,11 +111,11 @@ class WeakMemory:
             out = self._load_as_of(addrs, np.dtype(np_dtype), mask, other, self.as_of)
         else:
             out = self.mem.load(addrs, np_dtype, mask=mask, other=other)
-        self.access = hash((np.asarray(addrs).tobytes(), out.tobytes()))
+        self.access = _fingerprint(addrs, out)
         return out
 
     def store(self, addrs, values, np_dtype, mask=None) -> None:
-        self.access = hash((np.asarray(addrs).tobytes(), np.asarray(values).tobytes()))
+        self.access = _fingerprint(addrs, values)
         if self.mode is BUFFER:
             dt = np.dtype(np_dtype)
             addrs = np.array(addrs, dtype=np.int64)
