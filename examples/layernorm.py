@@ -3,8 +3,12 @@
     python examples/layernorm.py
 
 Forward: one (BM, N) tile of whole rows per block; it also saves each row's mean and 1/std for
-the backward. Backward: each block computes dx for its rows and its share of dw and db (column
-sums over its rows) into a (blocks, N) buffer; a second kernel sums those partial rows.
+the backward. Backward (the algorithm of cuTile's and Triton's LayerNorm samples): each block
+computes dx for its rows and its share of dw and db (column sums over its rows), and adds that
+share to row ``block % GROUP`` of a (GROUP, N) buffer while it holds that row's spin lock; a
+second kernel sums the GROUP rows. The lock is an ``atomic_cas`` with ``memory_order=ACQUIRE``
+(the loads after it see the previous holder's stores) and an ``atomic_xchg`` with
+``memory_order=RELEASE`` (the stores before it are visible when the next block takes the lock).
 """
 import sys
 
@@ -15,6 +19,7 @@ from tilejit import api
 from tilejit.runtime import current_backend
 
 ZERO = tile.PaddingMode.ZERO
+ACQUIRE, RELEASE = tile.MemoryOrder.ACQUIRE, tile.MemoryOrder.RELEASE
 
 
 @tile.entry
@@ -35,7 +40,7 @@ def layernorm_fwd(y, x, w, b, mean, rstd, eps):
 
 
 @tile.entry
-def layernorm_bwd(dx, x, w, dy, mean, rstd, dw_part, db_part):
+def layernorm_bwd(dx, x, w, dy, mean, rstd, dw_group, db_group, locks):
     BM, BN = dx.shape
     i = dx.block[0]
     n = x.shape[1]
@@ -49,8 +54,15 @@ def layernorm_bwd(dx, x, w, dy, mean, rstd, dw_part, db_part):
     c1 = tile.sum(xhat * wdy, axis=1, keepdims=True) / n
     c2 = tile.sum(wdy, axis=1, keepdims=True) / n
     dx.store(((wdy - (xhat * c1 + c2)) * rs).astype(dx.dtype))
-    tile.store(dw_part.partition((1, BN)), (i, 0), tile.sum(g * xhat, axis=0, keepdims=True))
-    tile.store(db_part.partition((1, BN)), (i, 0), tile.sum(g, axis=0, keepdims=True))
+    dw = tile.sum(g * xhat, axis=0, keepdims=True)
+    db = tile.sum(g, axis=0, keepdims=True)
+    row = i % locks.shape[0]                             # this block's group
+    while tile.atomic_cas(locks, row, 0, 1, memory_order=ACQUIRE) == 1:
+        pass
+    dw_rows, db_rows = dw_group.partition((1, BN)), db_group.partition((1, BN))
+    tile.store(dw_rows, (row, 0), dw_rows.load((row, 0)) + dw)
+    tile.store(db_rows, (row, 0), db_rows.load((row, 0)) + db)
+    tile.atomic_xchg(locks, row, 0, memory_order=RELEASE)
 
 
 @tile.entry
@@ -63,34 +75,53 @@ def column_sum(out, part, BR: tile.Constant[int]):
     out.store(acc)
 
 
+def backward(x, w, dy, mean, rstd, bm: int, group: int):
+    """dx, dw, db (tilejit tensors) of LayerNorm with the saved ``mean``/``rstd``; ``group``
+    rows of partial dw/db, each behind its own lock."""
+    m, n = x.shape
+    width = 1 << (n - 1).bit_length()
+    dx = api.zeros((m, n)).sync()
+    dw_group, db_group = api.zeros((group, n)).sync(), api.zeros((group, n)).sync()
+    locks = api.zeros((group,), tile.int32).sync()
+    layernorm_bwd(dx.partition((bm, width)), x, w, dy, mean, rstd, tile.atomic(dw_group),
+                  tile.atomic(db_group), tile.atomic(locks)).sync()
+    dw, db = api.zeros((n,)).sync(), api.zeros((n,)).sync()
+    column_sum(dw.partition((256,)), dw_group, 32).sync()
+    column_sum(db.partition((256,)), db_group, 32).sync()
+    return dx, dw, db
+
+
+def reference_backward(xn, wn, dyn, eps):
+    """dx, dw, db of LayerNorm in NumPy (float64)."""
+    xn, wn, dyn = (a.astype(np.float64) for a in (xn, wn, dyn))
+    mu = xn.mean(1, keepdims=True)
+    rs = 1 / np.sqrt(xn.var(1, keepdims=True) + eps)
+    xhat = (xn - mu) * rs
+    wdy = wn * dyn
+    dx = (wdy - (xhat * (xhat * wdy).mean(1, keepdims=True) + wdy.mean(1, keepdims=True))) * rs
+    return dx, (dyn * xhat).sum(0), dyn.sum(0)
+
+
 def main() -> int:
-    m, n = (8192, 4096) if current_backend() == "cuda" else (50, 300)
+    m, n, group = (8192, 4096, 64) if current_backend() == "cuda" else (50, 300, 4)
     width = 1 << (n - 1).bit_length()
     bm = 4
     rng = np.random.default_rng(0)
     xn, dyn = (rng.standard_normal((m, n)).astype(np.float32) for _ in range(2))
     wn, bn = (rng.standard_normal(n).astype(np.float32) for _ in range(2))
     x, dy, w, b = (api.from_numpy(a).sync() for a in (xn, dyn, wn, bn))
-    y, dx = api.zeros((m, n)).sync(), api.zeros((m, n)).sync()
+    y = api.zeros((m, n)).sync()
     mean, rstd = api.zeros((m,)).sync(), api.zeros((m,)).sync()
     eps = 1e-5
     layernorm_fwd(y.partition((bm, width)), x, w, b, tile.atomic(mean), tile.atomic(rstd),
                   eps).sync()
-    blocks = -(-m // bm)
-    dw_part, db_part = api.zeros((blocks, n)).sync(), api.zeros((blocks, n)).sync()
-    layernorm_bwd(dx.partition((bm, width)), x, w, dy, mean, rstd, tile.atomic(dw_part),
-                  tile.atomic(db_part)).sync()
-    dw, db = api.zeros((n,)).sync(), api.zeros((n,)).sync()
-    column_sum(dw.partition((256,)), dw_part, 32).sync()
-    column_sum(db.partition((256,)), db_part, 32).sync()
+    dx, dw, db = backward(x, w, dy, mean, rstd, bm, group)
 
     mu = xn.mean(1, keepdims=True)
     rs = 1 / np.sqrt(xn.var(1, keepdims=True) + eps)
-    xhat = (xn - mu) * rs
-    wdy = wn * dyn
-    dx_ref = (wdy - (xhat * (xhat * wdy).mean(1, keepdims=True) + wdy.mean(1, keepdims=True))) * rs
-    checks = {"y": (y, xhat * wn + bn), "dx": (dx, dx_ref), "dw": (dw, (dyn * xhat).sum(0)),
-              "db": (db, dyn.sum(0))}
+    dx_ref, dw_ref, db_ref = reference_backward(xn, wn, dyn, eps)
+    checks = {"y": (y, (xn - mu) * rs * wn + bn), "dx": (dx, dx_ref), "dw": (dw, dw_ref),
+              "db": (db, db_ref)}
     ok = True
     for name, (got, ref) in checks.items():
         good = np.allclose(got.to_numpy(), ref, rtol=1e-3, atol=1e-3)

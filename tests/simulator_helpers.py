@@ -106,3 +106,16 @@ def scalar_kernel(dev, apply, args, arg_types, out_elem, out_shape=()):
     run(Module("sk", [f]), (1, 1, 1), [out] + list(args))
     got = dev.get(out, (n,), odt).reshape(shape)
     return got != 0 if out_elem == "i1" else got
+
+
+def xchg_order_module() -> Module:
+    """Every block exchanges its linear index (x fastest) into one counter and stores the old
+    value at its index: the old values reveal the order in which the blocks ran."""
+    f, b = fn("order", [ptr("i32"), ptr("i32")])
+    bx, by, bz = b.get_tile_block_id()
+    gx, gy, _ = b.get_num_tile_blocks()
+    lin = b.binary("addi", bx, b.binary("muli", gx, b.binary("addi", by, b.binary("muli", gy, bz))))
+    old, _ = b.atomic_rmw_tko(f.args[0], "xchg", lin)
+    b.store_ptr_tko(b.offset(f.args[1], lin), old)
+    b.return_()
+    return Module("order", [f])

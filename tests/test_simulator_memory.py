@@ -6,7 +6,7 @@ import pytest
 
 from tilejit.simulator import SimulatorError, SimulatorMemoryError
 from tilejit.tileir import I32, I64, Module, ptr, tile
-from simulator_helpers import NP, UNSIGNED, fn, random_tile, run
+from simulator_helpers import NP, UNSIGNED, fn, random_tile, run, xchg_order_module
 
 
 def copy_kernel(elem, tile_shape, rank, dim_map=None, padding=None, index_elem="i32"):
@@ -231,15 +231,8 @@ def test_atomic_cas_with_duplicates(dev, elem):
 
 def test_atomics_apply_in_block_order(dev):
     # every block does xchg on one counter; the old values reveal the block order (x fastest)
-    f, b = fn("order", [ptr("i32"), ptr("i32")])
-    bx, by, bz = b.get_tile_block_id()
-    gx, gy, _ = b.get_num_tile_blocks()
-    lin = b.binary("addi", bx, b.binary("muli", gx, b.binary("addi", by, b.binary("muli", gy, bz))))
-    old, _ = b.atomic_rmw_tko(f.args[0], "xchg", lin)
-    b.store_ptr_tko(b.offset(f.args[1], lin), old)
-    b.return_()
     cnt, out = dev.put(np.array([-1], np.int32)), dev.empty((24,), np.int32)
-    run(Module("order", [f]), (2, 3, 4), [cnt, out])
+    run(xchg_order_module(), (2, 3, 4), [cnt, out])
     np.testing.assert_array_equal(dev.get(out, (24,), np.int32), np.arange(-1, 23))
 
 

@@ -224,6 +224,13 @@ register("TILEJIT_FULL_TRACEBACK", FLAG, False,
 register("TILEJIT_DEBUG_TYPING", FLAG, False,
          "let internal errors of tilejit's typing rules propagate (debugging tilejit itself)")
 register("TILEJIT_AUTOTUNE_QUIET", FLAG, False, "no progress line while autotuning")
+SIM_SCHEDULES = ("serial", "shuffle", "interleave")
+register("TILEJIT_SIM_SCHEDULE", choice(*SIM_SCHEDULES), "serial",
+         "how the simulator runs tile blocks: serial (one after another), shuffle (a seeded random "
+         "order) or interleave (interleaved, memory ordered only by tokens: shows races)")
+register("TILEJIT_SIM_SEED", Kind("a non-negative decimal integer such as 0 or 12345",
+                                  lambda name, v: _seed(name, v)), 0,
+         "the seed of the shuffle and interleave schedules")
 register("TILEJIT_SIM_DEVICES", integer(1), 1,
          "how many devices the simulator has (e.g. 2 to test multi-device code without GPUs)")
 
@@ -257,6 +264,22 @@ def parse_flag(name: str, raw: Optional[str], default: bool = False) -> bool:
     if raw is None or not raw.strip():
         return default
     return FLAG.parse(name, raw)
+
+
+def _seed(name: str, v: str) -> int:
+    if not v.isdecimal():
+        raise _bad(name, v, "is not a seed", "a non-negative decimal integer such as 0 or 12345")
+    return int(v)
+
+
+def sim_schedule() -> str:
+    """``TILEJIT_SIM_SCHEDULE``: one of :data:`SIM_SCHEDULES` (default ``serial``)."""
+    return get("TILEJIT_SIM_SCHEDULE")
+
+
+def sim_seed() -> int:
+    """``TILEJIT_SIM_SEED``: the seed of the shuffle/interleave schedules (default 0)."""
+    return get("TILEJIT_SIM_SEED")
 
 
 def sim_devices() -> int:
@@ -296,7 +319,7 @@ def help_table(width: int = 100) -> str:
 
 
 __all__ = ["VARIABLES", "Variable", "Kind", "register", "get", "raw", "in_environment", "flag",
-           "parse_flag", "sim_devices",
+           "parse_flag", "sim_devices", "sim_schedule", "sim_seed", "SIM_SCHEDULES",
            "dump_stages", "problems", "help_table", "DUMP_STAGES", "EnvironmentVariableError",
            "FLAG", "SIZE", "SECONDS", "PATH", "ARCH", "VERSION", "integer", "choice",
            "stages", "pattern"]

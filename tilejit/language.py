@@ -232,7 +232,13 @@ class RoundingMode(enum.Enum):
 
 
 class MemoryOrder(enum.Enum):
-    """Memory ordering of atomics."""
+    """Memory ordering of atomics, loads and stores (``memory_order=``).
+
+    ``ACQUIRE`` (atomics, loads): every later memory operation of the block happens after it.
+    ``RELEASE`` (atomics, stores): every earlier memory operation of the block happens before it.
+    ``ACQ_REL`` (atomics): both. ``RELAXED``: atomic, but orders nothing else. ``WEAK`` (loads
+    and stores, their default): a plain access, not for synchronization.
+    """
     WEAK = "weak"
     RELAXED = "relaxed"
     ACQUIRE = "acquire"
@@ -241,7 +247,7 @@ class MemoryOrder(enum.Enum):
 
 
 class MemoryScope(enum.Enum):
-    """Scope of atomics."""
+    """Who the ordering is with (``memory_scope=``): the tile block, the device or the system."""
     BLOCK = "tl_blk"
     DEVICE = "device"
     SYS = "sys"
@@ -272,7 +278,8 @@ def load_tile_like(x, z):
 
 
 @_stub
-def load(x, index, shape, padding=PaddingMode.ZERO, latency=None, allow_tma=True, order=None):
+def load(x, index, shape, padding=PaddingMode.ZERO, latency=None, allow_tma=True, order=None,
+         memory_order=MemoryOrder.WEAK, memory_scope=None):
     """``x.load(index, shape, ...)`` as a function: the tile of shape ``shape`` at tile ``index``.
 
     ``index`` is a tuple of ints (or one int for 1-D tensors) in units of tiles; ``shape`` a
@@ -280,37 +287,43 @@ def load(x, index, shape, padding=PaddingMode.ZERO, latency=None, allow_tma=True
     element ``index`` (a 0-d tile); ``padding`` a :class:`PaddingMode`; ``latency`` None or a
     constant 1..10 hint; ``allow_tma`` a constant bool. ``order``, a permutation of ``x``'s axes,
     loads from the permuted array (``order=(1, 0)`` reads ``x.T`` without a register transpose);
-    ``index`` and ``shape`` are then in the permuted order.
+    ``index`` and ``shape`` are then in the permuted order. ``memory_order`` (``WEAK``,
+    ``RELAXED`` or ``ACQUIRE``) and ``memory_scope`` (default ``DEVICE`` when the order is not
+    weak) make it an ordered load: see :class:`MemoryOrder`.
     """
 
 
 @_stub
-def store(target, index, t, order=None):
+def store(target, index, t, order=None, memory_order=MemoryOrder.WEAK, memory_scope=None):
     """Store tile ``t`` at tile ``index`` of ``target``.
 
     ``target`` is a partition parameter (``index`` in units of its tile shape) or the tile view
     ``w.partition(shape)`` of a writable tensor (one passed as ``tile.atomic(t)``). ``t`` must have
     the view's tile shape and dtype. Views of read-only tensors cannot be stored to. ``order``
-    (tile views only) stores into the permuted array, like :func:`load`.
+    (tile views only) stores into the permuted array, like :func:`load`. ``memory_order``
+    (``WEAK``, ``RELAXED`` or ``RELEASE``) and ``memory_scope`` as for :func:`load`.
     """
 
 
 @_stub
-def gather(x, indices, mask=None, other=0):
+def gather(x, indices, mask=None, other=0, memory_order=MemoryOrder.WEAK, memory_scope=None):
     """Element-wise load: ``x[indices]`` for a tile (1-D ``x``) or tuple of tiles of indices.
 
     Index tiles broadcast together; the result has their broadcast shape and ``x.dtype``.
     Elements where ``mask`` is False or the index is out of bounds read as ``other``.
+    ``memory_order``/``memory_scope`` as for :func:`load`.
     """
 
 
 @_stub
-def scatter(target, indices, values, mask=None):
+def scatter(target, indices, values, mask=None, memory_order=MemoryOrder.WEAK,
+            memory_scope=None):
     """Element-wise store ``target[indices] = values`` into a partition's tensor or a writable tensor.
 
     ``indices`` index the whole underlying tensor (not the block's tile). ``values`` broadcasts to
     the indices' shape and must have ``target.dtype`` (weak scalars adopt it). Out-of-bounds and
     masked-off elements are skipped. Blocks writing the same element race.
+    ``memory_order``/``memory_scope`` as for :func:`store`.
     """
 
 
@@ -329,7 +342,10 @@ def _atomic(name, op):
     return _named_stub(f, name, f"Atomic {op} on elements ``target[indices]`` of a writable "
                                 f"tensor (``tile.atomic(t)`` on the host) or a partition's "
                                 f"tensor; returns the old values as a tile of the indices' "
-                                f"shape. ``values`` broadcasts to that shape.")
+                                f"shape. ``values`` broadcasts to that shape. ``memory_order`` "
+                                f"(``RELAXED``, ``ACQUIRE``, ``RELEASE`` or ``ACQ_REL``) also "
+                                f"orders the block's other memory operations (see "
+                                f"``MemoryOrder``).")
 
 
 atomic_add = _atomic("atomic_add", "add")
@@ -347,6 +363,8 @@ def atomic_cas(target, indices, expected, desired, mask=None, memory_order=Memor
     """Atomic compare-and-swap: where ``target[indices] == expected`` store ``desired``.
 
     Returns the old values (compare them with ``expected`` to see which swaps happened).
+    ``memory_order``/``memory_scope`` as for the other atomics: a spin lock takes the lock with
+    ``ACQUIRE`` and gives it back with ``atomic_xchg(..., memory_order=RELEASE)``.
     """
 
 

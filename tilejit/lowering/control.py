@@ -2,8 +2,8 @@
 
 :class:`ControlFlow` is the part of :class:`~tilejit.lowering.lower.Lowering` that walks the
 region tree: each ``If``/``For``/``Loop`` becomes the Tile IR op with its carried values (the
-variables the region tree says flow through it) and, when something inside reads or writes a
-written array, the memory tokens of the written arrays (see ``lower.py``'s module docstring).
+variables the region tree says flow through it) and, when something inside reads or writes an
+array with tokens, the memory tokens (:mod:`.tokens` has the rules).
 """
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ from .. import dtypes as D
 from ..dtypes import DType
 from ..tileir import TOKEN, Value
 from ..typing.templates._base import static_value
-from ..typing.types import (DTypeType, EnumMemberType, PartitionType, TensorPartitionViewType,
-                            TensorType, dtype_of)
+from ..typing.types import DTypeType, EnumMemberType, dtype_of
 from . import loop_split
 from . import regions as R
 from .emit import TV
+from .tokens import MemoryTokens
 
 # calls that read or write memory through their array arguments (see _touches_written_memory)
 _MEMORY_OPS = frozenset(["Partition.load", "Partition.store", "tile.store", "TileView.load",
@@ -28,19 +28,12 @@ _MEMORY_OPS = frozenset(["Partition.load", "Partition.store", "tile.store", "Til
                          "tile.scatter", "tile.load_tile_like"])
 
 
-def _is_written_array_type(ty) -> bool:
-    """A partition, a writable (``tile.atomic``) tensor, or a view of one of those."""
-    if isinstance(ty, TensorPartitionViewType):
-        ty = ty.source
-    return isinstance(ty, PartitionType) or (isinstance(ty, TensorType) and ty.writable)
-
-
 def _is_static_type(ty) -> bool:
     return isinstance(ty, (types.Literal, DTypeType, EnumMemberType)) or (
         isinstance(ty, types.BaseTuple) and all(_is_static_type(t) for t in ty.types))
 
 
-class ControlFlow:
+class ControlFlow(MemoryTokens):
     """Region walking, carried values and memory tokens (a part of ``Lowering``)."""
 
     # ================================================================================== regions
@@ -87,7 +80,7 @@ class ControlFlow:
             self.tokens = outer
 
     def _touches_written_memory(self, node) -> bool:
-        """Whether ``node`` has a memory op on a partition or writable tensor, or (for an ``if``)
+        """Whether ``node`` has a memory op on an array with tokens, or (for an ``if``)
         leaves an enclosing loop with ``continue``/``break``, whose operands carry tokens."""
         key = id(node)
         hit = self._touch_memo.get(key)
@@ -122,7 +115,7 @@ class ControlFlow:
         d = self._defs.get(e.func.name)
         if isinstance(d, ir.Expr) and d.op == "getattr":
             names.append(d.value.name)
-        return any(_is_written_array_type(self.typemap.get(n)) for n in names)
+        return any(self.takes_tokens(self.typemap.get(n)) for n in names)
 
     # --- token plumbing: values ---------------------------------------------------------------
     def token_names(self) -> List[str]:

@@ -8,11 +8,9 @@ The lowering walks the structured kernel (:mod:`.regions`). Each Numba variable 
 * an :class:`~.abi.ArrayParam` (tensor or partition parameter) or a :class:`ViewRef`
   (``x.partition(shape)``), or a Python tuple mixing the above.
 
-Memory ordering: reads of read-only tensors need no token. Every *written* array (partitions and
-``tile.atomic`` tensors) has a pair of tokens, ``last store`` and ``last access``: a load waits
-for the last store (read after write), a store or atomic waits for every earlier access (write
-after read/write). The tokens are carried through ``if`` results and loop iteration values like
-ordinary variables, so ordering survives control flow.
+Memory ordering: memory operations are ordered by Tile IR tokens (:mod:`.tokens` has the rules:
+token pairs per written array, acquire and release); the tokens are carried through ``if``
+results and loop iteration values like ordinary variables, so ordering survives control flow.
 """
 from __future__ import annotations
 
@@ -106,12 +104,7 @@ class Lowering(ControlFlow):
                 self.env[p.name] = q.value if isinstance(q, ScalarParam) else q
         self._defs = self._definitions(structured.blocks)
         self.loc: Optional[SourceLocation] = None
-        # memory tokens of written arrays: name -> [last store, last access]
-        self.tokens: Dict[str, List[Value]] = {}
-        for nm, p in self.params.items():
-            if isinstance(p, ArrayParam) and p.written:
-                t = self.b.make_token()
-                self.tokens[nm] = [t, t]
+        self.init_tokens()      # memory tokens: name -> [last store, last access] (tokens.py)
         self.loop_stack: List[list] = []       # carried names of enclosing loops
         self._touch_memo: Dict[int, bool] = {}
         # if-conditions decided at compile time inside a split loop (see loop_split.py)
@@ -479,35 +472,7 @@ class Lowering(ControlFlow):
             index = (index,)
         return [self.tv(i, dtype) for i in index]
 
-    # --- memory ------------------------------------------------------------------------------
-    def load_view(self, arr: ArrayParam, view: Value, index: Sequence[TV], hints=None) -> TV:
-        return self.ordered_read(arr, lambda t: self.b.load_view_tko(
-            view, [i.value for i in index], token=t, hints=hints))
-
-    def store_view(self, arr: ArrayParam, view: Value, index: Sequence[TV], t: TV, hints=None) -> None:
-        t = self._to_mem(t, arr)
-        self.ordered_write(arr, lambda tok: (None, self.b.store_view_tko(
-            t.value, view, [i.value for i in index], token=tok, hints=hints)))
-
-    def ordered_read(self, arr: ArrayParam, emit) -> TV:
-        """A read of ``arr``: ``emit(token)`` emits it after the last store and returns ``(memory
-        value, result token)``; the read becomes part of the last access. Returns the value in
-        its tile dtype."""
-        tok = self.tokens.get(arr.name)
-        v, rtok = emit(tok[0] if tok else None)
-        if tok:
-            tok[1] = self.b.join_tokens([tok[1], rtok])
-        return self._from_mem(v, arr)
-
-    def ordered_write(self, arr: ArrayParam, emit):
-        """A write to ``arr``: ``emit(token)`` emits it after every earlier access and returns
-        ``(result, result token)``; the write becomes the last store. Returns the result."""
-        tok = self.tokens.get(arr.name)
-        result, rtok = emit(tok[1] if tok else None)
-        if tok is not None:
-            tok[0] = tok[1] = rtok
-        return result
-
+    # --- memory (ordered accesses and their tokens: tokens.py) ------------------------------
     def _to_mem(self, t: TV, arr: ArrayParam) -> TV:
         if arr.dtype.is_bool:
             return self.em.cast(self.em.cast(t, D.bool_), D.uint8)

@@ -7,17 +7,20 @@
 
 Modules: :mod:`.interp` (preparation, frames, the block loop), :mod:`.registry` (op name ->
 implementation), ``sem_*`` (one op family each), :mod:`.elements` (element types in NumPy),
-:mod:`.numerics` (exact rounding), :mod:`.printf`, :mod:`.errors`, :mod:`.memory`.
+:mod:`.numerics` (exact rounding), :mod:`.printf`, :mod:`.errors`, :mod:`.memory`,
+:mod:`.schedule` (block orders), :mod:`.weak_memory` (the interleave schedule's memory).
 
 Where the CPU result can differ from a GPU's (each module's docstring has the details):
 transcendental functions and ``approx`` modes use NumPy's libm; ``mmaf`` accumulates in float32 in
 NumPy's order; ``reduce``/``scan``/``atomic addf`` combine in tree order; ``ftoi`` saturates and
 maps NaN to 0 (undefined in Tile IR), fp8 conversions saturate; integer division by zero gives 0;
-masked loads without padding read 0; tokens and memory orderings are satisfied by executing in
-program order, one tile block at a time.
+masked loads without padding read 0. By default tile blocks run one at a time, each in program
+order, which satisfies every token and memory ordering (and hides races between blocks);
+``TILEJIT_SIM_SCHEDULE=interleave`` (:mod:`.schedule`, :mod:`.weak_memory`) interleaves blocks
+and orders memory effects only as far as their tokens require, as a GPU may.
 """
-from .errors import (DeviceAssertionError, SimulatorError, SimulatorMemoryError,
-                     SimulatorUnsupportedError)
+from .errors import (DeviceAssertionError, SimulatorError, SimulatorHangError,
+                     SimulatorMemoryError, SimulatorUnsupportedError)
 
 _LAZY = ("compile_function", "SimKernel", "run")
 
@@ -32,4 +35,4 @@ def __getattr__(name):
 
 
 __all__ = ["compile_function", "SimKernel", "run", "SimulatorError", "SimulatorMemoryError",
-           "DeviceAssertionError", "SimulatorUnsupportedError"]
+           "DeviceAssertionError", "SimulatorUnsupportedError", "SimulatorHangError"]

@@ -49,6 +49,11 @@ class SimulatorUnsupportedError(SimulatorError):
     """The module uses an op (or an op form) that the simulator cannot execute."""
 
 
+class SimulatorHangError(SimulatorError):
+    """Under the interleave schedule the running blocks stopped making progress (they spin on a
+    lock or flag that no block will change)."""
+
+
 class KernelFault(Exception):
     """Raised by an op's runner; the enclosing block runner re-raises it as ``cls`` (a
     :class:`SimulatorError` subclass) with the op, tile block and source location filled in."""
@@ -81,4 +86,4 @@ def _render(message, op, block, kernel, loc) -> str:
 
 
 __all__ = ["SimulatorError", "SimulatorMemoryError", "DeviceAssertionError",
-           "SimulatorUnsupportedError", "KernelFault"]
+           "SimulatorUnsupportedError", "SimulatorHangError", "KernelFault"]

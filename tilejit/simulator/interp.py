@@ -6,7 +6,9 @@
 :func:`compile_function` turns every op into a closure over NumPy code chosen for its types and
 attributes (:mod:`.registry`; one ``sem_*`` module per op family) and gives every SSA value a slot
 in a flat frame (a list). Running a tile block is then a loop over closures, each of which works on
-whole tiles. Blocks run in order, x fastest, then y, then z, so atomics apply in block order.
+whole tiles. ``TILEJIT_SIM_SCHEDULE`` picks the order of the blocks (:mod:`.schedule`): by
+default they run one after another, x fastest, then y, then z; ``interleave`` runs a second
+preparation of the function whose memory ops follow the weak memory model (:mod:`.weak_memory`).
 """
 from __future__ import annotations
 
@@ -16,11 +18,14 @@ from typing import Dict, List, Sequence
 
 import numpy as np
 
+from .. import envvars
 from ..errors import DeviceError, LaunchError
 from ..tileir.ir import Block, Function, Module, Value
 from ..tileir.types import TileType
 from . import (sem_control, sem_convert, sem_debug, sem_float, sem_int, sem_misc,  # noqa: F401
                sem_mma, sem_pointer, sem_reduce, sem_shape, sem_views)
+from . import schedule as _schedule
+from .weak_memory import interleave_form
 from .elements import scalar_param
 from .errors import (KernelFault, SimulatorError, SimulatorMemoryError,
                      SimulatorUnsupportedError)
@@ -40,8 +45,9 @@ class Launch:
 class Compiler:
     """Prepares one function: value slots, constant folding, and a runner per block."""
 
-    def __init__(self, kernel_name: str):
+    def __init__(self, kernel_name: str, interleave: bool = False):
         self.kernel_name = kernel_name
+        self.interleave = interleave       # memory ops in their weak-memory form
         self._slots: Dict[Value, int] = {}
         self.template: List[object] = [None] * RESERVED
 
@@ -72,6 +78,8 @@ class Compiler:
                     op=op.name, kernel=self.kernel_name, loc=op.loc)
             try:
                 fn = build(op, self)
+                if self.interleave:
+                    fn = interleave_form(op, self, fn)
             except SimulatorError:
                 raise
             except Exception as e:
@@ -137,32 +145,59 @@ class SimKernel:
         self._arg_types = [str(a.type) for a in fn.args]
         self._body = c.block(fn.body)
         self._template = c.template
+        self._fn = fn
+        self._interleaved = None           # (body, template), prepared on first use
 
     def __call__(self, grid, params: Sequence, memory=None) -> None:
-        """Run every tile block of ``grid`` (x fastest) with the C1 parameter values."""
+        """Run every tile block of ``grid`` with the C1 parameter values, in the order
+        ``TILEJIT_SIM_SCHEDULE`` asks for."""
         gx, gy, gz = _grid3(grid)
         if len(params) != len(self._arg_slots):
             raise LaunchError(f"kernel '{self.name}' takes {len(self._arg_slots)} parameters "
                               f"({', '.join(self._arg_types)}), got {len(params)}")
         if memory is None:
             from .memory import memory
-        env0 = list(self._template)
+        sched = envvars.sim_schedule()
+        body, template = self._interleave_form() if sched == "interleave" else (self._body,
+                                                                                self._template)
+        env0 = self._frame(template, params, (gx, gy, gz))
+        blocks = _schedule.block_order((gx, gy, gz), sched, envvars.sim_seed())
+
+        def run_block(bid):
+            env = env0.copy()
+            env[BLOCK_ID] = bid
+            body(env)
+
+        if sched == "interleave":
+            it = _schedule.Interleaver(run_block, list(blocks), envvars.sim_seed(), memory)
+            env0[LAUNCH] = Launch(it.wm)
+            it.run()
+            return
+        env0[LAUNCH] = Launch(memory)
+        with np.errstate(all="ignore"):
+            for bid in blocks:
+                run_block(bid)
+
+    def _interleave_form(self):
+        """The function prepared again with its memory ops in weak-memory form (once)."""
+        if self._interleaved is None:
+            c = Compiler(self.name, interleave=True)
+            for a in self._fn.args:         # the same parameter slots as the plain form
+                c.slot(a)
+            self._interleaved = (c.block(self._fn.body), c.template)
+        return self._interleaved
+
+    def _frame(self, template, params, grid3) -> list:
+        """The frame every block starts from: the template with the parameters and grid."""
+        env0 = list(template)
         for i, (s, e, v) in enumerate(zip(self._arg_slots, self._arg_elems, params)):
             try:
                 env0[s] = scalar_param(v, e)
             except (TypeError, ValueError, OverflowError) as err:
                 raise LaunchError(f"kernel '{self.name}': parameter {i} ({self._arg_types[i]}) "
                                   f"cannot take {v!r}: {err}") from None
-        env0[GRID] = (np.int32(gx), np.int32(gy), np.int32(gz))
-        env0[LAUNCH] = Launch(memory)
-        body = self._body
-        with np.errstate(all="ignore"):
-            for z in range(gz):
-                for y in range(gy):
-                    for x in range(gx):
-                        env = env0.copy()
-                        env[BLOCK_ID] = (np.int32(x), np.int32(y), np.int32(z))
-                        body(env)
+        env0[GRID] = tuple(np.int32(g) for g in grid3)
+        return env0
 
     def __repr__(self) -> str:
         return f"<SimKernel {self.module_name}.{self.name}>"

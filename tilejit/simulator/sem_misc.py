@@ -1,7 +1,8 @@
 """Grid queries and tokens.
 
-Tokens order memory ops on the GPU; the simulator executes ops in program order, which satisfies
-every token constraint, so tokens are placeholders (``None``).
+Tokens order memory ops on the GPU; the serial and shuffle schedules execute each block's ops in
+program order, which satisfies every token constraint, so tokens are placeholders (``None``).
+The interleave schedule replaces these builders with real tokens (:mod:`.weak_memory`).
 """
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Atomic read-modify-write and compare-and-swap."""
+"""Atomic read-modify-write and compare-and-swap (their memory order also orders the block's
+other memory operations: see ``lowering/tokens.py``)."""
 from __future__ import annotations
 
 from ..emit import TV
@@ -14,7 +15,7 @@ def _atomic(mode_int, mode_float):
             mode = "u" + mode
         order, scope = memory_semantics(lw, info, args)
         old = lw.ordered_write(x, lambda t: lw.b.atomic_rmw_tko(
-            ptrs, mode, vals.value, mask=mask.value, token=t, ordering=order, scope=scope))
+            ptrs, mode, vals.value, mask=mask.value, token=t, ordering=order, scope=scope), order)
         return TV(old, x.dtype)
     return handler
 
@@ -33,5 +34,5 @@ def _atomic_cas(lw, info, args, rty):
     x, ptrs, mask, (exp, des) = element_access(lw, info, args, ("expected", "desired"))
     order, scope = memory_semantics(lw, info, args)
     old = lw.ordered_write(x, lambda t: lw.b.atomic_cas_tko(
-        ptrs, exp.value, des.value, mask=mask.value, token=t, ordering=order, scope=scope))
+        ptrs, exp.value, des.value, mask=mask.value, token=t, ordering=order, scope=scope), order)
     return TV(old, x.dtype)

@@ -26,6 +26,16 @@ def unneeded_padding(arr: ArrayParam, shape, padding, order=None):
     return padding
 
 
+def access_semantics(lw, info, args):
+    """``(ordering, scope)`` of a load or store: a weak access has no scope, an ordered one is
+    device-wide unless ``memory_scope=`` says otherwise."""
+    order = getattr(lw.static_arg(info, args, "memory_order", L.MemoryOrder.WEAK), "name", "WEAK")
+    if order == "WEAK":
+        return "weak", None
+    scope = lw.static_arg(info, args, "memory_scope", None)
+    return ORDER[order], SCOPE[getattr(scope, "name", "DEVICE")]
+
+
 def _order(lw, info, args):
     order = lw.static_arg(info, args, "order")
     return None if order is None else tuple(order)
@@ -52,15 +62,16 @@ def _tensor_load(lw, info, args, rty):
     shape = shape_arg(lw, info, args)
     index = lw.index_tvs(lw.arg(args, "index"), D.int32)
     hints = load_hints(lw, info, args)
+    sem = access_semantics(lw, info, args)
     if shape == ():  # one element: a 1x..x1 tile at element coordinates, reshaped to 0-d
         ones = (1,) * x.ndim
         view = x.partition_view(lw.hoist, ones, unneeded_padding(x, ones, padding_arg(
             lw, info, args)))
-        return lw.em.reshape(lw.load_view(x, view, index, hints), ())
+        return lw.em.reshape(lw.load_view(x, view, index, hints, *sem), ())
     order = _order(lw, info, args)
     padding = unneeded_padding(x, shape, padding_arg(lw, info, args), order)
     view = x.partition_view(lw.hoist, shape, padding, dim_map=order)
-    return lw.load_view(x, view, index, hints)
+    return lw.load_view(x, view, index, hints, *sem)
 
 
 @handles("Tensor.partition")
@@ -76,7 +87,8 @@ def _view_load(lw, info, args, rty):
     view = v.array.partition_view(lw.hoist, v.tile_shape,
                                   unneeded_padding(v.array, v.tile_shape, v.padding))
     hints = load_hints(lw, info, args)
-    return lw.load_view(v.array, view, lw.index_tvs(lw.arg(args, "index"), D.int32), hints)
+    return lw.load_view(v.array, view, lw.index_tvs(lw.arg(args, "index"), D.int32), hints,
+                        *access_semantics(lw, info, args))
 
 
 @handles("TileView.store")
@@ -84,7 +96,8 @@ def _view_store(lw, info, args, rty):
     v: ViewRef = lw.value(info.receiver)
     view = v.array.partition_view(lw.hoist, v.tile_shape, None, dim_map=_order(lw, info, args))
     t = lw.tv(lw.arg(args, "t") if "t" in args else lw.arg(args, "tile"), v.array.dtype)
-    lw.store_view(v.array, view, lw.index_tvs(lw.arg(args, "index"), D.int32), t)
+    lw.store_view(v.array, view, lw.index_tvs(lw.arg(args, "index"), D.int32), t, None,
+                  *access_semantics(lw, info, args))
     return None
 
 
@@ -100,17 +113,19 @@ def _view_num_tiles(lw, info, args, rty):
 def _partition_load(lw, info, args, rty):
     z: ArrayParam = lw.value(info.receiver)
     view = z.partition_view(lw.hoist, z.tile_shape, unneeded_padding(z, z.tile_shape, "zero"))
-    return lw.load_view(z, view, [lw.bid(i) for i in range(len(z.tile_shape))])
+    return lw.load_view(z, view, [lw.bid(i) for i in range(len(z.tile_shape))], None,
+                        *access_semantics(lw, info, args))
 
 
 @handles("Partition.store")
 def _partition_store(lw, info, args, rty):
     z: ArrayParam = lw.value(info.receiver)
-    name = [k for k in args if k != list(info.signature.pysig.parameters)[0]][0]
+    name = list(info.signature.pysig.parameters)[1]      # the stored tile (after the receiver)
     t = lw.tv(lw.arg(args, name), z.dtype)
     t = lw.em.broadcast(t, z.tile_shape)
     view = z.partition_view(lw.hoist, z.tile_shape, None)
-    lw.store_view(z, view, [lw.bid(i) for i in range(len(z.tile_shape))], t)
+    lw.store_view(z, view, [lw.bid(i) for i in range(len(z.tile_shape))], t, None,
+                  *access_semantics(lw, info, args))
     return None
 
 
@@ -127,7 +142,8 @@ def _store(lw, info, args, rty):
                        "tensor")
     t = lw.em.broadcast(lw.tv(lw.arg(args, "t"), arr.dtype), shape)
     view = arr.partition_view(lw.hoist, shape, None, dim_map=_order(lw, info, args))
-    lw.store_view(arr, view, lw.index_tvs(index, D.int32), t)
+    lw.store_view(arr, view, lw.index_tvs(index, D.int32), t, None,
+                  *access_semantics(lw, info, args))
     return None
 
 
@@ -151,8 +167,9 @@ def _gather(lw, info, args, rty):
         other = lw.em.broadcast(lw.tv(other, mdt), shape)
     else:
         other = lw.em.const(lw.static_arg(info, args, "other", 0), mdt, shape)
-    return lw.ordered_read(x, lambda t: lw.b.load_ptr_tko(ptrs, mask=mask.value,
-                                                           padding=other.value, token=t))
+    order, scope = access_semantics(lw, info, args)
+    return lw.ordered_read(x, lambda t: lw.b.load_ptr_tko(
+        ptrs, mask=mask.value, padding=other.value, token=t, ordering=order, scope=scope), order)
 
 
 def element_access(lw, info, args, value_names):
@@ -180,6 +197,7 @@ def memory_semantics(lw, info, args):
 def _scatter(lw, info, args, rty):
     x, ptrs, mask, (vals,) = element_access(lw, info, args, ("values",))
     vals = lw._to_mem(vals, x)
-    lw.ordered_write(x, lambda t: (None, lw.b.store_ptr_tko(ptrs, vals.value, mask=mask.value,
-                                                            token=t)))
+    order, scope = access_semantics(lw, info, args)
+    lw.ordered_write(x, lambda t: (None, lw.b.store_ptr_tko(
+        ptrs, vals.value, mask=mask.value, token=t, ordering=order, scope=scope)), order)
     return None

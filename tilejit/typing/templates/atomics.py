@@ -11,8 +11,8 @@ from ... import dtypes as dt
 from ... import language
 from ..diagnostics import TileTypingError
 from ..types import TileType
-from ._base import enum_arg, function_rule
-from .memory import array_arg, gather_shape, mask_arg, value_arg
+from ._base import function_rule
+from .memory import ATOMIC_ORDERS, array_arg, gather_shape, mask_arg, memory_order_arg, value_arg
 
 _INT_TYPES = (dt.int32, dt.int64, dt.uint32, dt.uint64)
 _FLOAT_TYPES = (dt.float16, dt.float32, dt.float64)
@@ -33,8 +33,7 @@ def _target(b, name):
     if x.dtype not in _ALLOWED[name]:
         ok = ", ".join(d.name for d in _ALLOWED[name])
         raise TileTypingError(f"{name} is not supported for {x.dtype} elements (supported: {ok})")
-    enum_arg(b.memory_order, language.MemoryOrder, f"{name}: memory_order")
-    enum_arg(b.memory_scope, language.MemoryScope, f"{name}: memory_scope")
+    memory_order_arg(b, ATOMIC_ORDERS, name)
     shape = gather_shape(b.indices, x.ndim, f"{name}: indices")
     mask_arg(b.mask, shape, f"{name}: mask")
     return x, shape

@@ -12,6 +12,8 @@
                                         ``v.num_tiles(axis)`` (int32), ``tile.store(v, index, t)``
 ``z.load()`` / ``z.store(t)``           the block's own tile of a partition
 ``gather`` / ``scatter``                element-wise through index tiles (see language.py)
+``memory_order=``, ``memory_scope=``    on every load and store above: loads WEAK, RELAXED or
+                                        ACQUIRE, stores WEAK, RELAXED or RELEASE (Tile IR's rule)
 =====================================  ==========================================================
 """
 from __future__ import annotations
@@ -66,6 +68,30 @@ def latency_arg(ty):
 
 def padding_arg(ty):
     return enum_arg(ty, language.PaddingMode, "padding")
+
+
+_MO = language.MemoryOrder
+LOAD_ORDERS = (_MO.WEAK, _MO.RELAXED, _MO.ACQUIRE)
+STORE_ORDERS = (_MO.WEAK, _MO.RELAXED, _MO.RELEASE)
+ATOMIC_ORDERS = (_MO.RELAXED, _MO.ACQUIRE, _MO.RELEASE, _MO.ACQ_REL)
+
+
+def memory_order_arg(b, allowed, what: str):
+    """``memory_order=`` and ``memory_scope=`` of a memory operation: an order in ``allowed``
+    (Tile IR's rule for the operation) and a scope, which a weak access cannot have."""
+    order = enum_arg(b.memory_order, language.MemoryOrder, f"{what}: memory_order",
+                     allow_none=False)
+    if order not in allowed:
+        ok = ", ".join(f"tile.MemoryOrder.{m.name}" for m in allowed)
+        raise TileTypingError(f"{what}: memory_order=tile.MemoryOrder.{order.name} is not valid "
+                              f"here; use one of {ok}")
+    scope = enum_arg(b.memory_scope, language.MemoryScope, f"{what}: memory_scope")
+    if order is _MO.WEAK and scope is not None:
+        raise TileTypingError(f"{what}: memory_scope=tile.MemoryScope.{scope.name} needs an "
+                              f"ordered access: a weak one has no scope; pass memory_order="
+                              f"tile.MemoryOrder.RELAXED (or stronger) with it, or drop "
+                              f"memory_scope")
+    return order, scope
 
 
 def gather_shape(ty, ndim: int, what: str):
@@ -191,6 +217,7 @@ def _load_rule(b):
     padding_arg(b.padding)
     latency_arg(b.latency)
     bool_arg(b.allow_tma, "allow_tma")
+    memory_order_arg(b, LOAD_ORDERS, "load")
     return TileType(x.dtype, shape)
 
 
@@ -209,28 +236,31 @@ def _tensor_partition(b):
     return TensorPartitionViewType(x, shape, padding_arg(b.padding))
 
 
-def _partition_load_sig(z):
-    """z.load()"""
+def _partition_load_sig(z, memory_order=_MO.WEAK, memory_scope=None):
+    """z.load(memory_order=WEAK, memory_scope=None)"""
 
 
 @method_rule(PartitionType, "load", _partition_load_sig, op="Partition.load")
 def _partition_load(b):
+    memory_order_arg(b, LOAD_ORDERS, "load")
     return TileType(b.z.dtype, b.z.tile_shape)
 
 
-def _partition_store_sig(z, t):
-    """z.store(t)"""
+def _partition_store_sig(z, t, memory_order=_MO.WEAK, memory_scope=None):
+    """z.store(t, memory_order=WEAK, memory_scope=None)"""
 
 
 @method_rule(PartitionType, "store", _partition_store_sig, op="Partition.store")
 def _partition_store(b):
     z = b.z
     value_arg(b.t, z.dtype, z.tile_shape, "store: the stored tile", exact_shape=True)
+    memory_order_arg(b, STORE_ORDERS, "store")
     return types.none
 
 
-def _view_load_sig(v, index, latency=None, allow_tma=True):
-    """v.load(index, latency=None, allow_tma=True)"""
+def _view_load_sig(v, index, latency=None, allow_tma=True, memory_order=_MO.WEAK,
+                   memory_scope=None):
+    """v.load(index, latency=None, allow_tma=True, memory_order=WEAK, memory_scope=None)"""
 
 
 @method_rule(TensorPartitionViewType, "load", _view_load_sig, op="TileView.load")
@@ -239,6 +269,7 @@ def _view_load(b):
     index_arg(b.index, v.ndim, "load: index")
     latency_arg(b.latency)
     bool_arg(b.allow_tma, "allow_tma")
+    memory_order_arg(b, LOAD_ORDERS, "load")
     return TileType(v.dtype, v.tile_shape)
 
 
@@ -276,14 +307,15 @@ def _store_rule(b):
         raise TileTypingError("store: order= applies to tile views (w.partition(shape)); a "
                               "partition parameter's layout is fixed by the host")
     value_arg(b.t, target.dtype, shape, "store: the stored tile", exact_shape=True)
+    memory_order_arg(b, STORE_ORDERS, "store")
     return types.none
 
 
 function_rule(language.store)(_store_rule)
 
 
-def _view_store_sig(target, index, t, order=None):
-    """v.store(index, t, order=None)"""
+def _view_store_sig(target, index, t, order=None, memory_order=_MO.WEAK, memory_scope=None):
+    """v.store(index, t, order=None, memory_order=WEAK, memory_scope=None)"""
 
 
 method_rule(TensorPartitionViewType, "store", _view_store_sig, op="TileView.store")(_store_rule)
@@ -300,6 +332,7 @@ def _gather(b):
         raise TileTypingError(f"gather: other must be a scalar or tile, got "
                               f"{describe_type(b.other)}")
     value_arg(b.other, x.dtype, shape, "gather: other")
+    memory_order_arg(b, LOAD_ORDERS, "gather")
     return TileType(x.dtype, shape)
 
 
@@ -309,4 +342,5 @@ def _scatter(b):
     shape = gather_shape(b.indices, x.ndim, "scatter: indices")
     mask_arg(b.mask, shape, "scatter: mask")
     value_arg(b.values, x.dtype, shape, "scatter: values")
+    memory_order_arg(b, STORE_ORDERS, "scatter")
     return types.none

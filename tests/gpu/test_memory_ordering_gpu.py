@@ -1,0 +1,80 @@
+"""Blocks that synchronize through memory, thousands at a time (issue 21): spin locks (acquire /
+release atomics), ticket counters, a ticket lock spinning on an ordered load, exact atomic
+counters, and the gallery's LayerNorm backward, whose dw/db partial sums are added under locks."""
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import tilejit as tile
+from tilejit import api
+
+import sync_kernels as sk
+
+pytestmark = pytest.mark.gpu
+MO = tile.MemoryOrder
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "examples"))
+
+
+@pytest.mark.parametrize("blocks,nlocks", [(4096, 4), (20000, 2), (4096, 64)])
+def test_spin_lock_keeps_every_update(blocks, nlocks):
+    acc, locks = sk.run_lock(sk.locked_accumulate, blocks, nlocks, bn=64)
+    np.testing.assert_array_equal(acc, np.full((nlocks, 64), blocks // nlocks, np.float32))
+    np.testing.assert_array_equal(locks, 0)
+
+
+def test_acq_rel_spin_lock_keeps_every_update():
+    kernel = sk.make_lock_kernel(MO.ACQ_REL, MO.ACQ_REL)
+    acc, locks = sk.run_lock(kernel, 4096, 4, bn=64)
+    np.testing.assert_array_equal(acc, 1024.0)
+    np.testing.assert_array_equal(locks, 0)
+
+
+def test_spin_lock_is_right_every_time():
+    """Repeated launches: a race that loses updates now and then would show here."""
+    for _ in range(10):
+        acc, _ = sk.run_lock(sk.locked_accumulate, 4096, 4, bn=16)
+        np.testing.assert_array_equal(acc, 1024.0)
+
+
+@pytest.mark.parametrize("blocks", [4096, 20000])
+def test_ticket_counter_last_block_sums_every_partial(blocks):
+    xn = (np.arange(blocks * 64) % 7).astype(np.float32)
+    total, counter = sk.run_ticket_sum(xn, bn=64, bp=1024)
+    assert counter == blocks
+    assert total == xn.sum(dtype=np.float64)
+
+
+def test_ticket_lock_serves_every_block_once():
+    acc, order = sk.run_ticket_lock(4096, bn=32)
+    np.testing.assert_array_equal(acc, 4096.0)
+    np.testing.assert_array_equal(np.sort(order), np.arange(4096))
+
+
+@pytest.mark.parametrize("blocks,ncounters", [(20000, 7), (4096, 4096)])
+def test_atomic_counters_are_exact(blocks, ncounters):
+    counts, expect = sk.run_counters(blocks, ncounters, lanes=64)
+    np.testing.assert_array_equal(counts, expect)
+
+
+@pytest.mark.parametrize("m,n,group", [(8192, 1024, 64), (1000, 1000, 16)])
+def test_layernorm_backward_with_locks_matches_numpy(m, n, group):
+    import layernorm as ln
+    eps = 1e-5
+    r = np.random.default_rng(m)
+    xn, dyn = (r.standard_normal((m, n)).astype(np.float32) for _ in range(2))
+    wn = r.standard_normal(n).astype(np.float32)
+    mean = api.from_numpy(xn.mean(1).astype(np.float32)).sync()
+    rstd = api.from_numpy((1 / np.sqrt(xn.var(1) + eps)).astype(np.float32)).sync()
+    x, dy, w = (api.from_numpy(a).sync() for a in (xn, dyn, wn))
+    dx, dw, db = ln.backward(x, w, dy, mean, rstd, bm=4, group=group)
+    for name, got, ref in zip(("dx", "dw", "db"), (dx, dw, db),
+                              ln.reference_backward(xn, wn, dyn, eps)):
+        np.testing.assert_allclose(got.to_numpy(), ref, rtol=1e-3, atol=2e-3, err_msg=name)
+
+
+def test_layernorm_gallery_script_checks_itself():
+    import layernorm as ln
+    assert ln.main() == 0

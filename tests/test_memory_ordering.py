@@ -1,0 +1,312 @@
+"""Memory ordering (issue 21): acquire/release atomics and ordered loads/stores order a block's
+memory operations through Tile IR tokens; the synchronization kernels are correct under the
+simulator's interleave schedule (which gives wrong results when an ordering edge is missing) and
+compile with tileiras."""
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import tilejit as tile
+from tilejit import api
+from tilejit.lowering.tokens import MemoryTokens
+
+import sync_kernels as sk
+
+pytestmark = pytest.mark.usefixtures("simulator_backend")
+MO = tile.MemoryOrder
+SEEDS = (0, 1, 2, 3)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "examples"))
+
+
+@pytest.fixture(params=SEEDS[:3])
+def interleave(request, monkeypatch):
+    """Run the test under TILEJIT_SIM_SCHEDULE=interleave with several seeds."""
+    monkeypatch.setenv("TILEJIT_SIM_SCHEDULE", "interleave")
+    monkeypatch.setenv("TILEJIT_SIM_SEED", str(request.param))
+    return request.param
+
+
+@pytest.fixture
+def without_ordering_edges(monkeypatch):
+    """Lower acquire/release like relaxed, as tilejit did before issue 21."""
+    monkeypatch.setattr(MemoryTokens, "ordering_edges", False)
+
+
+def _schedule(monkeypatch, name, seed=0):
+    monkeypatch.setenv("TILEJIT_SIM_SCHEDULE", name)
+    monkeypatch.setenv("TILEJIT_SIM_SEED", str(seed))
+
+
+# --------------------------------------------------------------------------------------------------
+# The generated Tile IR
+def _function(kernel, *args):
+    """The lowered Tile IR function of ``kernel`` for ``args`` (what inspect_tileir prints)."""
+    from tilejit import compiler
+    keys, consts, ones = kernel._keys_for(args, {})
+    _, module, _ = compiler.front_end(kernel.py_func, keys, consts, compiler.SIM_TARGET,
+                                      kernel.options, name=kernel.__name__, grid_ones=ones)
+    return module.functions[0]
+
+
+def _token_sources(tok):
+    """The ops whose result tokens ``tok`` is made of (through join_tokens)."""
+    op = tok.owner
+    if op.name != "join_tokens":
+        return {op.name}
+    return set().union(*(_token_sources(t) for t in op.operands))
+
+
+def _first(fn, name):
+    return next(op for op in fn.walk() if op.name == name)
+
+
+def make_publish(order):
+    @tile.entry
+    def publish(data, flag, x):
+        i = tile.bid(0)
+        tile.store(data.partition((16,)), (i,), x.load((i,), (16,)))
+        tile.atomic_xchg(flag, i, 1, memory_order=order)
+    return publish
+
+
+def make_consume(order):
+    @tile.entry
+    def consume(out, data, flag):
+        tile.atomic_add(flag, 0, 0, memory_order=order)
+        out.store(data.partition((16,)).load((tile.bid(0),)))
+    return consume
+
+
+def test_release_waits_for_the_earlier_store():
+    def sources(order):
+        args = (tile.atomic(api.zeros((64,)).sync()), tile.atomic(api.zeros((4,), tile.int32)
+                                                                   .sync()), api.ones((64,)).sync())
+        fn = _function(make_publish(order), *args)
+        return _token_sources(_first(fn, "atomic_rmw_tko").operand("token"))
+    assert "store_view_tko" in sources(MO.RELEASE)
+    assert "store_view_tko" in sources(MO.ACQ_REL)
+    assert "store_view_tko" not in sources(MO.RELAXED)      # relaxed orders nothing else
+    assert "store_view_tko" not in sources(MO.ACQUIRE)
+
+
+def test_acquire_orders_the_later_load():
+    def sources(order):
+        args = (api.zeros((64,)).sync().partition((16,)), tile.atomic(api.zeros((64,)).sync()),
+                tile.atomic(api.zeros((1,), tile.int32).sync()))
+        fn = _function(make_consume(order), *args)
+        return _token_sources(_first(fn, "load_view_tko").operand("token"))
+    assert "atomic_rmw_tko" in sources(MO.ACQUIRE)
+    assert "atomic_rmw_tko" in sources(MO.ACQ_REL)
+    assert "atomic_rmw_tko" not in sources(MO.RELAXED)
+    assert "atomic_rmw_tko" not in sources(MO.RELEASE)
+
+
+def test_lock_kernel_ir_threads_tokens_through_the_spin_loop():
+    acc, locks, x = sk.lock_args(8, 2)
+    ir = sk.locked_accumulate.inspect_tileir(tile.atomic(acc), tile.atomic(locks), x, 16)
+    assert "atomic_cas_tko acquire device" in ir and "atomic_rmw_tko release device" in ir
+    # the spin loop carries both arrays' token pairs and joins each CAS's token into acc's
+    loop = next(ln for ln in ir.splitlines() if "= loop iter_values" in ln)
+    assert loop.count(": token") + loop.count(", token") >= 4, loop
+    body = ir[ir.index("= loop iter_values"):]
+    cas = body[body.index("atomic_cas_tko"):]
+    assert "join_tokens" in cas[:cas.index("continue")], ir
+
+
+def test_relaxed_only_kernels_keep_their_tokens():
+    """Without acquire or release nothing is joined across arrays (the IR of issue 12's kernels
+    stays as it was: test_codegen pins the rest)."""
+    fn = _function(sk.count_lanes, tile.atomic(api.zeros((8,), tile.int32).sync()), 16)
+    assert not any(op.name == "join_tokens" for op in fn.walk())
+
+
+@tile.entry
+def ordered_accesses(z, w, x):
+    i = tile.bid(0)
+    a = x.load((i,), (16,), memory_order=MO.ACQUIRE)
+    b = tile.load(x, (i,), (16,), memory_order=MO.RELAXED, memory_scope=tile.MemoryScope.BLOCK)
+    tile.store(w.partition((16,)), (i,), a + b, memory_order=MO.RELEASE)
+    g = tile.gather(x, tile.arange(16, dtype=tile.int32), memory_order=MO.ACQUIRE)
+    tile.scatter(w, tile.arange(16, dtype=tile.int32) + 32, g, memory_order=MO.RELAXED,
+                 memory_scope=tile.MemoryScope.SYS)
+    z.store(z.load(memory_order=MO.ACQUIRE) + 1.0, memory_order=MO.RELEASE)
+
+
+def _ordered_args():
+    return (api.zeros((32,)).sync().partition((16,)), tile.atomic(api.zeros((48,)).sync()),
+            api.ones((32,)).sync())
+
+
+def test_loads_and_stores_take_memory_order_and_scope():
+    ir = ordered_accesses.inspect_tileir(*_ordered_args())
+    for text in ("load_view_tko acquire device", "load_view_tko relaxed tl_blk",
+                 "store_view_tko release device", "load_ptr_tko acquire device",
+                 "store_ptr_tko relaxed sys"):
+        assert text in ir, text
+    zt, wt = api.zeros((32,)).sync(), api.zeros((48,)).sync()
+    ordered_accesses(zt.partition((16,)), tile.atomic(wt), api.ones((32,)).sync()).sync()
+    np.testing.assert_array_equal(zt.to_numpy(), np.ones(32, np.float32))
+    np.testing.assert_array_equal(wt.to_numpy(), np.repeat([2.0, 1.0], [32, 16]))
+
+
+def test_ordered_accesses_compile_for_sm90():
+    assert ordered_accesses.compile(*_ordered_args(), arch="sm_90")[:4] == b"\x7fELF"
+
+
+# --------------------------------------------------------------------------------------------------
+# Typing: the orders Tile IR allows per operation
+def _kernel_with(call):
+    ns = {"tile": tile, "MO": MO}
+    exec(f"def k(z, w, x):\n    {call}\n", ns)
+    return tile.entry(ns["k"])
+
+
+@pytest.mark.parametrize("call,msg", [
+    ("z.store(x.load((0,), (16,), memory_order=MO.RELEASE))",
+     "load: memory_order=tile.MemoryOrder.RELEASE is not valid here; use one of "
+     "tile.MemoryOrder.WEAK, tile.MemoryOrder.RELAXED, tile.MemoryOrder.ACQUIRE"),
+    ("z.store(x.load((0,), (16,)), memory_order=MO.ACQUIRE)",
+     "store: memory_order=tile.MemoryOrder.ACQUIRE is not valid here; use one of "
+     "tile.MemoryOrder.WEAK, tile.MemoryOrder.RELAXED, tile.MemoryOrder.RELEASE"),
+    ("tile.atomic_add(w, 0, 1.0, memory_order=MO.WEAK)",
+     "atomic_add: memory_order=tile.MemoryOrder.WEAK is not valid here; use one of "
+     "tile.MemoryOrder.RELAXED"),
+    ("z.store(x.load((0,), (16,), memory_scope=tile.MemoryScope.DEVICE))",
+     "memory_scope=tile.MemoryScope.DEVICE needs an ordered access"),
+    ("z.store(z.load(memory_order=MO.ACQ_REL))", "load: memory_order=tile.MemoryOrder.ACQ_REL"),
+    ("tile.scatter(w, tile.arange(16), 1.0, memory_order=MO.ACQUIRE)",
+     "scatter: memory_order=tile.MemoryOrder.ACQUIRE is not valid here"),
+    ("z.store(tile.gather(x, tile.arange(16), memory_order=3))",
+     "gather: memory_order must be one of tile.MemoryOrder.WEAK"),
+])
+def test_invalid_memory_orders_are_typing_errors(call, msg):
+    k = _kernel_with(call)
+    with pytest.raises(tile.TypingError) as info:
+        k.inspect_tileir(api.zeros((16,)).sync().partition((16,)),
+                         tile.atomic(api.zeros((16,)).sync()), api.ones((16,)).sync())
+    assert msg in str(info.value), str(info.value)
+
+
+# --------------------------------------------------------------------------------------------------
+# Synchronization kernels under the interleave schedule
+def test_lock_keeps_every_update(interleave):
+    acc, locks = sk.run_lock(sk.locked_accumulate, blocks=24, nlocks=4)
+    np.testing.assert_array_equal(acc, np.full((4, 16), 6.0, np.float32))
+    np.testing.assert_array_equal(locks, 0)
+
+
+def test_acq_rel_lock_keeps_every_update(interleave):
+    kernel = sk.make_lock_kernel(MO.ACQ_REL, MO.ACQ_REL)
+    acc, _ = sk.run_lock(kernel, blocks=12, nlocks=3)
+    np.testing.assert_array_equal(acc, np.full((3, 16), 4.0, np.float32))
+
+
+def test_lock_without_the_token_fix_fails_interleaved_and_passes_serially(
+        monkeypatch, without_ordering_edges):
+    """The acceptance test of the fix: the IR tilejit generated before (no acquire/release
+    edges) loses updates under interleave for every seed, and the serial schedule hides it."""
+    kernel = sk.make_lock_kernel()
+    _schedule(monkeypatch, "serial")
+    acc, _ = sk.run_lock(kernel, blocks=16, nlocks=4)
+    np.testing.assert_array_equal(acc, 4.0)
+    for seed in SEEDS:
+        _schedule(monkeypatch, "interleave", seed)
+        acc, locks = sk.run_lock(kernel, blocks=16, nlocks=4)
+        assert (acc < 4.0).any(), (seed, acc)
+        np.testing.assert_array_equal(locks, 0)
+
+
+@pytest.mark.parametrize("acquire,release", [(MO.RELAXED, MO.RELEASE),
+                                             (MO.ACQUIRE, MO.RELAXED)])
+def test_a_lock_missing_either_order_fails_interleaved(monkeypatch, acquire, release):
+    """Hand-written racy locks (one side relaxed): the interleave schedule shows each race."""
+    kernel = sk.make_lock_kernel(acquire, release)
+    for seed in SEEDS:
+        _schedule(monkeypatch, "interleave", seed)
+        acc, _ = sk.run_lock(kernel, blocks=16, nlocks=4)
+        assert (acc < 4.0).any(), (seed, acc)
+    _schedule(monkeypatch, "serial")
+    np.testing.assert_array_equal(sk.run_lock(kernel, blocks=16, nlocks=4)[0], 4.0)
+
+
+def test_ticket_counter_last_block_sees_every_partial(interleave):
+    xn = np.arange(16 * 20, dtype=np.float32) % 7
+    total, counter = sk.run_ticket_sum(xn)
+    assert counter == 20 and total == xn.sum()
+
+
+def test_ticket_counter_without_the_fix_misses_partials(monkeypatch, without_ordering_edges):
+    xn = np.ones(16 * 24, np.float32)
+    kernel = tile.entry(sk.ticket_sum.py_func)      # compiled afresh with the old lowering
+    totals = []
+    for seed in SEEDS:
+        _schedule(monkeypatch, "interleave", seed)
+        totals.append(sk.run_ticket_sum(xn, kernel=kernel)[0])
+    assert min(totals) < xn.sum(), totals
+    _schedule(monkeypatch, "serial")
+    assert sk.run_ticket_sum(xn, kernel=kernel)[0] == xn.sum()
+
+
+def test_ticket_lock_serves_blocks_one_at_a_time(interleave):
+    acc, order = sk.run_ticket_lock(12)
+    np.testing.assert_array_equal(acc, 12.0)
+    assert sorted(order) == list(range(12))
+
+
+def test_counters_are_exact(interleave):
+    counts, expect = sk.run_counters(blocks=20, ncounters=7)
+    np.testing.assert_array_equal(counts, expect)
+
+
+def _atomic_corpus_cases():
+    import inspect
+    from corpus import CASES
+    return [c for c in CASES if "atomic_" in inspect.getsource(c.kernel)]
+
+
+@pytest.mark.parametrize("case", _atomic_corpus_cases(), ids=lambda c: c.name)
+def test_atomic_corpus_kernels_interleaved(interleave, case):
+    """The corpus's atomic kernels (histogram, max, bit masks): blocks contend on the same
+    elements in any interleaving and still match NumPy."""
+    from corpus_runner import run_case
+    run_case(case, seed=1)
+
+
+def test_layernorm_backward_with_locks_matches_numpy(interleave):
+    import layernorm as ln
+    m, n, eps = 36, 80, 1e-5
+    r = np.random.default_rng(1)
+    xn, dyn = (r.standard_normal((m, n)).astype(np.float32) for _ in range(2))
+    wn = r.standard_normal(n).astype(np.float32)
+    mu = xn.mean(1)
+    rs = 1 / np.sqrt(xn.var(1) + eps)
+    x, dy, w = (api.from_numpy(a).sync() for a in (xn, dyn, wn))
+    mean, rstd = (api.from_numpy(a.astype(np.float32)).sync() for a in (mu, rs))
+    dx, dw, db = ln.backward(x, w, dy, mean, rstd, bm=4, group=3)
+    for got, ref in zip((dx, dw, db), ln.reference_backward(xn, wn, dyn, eps)):
+        np.testing.assert_allclose(got.to_numpy(), ref, rtol=1e-4, atol=1e-4)
+
+
+def test_sync_kernels_compile_for_sm90():
+    import layernorm as ln
+    acc, locks, x = sk.lock_args(8, 2)
+    cubins = [sk.locked_accumulate.compile(tile.atomic(acc), tile.atomic(locks), x, 16,
+                                           arch="sm_90")]
+    f32, i32 = api.zeros((16,)).sync(), api.zeros((16,), tile.int32).sync()
+    cubins.append(sk.ticket_sum.compile(tile.atomic(f32), tile.atomic(f32), tile.atomic(i32),
+                                        api.ones((64,)).sync(), 16, 64, arch="sm_90"))
+    cubins.append(sk.ticket_lock_accumulate.compile(
+        tile.atomic(api.zeros((1, 16)).sync()), tile.atomic(i32), tile.atomic(i32),
+        tile.atomic(i32), api.ones((4, 16)).sync(), 16, arch="sm_90"))
+    cubins.append(sk.count_lanes.compile(tile.atomic(i32), 16, arch="sm_90"))
+    m, n = 8, 48
+    x2 = api.ones((m, n)).sync()
+    cubins.append(ln.layernorm_bwd.compile(
+        api.zeros((m, n)).sync().partition((4, 64)), x2, api.ones((n,)).sync(), x2,
+        api.ones((m,)).sync(), api.ones((m,)).sync(), tile.atomic(api.zeros((2, n)).sync()),
+        tile.atomic(api.zeros((2, n)).sync()), tile.atomic(api.zeros((2,), tile.int32).sync()),
+        arch="sm_90"))
+    assert all(c[:4] == b"\x7fELF" for c in cubins)

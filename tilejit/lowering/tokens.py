@@ -1,0 +1,173 @@
+"""Memory tokens: the order of a block's memory operations in the generated Tile IR.
+
+Tile IR does not order memory operations by program order: a load, store or atomic is ordered
+after another one only when its input token depends on that one's result token. The lowering
+threads tokens as follows (a part of :class:`~tilejit.lowering.lower.Lowering`):
+
+* Every *written* array (partitions, ``tile.atomic`` tensors) has a pair of tokens, ``[last store,
+  last access]``: a load waits for the last store (read after write), a store or atomic waits for
+  every earlier access (write after read or write). The pairs are carried through ``if`` results
+  and loop iteration values (``control.py``), so the order survives control flow.
+* Reads of read-only tensors take no token: nothing writes them while the kernel runs. A kernel
+  that reads a read-only tensor with ``memory_order=`` says that something else does (another
+  kernel); then every array gets a token pair.
+* **Acquire** (``ACQUIRE``/``ACQ_REL`` on an atomic or load): its result token joins every array's
+  pair, so every later memory operation of the block waits for it. A spin lock's loads of the
+  protected data thus read after the compare-and-swap that took the lock.
+* **Release** (``RELEASE``/``ACQ_REL`` on an atomic or store): its input token joins every array's
+  last access, so it waits for every earlier memory operation of the block: the protected stores
+  are visible before the lock is given back.
+
+Kernels without ordered operations get exactly the tokens they had before (nothing is joined).
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence
+
+from numba.core import ir
+
+from ..tileir import Value
+from ..typing.templates._base import NOT_STATIC, static_value
+from ..typing.types import PartitionType, TensorPartitionViewType, TensorType
+from .abi import ArrayParam
+
+ACQUIRES = frozenset(["acquire", "acq_rel"])
+RELEASES = frozenset(["release", "acq_rel"])
+
+# calls that read memory and take memory_order= (ordered reads of read-only tensors, see above)
+_LOAD_OPS = frozenset(["Partition.load", "TileView.load", "Tensor.load", "tile.load",
+                       "tile.gather"])
+
+
+def is_written_array_type(ty) -> bool:
+    """A partition, a writable (``tile.atomic``) tensor, or a view of one of those."""
+    if isinstance(ty, TensorPartitionViewType):
+        ty = ty.source
+    return isinstance(ty, PartitionType) or (isinstance(ty, TensorType) and ty.writable)
+
+
+def is_array_type(ty) -> bool:
+    return isinstance(ty, (PartitionType, TensorType, TensorPartitionViewType))
+
+
+class MemoryTokens:
+    """Token state of the lowering: ``self.tokens`` maps an array's name to ``[last store, last
+    access]``."""
+
+    #: False lowers acquire and release like relaxed (each array ordered on its own), as tilejit
+    #: did before issue 21: tests set it to show that the interleave schedule catches the
+    #: missing edges. Never False in use.
+    ordering_edges = True
+
+    def init_tokens(self) -> None:
+        """One fresh token pair per array that takes tokens (see the module docstring)."""
+        self.tokens: Dict[str, List[Value]] = {}
+        self.ordered_reads = self._has_ordered_reads()
+        for nm, p in self.params.items():
+            if isinstance(p, ArrayParam) and (p.written or self.ordered_reads):
+                t = self.b.make_token()
+                self.tokens[nm] = [t, t]
+
+    def _has_ordered_reads(self) -> bool:
+        """Whether some read-only array is read with a memory order other than weak."""
+        for blk in (self.sk.blocks or {}).values():
+            for st in blk.body:
+                if not (isinstance(st, ir.Assign) and isinstance(st.value, ir.Expr) and
+                        st.value.op == "call" and st.value in self.calltypes):
+                    continue
+                info = self.call_info(st.value)
+                if info.op not in _LOAD_OPS:
+                    continue
+                order = self._static_arg_type(info, "memory_order")
+                if getattr(order, "name", "WEAK") == "WEAK":
+                    continue
+                names = [v.name for v in info.args.values() if isinstance(v, ir.Var)]
+                if info.receiver is not None:
+                    names.append(info.receiver.name)
+                if any(is_array_type(self.typemap.get(n)) and
+                       not is_written_array_type(self.typemap.get(n)) for n in names):
+                    return True
+        return False
+
+    def _static_arg_type(self, info, name: str):
+        """The compile-time value of argument ``name`` read from its type (before lowering has
+        values), or the signature's default."""
+        v = info.args.get(name)
+        if v is None:
+            p = info.signature.pysig.parameters.get(name)
+            return None if p is None or p.default is p.empty else p.default
+        sv = static_value(self.typemap.get(v.name))
+        return None if sv is NOT_STATIC else sv
+
+    def takes_tokens(self, ty) -> bool:
+        """Whether memory operations on an array of type ``ty`` carry tokens."""
+        return is_written_array_type(ty) or (self.ordered_reads and is_array_type(ty))
+
+    # --- joins ---------------------------------------------------------------------------------
+    def join(self, toks: Sequence[Optional[Value]]) -> Optional[Value]:
+        """One token depending on all of ``toks`` (None when there is none)."""
+        uniq: List[Value] = []
+        for t in toks:
+            if t is not None and all(t is not u for u in uniq):
+                uniq.append(t)
+        if not uniq:
+            return None
+        return uniq[0] if len(uniq) == 1 else self.b.join_tokens(uniq)
+
+    def _all_accesses(self) -> Optional[Value]:
+        """The join of every array's last access: what a release waits for."""
+        return self.join([self.tokens[nm][1] for nm in self.token_names()])
+
+    def _acquired(self, rtok: Value, released: bool) -> None:
+        """After an acquire with result token ``rtok``: every later memory operation waits for it.
+        After an acq_rel, ``rtok`` already follows every earlier access, so it replaces them."""
+        for nm in self.token_names():
+            pair = self.tokens[nm]
+            if released:
+                pair[0] = pair[1] = rtok
+            elif pair[0] is pair[1]:
+                pair[0] = pair[1] = self.join([pair[0], rtok])
+            else:
+                pair[0], pair[1] = self.join([pair[0], rtok]), self.join([pair[1], rtok])
+
+    # --- ordered accesses ----------------------------------------------------------------------
+    def ordered_read(self, arr, emit, ordering: str = "weak"):
+        """A read of ``arr``: ``emit(token)`` emits it after the last store and returns ``(memory
+        value, result token)``; the read becomes part of the last access (and with an acquire
+        ``ordering`` every later operation waits for it). Returns the value in its tile dtype."""
+        tok = self.tokens.get(arr.name)
+        v, rtok = emit(tok[0] if tok else None)
+        if ordering in ACQUIRES and self.ordering_edges:
+            self._acquired(rtok, released=False)      # joins rtok into this array's pair too
+        elif tok:
+            tok[1] = self.join([tok[1], rtok])
+        return self._from_mem(v, arr)
+
+    def ordered_write(self, arr, emit, ordering: str = "weak"):
+        """A write to ``arr`` (a store or an atomic): ``emit(token)`` emits it after every earlier
+        access of ``arr`` (of every array for a release ``ordering``) and returns ``(result,
+        result token)``; the write becomes the last store. Returns the result."""
+        tok = self.tokens.get(arr.name)
+        if ordering in RELEASES and self.ordering_edges:
+            t_in = self._all_accesses()
+        else:
+            t_in = tok[1] if tok else None
+        result, rtok = emit(t_in)
+        if tok is not None:
+            tok[0] = tok[1] = rtok
+        if ordering in ACQUIRES and self.ordering_edges:
+            self._acquired(rtok, released=ordering in RELEASES)
+        return result
+
+    def load_view(self, arr, view: Value, index, hints=None, ordering: str = "weak",
+                  scope: Optional[str] = None):
+        return self.ordered_read(arr, lambda t: self.b.load_view_tko(
+            view, [i.value for i in index], token=t, hints=hints, ordering=ordering,
+            scope=scope), ordering)
+
+    def store_view(self, arr, view: Value, index, t, hints=None, ordering: str = "weak",
+                   scope: Optional[str] = None) -> None:
+        t = self._to_mem(t, arr)
+        self.ordered_write(arr, lambda tok: (None, self.b.store_view_tko(
+            t.value, view, [i.value for i in index], token=tok, hints=hints, ordering=ordering,
+            scope=scope)), ordering)
