@@ -310,3 +310,28 @@ def test_sync_kernels_compile_for_sm90():
         tile.atomic(api.zeros((2, n)).sync()), tile.atomic(api.zeros((2,), tile.int32).sync()),
         arch="sm_90"))
     assert all(c[:4] == b"\x7fELF" for c in cubins)
+
+
+def test_an_ordered_one_element_read_is_an_atomic_or_zero_shared_by_the_block():
+    """tileiras replicates control flow in each specialized warp and each warp performs a plain
+    load itself, so a spin on an ordered load could see different values per warp and hang the
+    block (H100, 2026-11-25). A one-element ordered read is an atomic ``or 0`` of its bits, whose
+    result the block shares; memory is unchanged and floats keep their bits (-0.0, NaN payloads)."""
+    @tile.entry
+    def rd(z, x, y):
+        a = tile.load(x, (1,), (), memory_order=tile.MemoryOrder.ACQUIRE)
+        b = tile.load(y, (0, 1), (), memory_order=tile.MemoryOrder.RELAXED)
+        z.store(tile.full(z.shape, 0.0, tile.float32) + a + b.astype(tile.float32))
+
+    xs = np.array([1.5, -0.0, 3.25], np.float32)
+    x = api.from_numpy(xs).sync()
+    y = api.from_numpy(np.array([[1, 7], [3, 4]], np.int64)).sync()
+    z = api.zeros((16,)).sync()
+    args = (z.partition((16,)), tile.atomic(x), y)
+    rd(*args).sync()
+    assert (z.to_numpy() == 7.0).all()
+    assert np.array_equal(x.to_numpy().view(np.uint32), xs.view(np.uint32))
+    ir = rd.inspect_tileir(*args)
+    assert "atomic_rmw_tko acquire device" in ir and ", or, " in ir
+    assert "ptr_to_ptr" in ir and "load_view_tko acquire" not in ir
+    assert rd.compile(*args, arch="sm_90")

@@ -97,20 +97,21 @@ class Storage:
         changing this method.
         """
         h = self._h
-        if h.producer is not None:
-            producer, h.producer = h.producer, None
-            stream.wait_raw(producer)
         cap = stream._capture
         if cap is not None:
             # Inside a graph capture: the device was synchronized when it began (no waits needed,
             # and waiting on an event from outside the capture is illegal); the graph keeps the
-            # memory alive since its pointers are baked into the graph.
+            # memory alive since its pointers are baked into the graph. Captured work does not
+            # run now, so it is not recorded as the memory's last use: other streams (another
+            # thread's capture among them) must never wait on a capturing stream.
             cap.storages.add(self)
-            h.stream, h.event, h.epoch = stream, None, stream._epoch
             return
+        if h.producer is not None:
+            producer, h.producer = h.producer, None
+            stream.wait_raw(producer)
         last = h.stream
         if last is not stream:
-            if self.is_pending():
+            if self.is_pending() and last._capture is None:
                 _order_after(stream, h)
             h.stream = stream
             h.event = None
@@ -128,7 +129,8 @@ class Storage:
         h = self._h
         if h.producer is not None:
             stream.wait_raw(h.producer)
-        if h.stream is not None and h.stream is not stream and h.stream.is_pending(h.epoch):
+        if (h.stream is not None and h.stream is not stream and h.stream._capture is None
+                and h.stream.is_pending(h.epoch)):
             _order_after(stream, h)
 
     def ready_stream(self):

@@ -153,6 +153,9 @@ class Builder:
     def int_to_ptr(self, x: Value, pointee: str) -> Value:
         return self._one("int_to_ptr", [x], x.type.with_element(PointerType(pointee)))
 
+    def ptr_to_ptr(self, x: Value, pointee: str) -> Value:
+        return self._one("ptr_to_ptr", [x], x.type.with_element(PointerType(pointee)))
+
     def ptr_to_int(self, x: Value) -> Value:
         return self._one("ptr_to_int", [x], x.type.with_element("i64"))
 

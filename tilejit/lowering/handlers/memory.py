@@ -63,6 +63,8 @@ def _tensor_load(lw, info, args, rty):
     index = lw.index_tvs(lw.arg(args, "index"), D.int32)
     hints = load_hints(lw, info, args)
     sem = access_semantics(lw, info, args)
+    if shape == () and sem[0] != "weak" and x.dtype.bits in (32, 64) and not x.dtype.is_bool:
+        return _ordered_element_read(lw, x, index, *sem)
     if shape == ():  # one element: a 1x..x1 tile at element coordinates, reshaped to 0-d
         ones = (1,) * x.ndim
         view = x.partition_view(lw.hoist, ones, unneeded_padding(x, ones, padding_arg(
@@ -72,6 +74,37 @@ def _tensor_load(lw, info, args, rty):
     padding = unneeded_padding(x, shape, padding_arg(lw, info, args), order)
     view = x.partition_view(lw.hoist, shape, padding, dim_map=order)
     return lw.load_view(x, view, index, hints, *sem)
+
+
+def _ordered_element_read(lw, x, index, ordering, scope):
+    """An ordered read of one element as an atomic ``or 0`` of its bits.
+
+    tileiras (13.4) replicates a block's control flow in each of its specialized warps, and a
+    plain load is then performed by each of them: a spin loop on a flag (``while
+    load(flag, memory_order=ACQUIRE) != v``) can see a different value in each warp, which
+    desynchronizes their barriers and hangs the block (seen on an H100, 2026-11-25). An atomic's
+    result is computed once and shared by the block, so every warp takes the same path. ``or 0``
+    leaves memory as it was."""
+    ptrs, mask = lw.element_pointers(x, tuple(index), ())
+    idt = D.int32 if x.dtype.bits == 32 else D.int64
+    if x.dtype.tileir != idt.tileir:
+        ptrs = lw.b.ptr_to_ptr(ptrs, idt.tileir)
+    zero = lw.em.const(0, idt)
+
+    def emit(token):
+        return lw.b.atomic_rmw_tko(ptrs, "or", zero.value, mask=mask.value, token=token,
+                                   ordering=ordering, scope=scope)
+
+    bits = lw.ordered_read(x, lambda t: _as_mem(lw, emit(t), idt, x.dtype), ordering)
+    return bits
+
+
+def _as_mem(lw, result, idt, dt):
+    """``(value, token)`` of an integer atomic read back in the array's dtype."""
+    value, token = result
+    if dt.tileir != idt.tileir:
+        value = lw.b.bitcast(value, value.type.with_element(dt.tileir))
+    return value, token
 
 
 @handles("Tensor.partition")
