@@ -213,6 +213,37 @@ static int pack_ints(ParamBuf *pb, const char *layout, Py_ssize_t nlayout, Py_ss
     return 0;
 }
 
+/* Weak scalars checked at the call (tilejit/scalars.py, runtime/launch.native_checks): one record
+   per checked parameter; a packed value outside [lo, hi] goes to exe.scalar_out_of_range(index,
+   value), which raises (an int that does not fit) or warns (a float that overflows). 0, or -1. */
+typedef struct { int32_t slot, kind; union { int64_t i; double d; } lo, hi; } Check;
+
+static int check_scalars(ParamBuf *pb, PyObject *checks, PyObject *exe) {
+    Py_ssize_t n = PyBytes_GET_SIZE(checks) / (Py_ssize_t)sizeof(Check);
+    for (Py_ssize_t k = 0; k < n; k++) {
+        Check c;
+        memcpy(&c, PyBytes_AS_STRING(checks) + k * (Py_ssize_t)sizeof(Check), sizeof(Check));
+        if (c.slot < 0 || c.slot >= pb->count) continue;
+        PyObject *v = NULL;
+        if (c.kind == 1) {
+            int64_t x;
+            memcpy(&x, pb->ptrs[c.slot], 8);
+            if (x >= c.lo.i && x <= c.hi.i) continue;
+            v = PyLong_FromLongLong(x);
+        } else {
+            double x;
+            memcpy(&x, pb->ptrs[c.slot], 8);
+            if (x >= c.lo.d && x <= c.hi.d) continue;
+            v = PyFloat_FromDouble(x);
+        }
+        PyObject *r = v ? PyObject_CallMethod(exe, "scalar_out_of_range", "iO", c.slot, v) : NULL;
+        Py_XDECREF(v);
+        if (!r) return -1;
+        Py_DECREF(r);
+    }
+    return 0;
+}
+
 /* cuLaunchKernel with `ctx` current; returns the CUresult (or -1 with an error set). */
 static CUresult do_launch(void *fn, void *ctx, unsigned gx, unsigned gy, unsigned gz,
                           void *stream, ParamBuf *pb) {
@@ -1102,18 +1133,10 @@ static int classify_arg(Launcher *self, Arg *a, PyObject *v, PyObject *ann, PyOb
             a->params = PyTuple_Pack(1, v);
             return a->params ? 1 : -1;
         }
-        if (PyFloat_CheckExact(v)) {
-            /* rounded to float32, as the GPU and the simulator see it */
-            PyObject *f = PyFloat_FromDouble((double)(float)PyFloat_AS_DOUBLE(v));
-            if (!f) return -1;
-            a->key = K_float; a->scalar = 1;
-            a->params = PyTuple_Pack(1, f);
-            Py_DECREF(f);
-            return a->params ? 1 : -1;
-        }
-        if (PyBool_Check(v)) {
-            a->key = K_bool; a->scalar = 1;
-            a->params = PyTuple_Pack(1, v == Py_True ? ONE : ZERO);
+        if (PyFloat_CheckExact(v) || PyBool_Check(v)) {
+            /* weak scalars travel exactly (tilejit/scalars.py) */
+            a->key = PyFloat_CheckExact(v) ? K_float : K_bool; a->scalar = 1;
+            a->params = PyTuple_Pack(1, v);
             return a->params ? 1 : -1;
         }
     }
@@ -1291,6 +1314,9 @@ static int run_launch(Launcher *self, PyObject *args, PyObject *stream) {
                     PyErr_Clear();
                     Py_DECREF(nat); Py_DECREF(exe); ok = 0; goto done;
                 }
+            }
+            if (check_scalars(&pb, PyTuple_GET_ITEM(nat, 3), exe) < 0) {
+                Py_DECREF(nat); Py_DECREF(exe); ok = -1; goto done;
             }
             Py_DECREF(nat);
             CUresult err = do_launch((void *)fn, (void *)ctx, (unsigned)g[0], (unsigned)g[1],

@@ -34,7 +34,7 @@ from .runtime.argspec import (check_launch_aliasing, check_launch_devices, class
                                grid_from_partitions, release_partitions)
 from .runtime import foreign as _foreign
 from .runtime.device import Device, default_arch
-from .runtime.launch import launch_infos
+from .runtime.launch import check_scalars, launch_infos
 from .runtime import submission as _submission
 from .runtime.memory import Storage, _FreeState, use_all
 from .runtime.partition import ForeignPartition, Partition
@@ -597,6 +597,7 @@ class PreparedLaunch:
         self._values = rt
         self._storages = [i.storage for i in infos if i.storage is not None]
         self.params = argspec.flatten_params(infos)
+        check_scalars(self.executable.checks, self.params)     # once: the values are fixed
         self._nonempty = all(self.grid)
         self._closed = False
         self._c = _native_prepared(self)

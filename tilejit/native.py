@@ -31,9 +31,8 @@ except ImportError as _e:         # not built (no compiler at install time)
     _IMPORT_ERROR = str(_e)
 else:
     _IMPORT_ERROR = ""
-    from .keys import scalar_key as _scalar_key
-    _ext.set_scalar_keys(_scalar_key("int64", True), _scalar_key("float32", True),
-                         _scalar_key("bool_", True))
+    from .scalars import PYTHON_SCALARS as _PY
+    _ext.set_scalar_keys(_PY[int][0], _PY[float][0], _PY[bool][0])
 
 
 _enabled = None

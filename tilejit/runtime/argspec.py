@@ -19,7 +19,6 @@ launch hot path is a type check and an attribute load. Cached infos are shared: 
 """
 from __future__ import annotations
 
-import struct
 import weakref
 from typing import Optional, Sequence, Tuple
 
@@ -27,6 +26,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from .. import keys as _keys
+from .. import scalars as _scalars
 from ..errors import LaunchError, TensorError
 from ..keys import Facts, array_slots, scalar_slot
 from . import foreign as _foreign
@@ -260,13 +260,6 @@ def _numpy_key(arr: np.ndarray, writable: bool):
 
 
 # --- scalars --------------------------------------------------------------------------------------------
-_F32 = struct.Struct("f")
-_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
-_WEAK_INT = _keys.scalar_key("int64", True)
-_WEAK_FLOAT = _keys.scalar_key("float32", True)
-_WEAK_BOOL = _keys.scalar_key("bool_", True)
-
-
 def _light_scalar(key, slot, value, param) -> ScalarInfo:
     info = ScalarInfo()
     info.key = key
@@ -276,32 +269,13 @@ def _light_scalar(key, slot, value, param) -> ScalarInfo:
     return info
 
 
-def _f32(v: float) -> float:
-    """``v`` rounded to float32 (as the GPU sees it); out-of-range values become +-inf."""
-    try:
-        return _F32.unpack(_F32.pack(v))[0]
-    except OverflowError:
-        return float(np.float32(v))
-
-
-def _python_scalar_info(value, tp):
-    """Python int/float/bool without annotation: the hot path (no NumPy involved)."""
-    if tp is int:
-        if _I64_MIN <= value <= _I64_MAX:
-            return _light_scalar(_WEAK_INT, ("i64",), value, value)
-        return None
-    if tp is float:
-        return _light_scalar(_WEAK_FLOAT, ("f32",), value, _f32(value))
-    return _light_scalar(_WEAK_BOOL, ("i32",), value, 1 if value else 0)
-
-
 def _scalar_info(value, annotation):
     if annotation is None:
-        tp = type(value)
-        if tp is int or tp is float or tp is bool:
-            info = _python_scalar_info(value, tp)
-            if info is not None:
-                return info
+        hit = _scalars.python_scalar(value)
+        if hit is not None:             # weak: travels exactly (tilejit.scalars)
+            return _light_scalar(hit[0], (hit[1],), value, value)
+        if type(value) is int:
+            _scalars.check_int_fits(value, _dt.int64)
     if annotation is not None:
         dt = _dt.as_dtype(annotation)
     elif isinstance(value, (bool, np.bool_)):
@@ -311,7 +285,7 @@ def _scalar_info(value, annotation):
     elif isinstance(value, int):
         dt = _dt.int64
     elif isinstance(value, float):
-        dt = _dt.float32
+        dt = _dt.float64
     else:
         raise TypeError(f"unsupported scalar argument of type {type(value).__name__}")
     # Python scalars are weak (they adopt a tile's dtype), NumPy scalars strong (NEP 50)
@@ -329,11 +303,7 @@ def _scalar_value(value, dt):
             raise TypeError(f"a float ({value!r}) cannot be passed as {dt.name}; convert it with "
                             f"int(...) first")
         v = int(value)
-        info = np.iinfo(dt.np_dtype)
-        if not info.min <= v <= info.max:
-            hint = " (pass np.uint64(...) for large unsigned values)" if dt is _dt.int64 else ""
-            raise OverflowError(f"integer {v} does not fit {dt.name} [{info.min}, {info.max}]"
-                                f"{hint}")
+        _scalars.check_int_fits(v, dt)
         return v
     # floats: round to the target precision, so host and simulator see what the GPU sees
     return float(np.asarray(value).astype(dt.np_dtype))

@@ -48,6 +48,7 @@ from .diagnostics import TileTypingError
 from .types import TileType, dtype_of, is_scalar, value_type
 
 BOOL, INT, FLOAT = 0, 1, 2
+COMPARISONS = frozenset(("<", "<=", ">", ">=", "==", "!="))
 
 
 def category(d: DType) -> int:
@@ -153,7 +154,8 @@ def promote_weak(strong: DType, weak_ty, op: str = "") -> DType:
         if isinstance(weak_ty, types.IntegerLiteral) and not strong.is_float:
             if strong.is_bool:
                 return dt.int32
-            _check_fits(weak_ty.literal_value, strong, op)
+            if op not in COMPARISONS:       # NumPy 2 compares Python ints exactly
+                _check_fits(weak_ty.literal_value, strong, op)
         return strong
     return weak_default(weak_ty)
 
