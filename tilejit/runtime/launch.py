@@ -120,7 +120,8 @@ class ParamPacker:
         return bytes(memoryview(self.buffer).cast("B")[:self.size])
 
 
-# ABI slot -> the C launcher's packing code (tilejit/_native.c); fp8 scalars are packed in Python
+# ABI slot -> the C launcher's packing code (tilejit/csrc/driver.c); fp8 scalars are packed in
+# Python
 _NATIVE_CODE = {"u64": "Q", "i64": "q", "u32": "I", "i32": "i", "u16": "H", "i16": "h", "u8": "B",
                 "i8": "b", "f64": "d", "f32": "f", "tf32": "f", "f16": "e", "b1": "i", "bf16": "E"}
 
