@@ -56,11 +56,12 @@ def slot_intos(slot: str) -> Tuple[_dt.DType, ...]:
 
 
 def needs_check(param_dtype: _dt.DType, into: _dt.DType) -> bool:
-    """Whether converting a weak scalar of ``param_dtype`` (int64 or float64) into ``into`` can
-    lose it: a narrower integer range for ints, a narrower float range for floats."""
-    if param_dtype.is_integer:
+    """Whether converting a weak scalar parameter of ``param_dtype`` into ``into`` is checked at
+    the call: a Python int (int64) into a narrower integer range, a Python float (float64) into a
+    narrower float range. (A parameter annotated with another dtype is converted on the host.)"""
+    if param_dtype is _dt.int64:
         return into.is_integer and into is not _dt.int64
-    return param_dtype.is_float and into.is_float and into.bits < 64
+    return param_dtype is _dt.float64 and into.is_float and into.bits < 64
 
 
 def _float_limit(d: _dt.DType) -> float:

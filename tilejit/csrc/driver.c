@@ -130,8 +130,12 @@ static int pack_one(char c, PyObject *v, char *buf) {
 /* The next slot of the layout, aligned in the buffer: its address, or NULL with an error. */
 static char *next_slot(ParamBuf *pb, const char *layout, Py_ssize_t nlayout, Py_ssize_t *pos,
                        char *code) {
-    if (*pos >= nlayout || pb->count >= MAX_PARAMS) {
+    if (*pos >= nlayout) {
         PyErr_SetString(PyExc_ValueError, "more parameter values than slots");
+        return NULL;
+    }
+    if (pb->count >= MAX_PARAMS) {
+        PyErr_SetString(PyExc_ValueError, "too many kernel parameters (at most 512)");
         return NULL;
     }
     char c = layout[(*pos)++];
@@ -140,11 +144,8 @@ static char *next_slot(ParamBuf *pb, const char *layout, Py_ssize_t nlayout, Py_
         PyErr_Format(PyExc_ValueError, "unknown parameter slot '%c'", c);
         return NULL;
     }
+    /* at most 512 slots of at most 8 bytes, naturally aligned: never beyond the buffer */
     Py_ssize_t off = (pb->size + sz - 1) / sz * sz;
-    if (off + sz > MAX_PARAM_BYTES) {
-        PyErr_SetString(PyExc_ValueError, "kernel parameters too large");
-        return NULL;
-    }
     pb->ptrs[pb->count++] = pb->data + off;
     pb->size = off + sz;
     *code = c;
