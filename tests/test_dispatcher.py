@@ -329,3 +329,38 @@ def test_a_changed_global_recompiles_at_the_next_call(path):
         assert k.stats.compiles == 3
     finally:
         SCALE, offset_of = saved_scale, saved_helper
+
+
+# --- sizes and the specialization key (issue 23 item 4) ----------------------------------------
+def test_sizes_share_a_specialization_unless_the_code_changes():
+    """Divisibility below 16 changes no code, so n = 1000, 1001, 1002, 1004 compile once
+    (4 compiles before); n = 1024 proves the 128-tiles whole and is its own specialization; the
+    kernel's repr shows what tells them apart."""
+    k = tile.entry(add.py_func)
+    for n in (1000, 1001, 1002, 1004):
+        x, y = api.from_numpy(rand(n)).sync(), api.from_numpy(rand(n, seed=1)).sync()
+        z = api.zeros((n,)).sync()
+        k(z.partition((128,)), x, y).sync()
+        np.testing.assert_allclose(z.to_numpy(), x.to_numpy() + y.to_numpy(), rtol=1e-6)
+    assert k.stats.compiles == 1
+    x, y = api.from_numpy(rand(1024)).sync(), api.from_numpy(rand(1024, seed=1)).sync()
+    z = api.zeros((1024,)).sync()
+    k(z.partition((128,)), x, y).sync()
+    assert k.stats.compiles == 2
+    rows = repr(k).split("\n")[1:]
+    assert len(rows) == 2 and rows[0] != rows[1]
+    assert any("extents (÷256)" in r for r in rows) and any("extents (-)" in r for r in rows)
+    html = k._repr_html_()
+    assert "extents (÷256)" in html and "extents (-)" in html
+
+
+def test_facts_keep_16_byte_alignment_for_vector_and_tma_access():
+    from tilejit.keys import Facts
+    f32 = Facts.of(0x1000, (100, 1004), (1004, 1), 4)       # rows of 4016 bytes: 16B multiples
+    assert f32 == (32, 16, (1, 1), (4, 1), (False, True))
+    f16 = Facts.of(0x1008, (64, 1000), (1000, 1), 2)        # 2000-byte rows, 8-byte base
+    assert f16 == (32, 1, (64, 1), (8, 1), (False, True))
+    odd = Facts.of(0x1000, (64, 1001), (1001, 1), 4)
+    assert odd.stride_div == (1, 1)
+    assert Facts.of(0x1000, (16, 16), (0, 1), 1).stride_div == (16, 1)    # broadcast: zero
+    assert len({f32.describe(), f16.describe(), odd.describe()}) == 3

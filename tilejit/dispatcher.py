@@ -132,8 +132,19 @@ class Kernel:
 
     def __repr__(self) -> str:
         n = len(self._cache)
+        rows = "".join(f"\n  {row}" for row in self._specialization_rows())
         return (f"<tile.entry {self.__name__}{self._sig}: {n} compiled "
-                f"specialization{'s' if n != 1 else ''}, {self.stats.launches} launches>")
+                f"specialization{'s' if n != 1 else ''}, {self.stats.launches} launches{rows}>")
+
+    def _specialization_rows(self) -> list:
+        """One line per compiled specialization: every fact of its key (two specializations
+        never read alike), then its constants and target."""
+        rows = []
+        for keys, consts, _opts, target, *_rest in self._cache:
+            args = "; ".join(_keys.as_key(a).describe() for a in keys)
+            c = ", ".join(f"{n}={v!r}" for n, v in consts)
+            rows.append(f"({args})" + (f" with {c}" if c else "") + f" for {target}")
+        return rows
 
     def _repr_html_(self) -> str:
         import html

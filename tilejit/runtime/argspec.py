@@ -157,7 +157,7 @@ def _array_key(kind, dtype, shape, strides, ptr, extra):
     if any(s < 0 for s in strides):
         raise TensorError(f"negative strides {strides} are not supported by tilejit kernels; pass "
                           f"a contiguous copy (e.g. t.contiguous() or cupy.ascontiguousarray(a))")
-    facts = Facts.of(ptr, shape, strides)
+    facts = Facts.of(ptr, shape, strides, dtype.itemsize)
     if kind == "partition":
         key = _keys.partition_key(dtype.name, len(shape), facts, extra)
         grid = tuple(-(-n // t) for n, t in zip(shape, extra))
@@ -257,7 +257,7 @@ def _numpy_key(arr: np.ndarray, writable: bool):
         raise TypeError(f"cannot pass a NumPy array of dtype {arr.dtype} to a kernel: {e}") from None
     shape = tuple(arr.shape)
     strides = _layout.contiguous_strides(shape)
-    facts = Facts.of(0, shape, strides)          # the device copy is 256-byte aligned
+    facts = Facts.of(0, shape, strides, dt.itemsize)     # the device copy is 256-byte aligned
     return dt, _keys.tensor_key(dt.name, len(shape), facts, writable), \
         array_slots(len(shape), facts[0])
 
