@@ -557,3 +557,29 @@ def test_c_and_python_classify_alike_field_by_field():
         copy_in._native.describe((1,), s)
     z = api.zeros((4,)).sync()
     assert copy_in._native.describe((z.partition((4,)), np.ones(4, np.float32)), s) is None
+
+
+def test_a_missing_extension_warns_once_at_the_first_launch(monkeypatch):
+    """Without a compiler at install time the first launch says what is missing, what it costs
+    and how to build it (and `python -m tilejit info` says the same)."""
+    import warnings
+    s = tile.Device(0).new_stream()
+    x = api.from_numpy(_data(32)).sync_on(s)
+    z = api.zeros((32,)).sync_on(s)
+    monkeypatch.setattr(native, "missing", True)
+    monkeypatch.setattr(native, "_IMPORT_ERROR", "No module named 'tilejit._native'")
+    with pytest.warns(RuntimeWarning) as rec:
+        axpb(z.partition((32,)), x, 1.0, 0)._sync_plain(s)
+    msg = str(rec[0].message)
+    assert "TILEJIT_NATIVE" in msg and "30 µs" in msg and "C compiler" in msg
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        axpb(z.partition((32,)), x, 1.0, 0)._sync_plain(s)
+    monkeypatch.setattr(native, "_ext", None)
+    assert "not built" in native.status() and "30 µs" in native.status()
+
+
+def test_c_methods_keep_the_python_docstrings():
+    from tilejit.kernel_launch import KernelLaunch
+    assert "views do not count" in tile.Tensor.partition.__doc__
+    assert "without waiting" in KernelLaunch.submit_on.__doc__

@@ -217,8 +217,9 @@ static PyObject *tensor_partition(PyObject *t, PyObject *shape) {
 
 static PyMethodDef tensor_partition_def = {"partition", (PyCFunction)tensor_partition, METH_O,
     "A borrowed output partition: the kernel writes into this tensor in place.\n\n"
-    "``shape`` is the tile shape (powers of two, rank 1-3, same rank as the tensor). Needs\n"
-    "exclusive access to the storage (no other live view or partition)."};
+    "``shape`` is the tile shape (powers of two, rank 1-3, same rank as the tensor). No other\n"
+    "live partition may cover any of its bytes (views do not count; disjoint slices of one\n"
+    "tensor may be partitioned at once)."};
 static PyMethodDef kernel_call_def = {"__call__", (PyCFunction)(void (*)(void))kernel_call,
     METH_VARARGS | METH_KEYWORDS, "kernel(*args) -> KernelLaunch (a lazy launch)"};
 static PyMethodDef submit_on_def = {"submit_on", (PyCFunction)klaunch_submit_on, METH_O,
