@@ -8,7 +8,9 @@ launch path can be compared before/after without one (the driver call itself is 
   read through a DLPack C exchange API (the stub's), as torch >= 2.10 tensors are;
 * tilejit-tensor call: ``kernel(z.partition(t), x, 2.0, 1).submit_on(s)``;
 * prepared launch: ``p.launch()``.
-Prints the best of ``repeat`` batches (ns per call) and the C launch path's stats.
+Prints the best of ``repeat`` batches (ns per call) and the C launch path's stats. To compare
+with an older tree, copy this file, tests/stub_cuda.py, tests/stub_driver.c and
+tilejit/csrc/native.h into it (same paths) and run it there.
 """
 import argparse
 import ctypes

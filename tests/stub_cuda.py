@@ -49,7 +49,9 @@ def build(flags=()):
         return None
     out = os.path.join(tempfile.mkdtemp(prefix="tilejit-stub-"), "libcuda.so.1")
     inc = sysconfig.get_paths()["include"]
-    subprocess.run([cc, "-O1", "-shared", "-fPIC", f"-I{inc}", "-Wl,-soname,libcuda.so.1",
+    csrc = os.path.join(os.path.dirname(HERE), "tilejit", "csrc")
+    subprocess.run([cc, "-O1", "-shared", "-fPIC", f"-I{inc}", f"-I{csrc}",
+                    "-Wl,-soname,libcuda.so.1",
                     *flags, os.path.join(HERE, "stub_driver.c"), "-o", out], check=True,
                    capture_output=True)
     lib = ctypes.CDLL(out)

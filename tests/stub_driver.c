@@ -8,10 +8,7 @@
  * does) that describes stand-in objects from their `_dl` attribute, so the torch fast path runs
  * without torch and without a GPU.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <stdint.h>
-#include <string.h>
+#include "native.h"        /* tilejit/csrc: Python.h and the DLPack structs */
 
 typedef struct { int32_t nparams, size; } StubFunction;
 
@@ -67,26 +64,7 @@ void stub_set_current(void *ctx) { current_ctx = ctx; }
 const Record *stub_last(void) { return &last; }
 size_t stub_record_size(void) { return sizeof(Record); }
 
-/* --- a DLPack C exchange API over stand-in objects --------------------------------------- */
-typedef struct { int32_t device_type, device_id; } DLDevice;
-typedef struct { uint8_t code, bits; uint16_t lanes; } DLDataType;
-typedef struct {
-    void *data;
-    DLDevice device;
-    int32_t ndim;
-    DLDataType dtype;
-    int64_t *shape, *strides;
-    uint64_t byte_offset;
-} DLTensor;
-typedef struct {
-    struct { uint32_t major, minor; } version;
-    void *prev_api;
-    void *managed_tensor_allocator, *managed_tensor_from_py_object_no_sync,
-        *managed_tensor_to_py_object_no_sync;
-    int (*dltensor_from_py_object_no_sync)(void *py_object, DLTensor *out);
-    int (*current_work_stream)(int32_t device_type, int32_t device_id, void **out_stream);
-} DLPackExchangeAPI;
-
+/* --- a DLPack C exchange API over stand-in objects (the structs: tilejit/csrc/native.h) --- */
 static int64_t shapes[16][8], strides[16][8];
 static int ring;
 static void *work_stream;

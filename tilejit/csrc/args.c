@@ -132,6 +132,13 @@ static PyObject *shared_partition_info(PyObject *t, PyObject *tile) {
     return info ? info : PyErr_Occurred() ? NULL : Py_None;
 }
 
+/* An output's classification result `r`: writable, and it must give the grid. */
+static int as_output(Arg *a, int r) {
+    a->writable = 1;
+    if (r == 1 && !a->grid) return give_up(R_GRID);
+    return r;
+}
+
 static int partition_arg(Launcher *self, Arg *a, PyObject *v, PyObject *ann, StreamInfo *si) {
     if (SLOT(v, O.p_consumed) != Py_False) return give_up(R_UNUSABLE);
     if (lease_acquire(v, S_what) < 0) return -1;
@@ -150,9 +157,7 @@ static int partition_arg(Launcher *self, Arg *a, PyObject *v, PyObject *ann, Str
             r = python_classify(self, a, v, ann, si);
         }
     }
-    a->writable = 1;
-    if (r == 1 && !a->grid) return give_up(R_GRID);
-    return r;
+    return as_output(a, r);
 }
 
 /* tile.partition(array, tile): an output partition of a foreign array; no lease (tilejit does
@@ -169,9 +174,7 @@ static int foreign_partition_arg(Launcher *self, Arg *a, PyObject *v, PyObject *
         a->fpart = v;
         r = python_classify(self, a, v, ann, si);
     }
-    a->writable = 1;
-    if (r == 1 && !a->grid) return give_up(R_GRID);
-    return r;
+    return as_output(a, r);
 }
 
 /* A Python int/float/bool (exact types): its weak key, the value as is (tilejit/scalars.py). */
