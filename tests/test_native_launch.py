@@ -419,6 +419,11 @@ def fill_with(z, a):
 
 
 @tile.entry
+def widen(z, a):
+    z.store(tile.full(z.shape, 0.0, z.dtype) + a.astype(z.dtype))
+
+
+@tile.entry
 def fill_const(z, A: tile.Constant[int]):
     z.store(tile.full(z.shape, A, z.dtype))
 
@@ -472,6 +477,10 @@ def _kinds(s):
         zt = api.from_numpy(np.zeros(64, np.asarray(v).dtype if not isinstance(v, (int, float))
                                      else np.float32)).sync_on(s)
         kinds.append((name, fill_with, lambda zt=zt, v=v: (zt.partition((32,)), v), None))
+    import ml_dtypes
+    for v in (ml_dtypes.float8_e4m3fn(1.5), ml_dtypes.float8_e5m2(2.0)):    # fp8 scalars
+        kinds.append((f"scalar {type(v).__name__}", widen,
+                      lambda v=v: (z.partition((32,)), v), None))
     try:
         import torch
     except ImportError:
