@@ -40,7 +40,7 @@ def main(argv=None) -> int:
     exe = p.executable
     sync = s.synchronize
     if ext is not None and exe._native is not None:
-        fn, ctx, layout = exe._native
+        fn, ctx, layout, _checks = exe._native
         params = tuple(p.params)
         tab.add("driver: ext.launch(vadd's function, packed params)",
                 measure(lambda: ext.launch(fn, ctx, 1, 1, 1, s.handle, layout, params), sync, L, B))

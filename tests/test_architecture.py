@@ -99,10 +99,17 @@ def test_no_import_cycle_between_packages():
 
 
 # Rooms each room may never import (NOTES.md "one-way doors").
+_ABOVE_GROUND = {"runtime", "ops", "typing", "lowering", "tileir", "simulator", "toolchain",
+                 "dispatcher", "kernel_launch", "backends", "compiler", "api", "autotune"}
 FORBIDDEN = {
-    "runtime": {"ops", "backends", "compiler", "dispatcher", "typing", "lowering", "api",
-                "autotune"},
-    "ops": {"dispatcher", "compiler", "typing", "lowering", "api"},
+    "runtime": {"ops", "backends", "compiler", "dispatcher", "kernel_launch", "typing",
+                "lowering", "api", "autotune"},
+    "ops": {"dispatcher", "kernel_launch", "compiler", "typing", "lowering", "api"},
+    # the launch side knows the compile side only through the Kernel it is given
+    "kernel_launch": {"dispatcher", "typing", "lowering", "tileir", "api", "autotune"},
+    # ground-floor modules of the launch path: nothing above them
+    "scalars": _ABOVE_GROUND,
+    "memo": _ABOVE_GROUND,
     "tileir": {"runtime", "ops", "typing", "lowering", "simulator", "toolchain", "dispatcher",
                "backends", "compiler"},
     "simulator": {"runtime", "ops", "typing", "lowering", "dispatcher", "backends", "compiler"},
@@ -131,3 +138,58 @@ def test_no_module_is_too_long():
     long = {os.path.relpath(p, ROOT): n for p in _modules()
             if (n := sum(1 for _ in open(p, encoding="utf-8"))) > MAX_LINES}
     assert long == {}
+
+
+# --- the C sources of the launch path (tilejit/csrc) -------------------------------------------
+CSRC = os.path.join(ROOT, "csrc")
+MAX_C_FUNCTION_LINES = 80
+
+
+def _c_sources():
+    return sorted(os.path.join(CSRC, f) for f in os.listdir(CSRC) if f.endswith((".c", ".h")))
+
+
+def _c_functions(path: str):
+    """``(name, lines)`` of each function definition: a header at column 0 (possibly over
+    several lines) whose first line ending in ``{`` comes before any ending in ``;``, up to the
+    ``}`` at column 0."""
+    import re
+    lines = open(path, encoding="utf-8").read().split("\n")
+    start = name = None
+    body = False
+    for i, line in enumerate(lines):
+        if start is None:
+            m = re.match(r"^[A-Za-z_][\w\s\*]*?\b(\w+)\(", line)
+            if m and not line.startswith(("typedef", "#")):
+                start, name, body = i, m.group(1), False
+            else:
+                continue
+        if not body:
+            if line.rstrip().endswith(";"):
+                start = None            # a prototype
+            elif line.rstrip().endswith("{"):
+                body = True
+            continue
+        if line == "}":
+            yield name, i - start + 1
+            start = None
+
+
+def test_no_c_source_or_function_is_too_long():
+    long_files = {os.path.basename(p): n for p in _c_sources()
+                  if (n := sum(1 for _ in open(p, encoding="utf-8"))) > MAX_LINES}
+    long_functions = {f"{os.path.basename(p)}:{name}": n for p in _c_sources()
+                      for name, n in _c_functions(p) if n > MAX_C_FUNCTION_LINES}
+    assert long_files == {} and long_functions == {}
+    # the checker sees functions: run_launch and classify_arg exist and are counted
+    names = {name for p in _c_sources() for name, _ in _c_functions(p)}
+    assert {"run_launch", "classify_arg", "PyInit__native"} <= names
+
+
+def test_the_extension_builds_every_c_source():
+    """pyproject.toml's ext-module lists every C file of tilejit/csrc (and nothing else)."""
+    import re
+    text = open(os.path.join(os.path.dirname(ROOT), "pyproject.toml"), encoding="utf-8").read()
+    block = text[text.index("[[tool.setuptools.ext-modules]]"):]
+    listed = set(re.findall(r'"tilejit/csrc/([\w.]+\.c)"', block[:block.index("optional")]))
+    assert listed == {os.path.basename(p) for p in _c_sources() if p.endswith(".c")}

@@ -144,21 +144,22 @@ def test_grid_is_required_without_partitions():
 def test_inspect_and_aot_compile_need_no_gpu(monkeypatch):
     x = api.from_numpy(rand(256)).sync()
     z = api.zeros((256,)).sync()
-    text = add.inspect_tileir(z.partition((128,)), x, x)
+    p = z.partition((128,))
+    text = add.inspect_tileir(p, x, x)
     assert text.startswith("// parameters:\n//   z: %arg0 base")       # names, as comments
     text = "".join(ln for ln in text.splitlines(True) if not ln.startswith("//"))
     assert text.startswith("entry @add(") and "load_view_tko" in text and "addf" in text
-    assert "for" in add.inspect_types(z.partition((128,)), x, x) or "block" in \
-        add.inspect_types(z.partition((128,)), x, x)
+    types = add.inspect_types(p, x, x)
+    assert "for" in types or "block" in types
     if not tileiras.available():
         pytest.skip("tileiras is not installed")
     if tileiras.disassembler_available():
-        assert tileiras.disassemble(add.inspect_bytecode(z.partition((128,)), x, x)) == text
+        assert tileiras.disassemble(add.inspect_bytecode(p, x, x)) == text
     monkeypatch.setenv("TILEJIT_CACHE_DIR", "0")
-    cubin = add.compile(z.partition((128,)), x, x, arch="sm_90")
+    cubin = add.compile(p, x, x, arch="sm_90")
     assert cubin[:4] == b"\x7fELF" and b"add" in cubin
     with pytest.raises(ValueError, match="sm_90"):
-        add.compile(z.partition((128,)), x, x, arch="hopper")
+        add.compile(p, x, x, arch="hopper")
 
 
 def test_dump_env(monkeypatch, capsys):
@@ -265,3 +266,103 @@ def test_const_grid_is_baked_into_the_kernel_and_keyed():
     p.launch()
     p.close()
     assert k.stats.compiles == 3
+
+
+# --- globals a kernel reads (issue 23 item 3) ------------------------------------------------------
+SCALE = 2.0
+
+
+@tile.function
+def offset_of(t):
+    return t + 1.0
+
+
+def _run_path(op, path, s):
+    from tilejit import native
+    if path == "c":
+        if not native.enabled():
+            pytest.skip("the C extension is not built or TILEJIT_NATIVE=0")
+        return op.sync_on(s)
+    return op._sync_plain(s)            # the pure-Python launch path
+
+
+@pytest.mark.parametrize("path", ["c", "python"])
+def test_a_changed_global_recompiles_at_the_next_call(path):
+    """Globals are checked at every call (by identity, in C too): a new value recompiles with a
+    RuntimeWarning naming it; rebinding an equal value does not; a redefined helper recompiles."""
+    import warnings
+    from tilejit import native
+    global SCALE, offset_of
+    k = tile.entry(lambda z, x: z.store(offset_of(tile.load_tile_like(x, z)) * SCALE))
+    s = tile.Device(0).new_stream()
+    xn = rand(64)
+    x = api.from_numpy(xn).sync_on(s)
+    z = api.zeros((64,)).sync_on(s)
+    saved_scale, saved_helper = SCALE, offset_of
+    try:
+        _run_path(k(z.partition((64,)), x), path, s)
+        np.testing.assert_allclose(z.to_numpy(), (xn + 1) * 2, rtol=1e-6)
+        assert k.stats.compiles == 1
+        SCALE = 3.0
+        native.reset_stats()
+        with pytest.warns(RuntimeWarning, match="reads global.*SCALE.*recompiling"):
+            _run_path(k(z.partition((64,)), x), path, s)
+        np.testing.assert_allclose(z.to_numpy(), (xn + 1) * 3, rtol=1e-6)
+        assert k.stats.compiles == 2
+        if path == "c":                 # C saw the change and gave the launch to Python
+            assert native.stats()["fallbacks"] == {"a global the kernel reads changed": 1}
+        SCALE = float("3.0")            # a new object, the same value: nothing to recompile
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for _ in range(2):
+                _run_path(k(z.partition((64,)), x), path, s)
+        assert k.stats.compiles == 2
+        if path == "c":
+            native.reset_stats()
+            _run_path(k(z.partition((64,)), x), path, s)
+            assert native.stats() == {"launches": 1, "fallbacks": {}}
+
+        @tile.function
+        def offset_of(t):               # noqa: F811  (a notebook cell run again, edited)
+            return t + 5.0
+        with pytest.warns(RuntimeWarning, match="offset_of"):
+            _run_path(k(z.partition((64,)), x), path, s)
+        np.testing.assert_allclose(z.to_numpy(), (xn + 5) * 3, rtol=1e-6)
+        assert k.stats.compiles == 3
+    finally:
+        SCALE, offset_of = saved_scale, saved_helper
+
+
+# --- sizes and the specialization key (issue 23 item 4) ----------------------------------------
+def test_sizes_share_a_specialization_unless_the_code_changes():
+    """Divisibility below 16 changes no code, so n = 1000, 1001, 1002, 1004 compile once
+    (4 compiles before); n = 1024 proves the 128-tiles whole and is its own specialization; the
+    kernel's repr shows what tells them apart."""
+    k = tile.entry(add.py_func)
+    for n in (1000, 1001, 1002, 1004):
+        x, y = api.from_numpy(rand(n)).sync(), api.from_numpy(rand(n, seed=1)).sync()
+        z = api.zeros((n,)).sync()
+        k(z.partition((128,)), x, y).sync()
+        np.testing.assert_allclose(z.to_numpy(), x.to_numpy() + y.to_numpy(), rtol=1e-6)
+    assert k.stats.compiles == 1
+    x, y = api.from_numpy(rand(1024)).sync(), api.from_numpy(rand(1024, seed=1)).sync()
+    z = api.zeros((1024,)).sync()
+    k(z.partition((128,)), x, y).sync()
+    assert k.stats.compiles == 2
+    rows = repr(k).split("\n")[1:]
+    assert len(rows) == 2 and rows[0] != rows[1]
+    assert any("extents (÷256)" in r for r in rows) and any("extents (-)" in r for r in rows)
+    html = k._repr_html_()
+    assert "extents (÷256)" in html and "extents (-)" in html
+
+
+def test_facts_keep_16_byte_alignment_for_vector_and_tma_access():
+    from tilejit.keys import Facts
+    f32 = Facts.of(0x1000, (100, 1004), (1004, 1), 4)       # rows of 4016 bytes: 16B multiples
+    assert f32 == (32, 16, (1, 1), (4, 1), (False, True))
+    f16 = Facts.of(0x1008, (64, 1000), (1000, 1), 2)        # 2000-byte rows, 8-byte base
+    assert f16 == (32, 1, (64, 1), (8, 1), (False, True))
+    odd = Facts.of(0x1000, (64, 1001), (1001, 1), 4)
+    assert odd.stride_div == (1, 1)
+    assert Facts.of(0x1000, (16, 16), (0, 1), 1).stride_div == (16, 1)    # broadcast: zero
+    assert len({f32.describe(), f16.describe(), odd.describe()}) == 3

@@ -68,5 +68,5 @@ def test_kernel_repr_lists_specializations_and_stats():
     twice(z.partition((8,)), x, 2.0).sync()
     assert "1 compiled specialization, 1 launches" in repr(twice)
     h = twice._repr_html_()
-    assert "partition float32 1-d tile (8,)" in h and "float32 scalar (weak)" in h
+    assert "partition float32 1-d tile (8,)" in h and "float64 scalar (weak)" in h
     assert "KernelStats(compiles=1" in h

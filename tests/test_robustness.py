@@ -156,7 +156,7 @@ def uses_global(z):
     z.store(tile.full(z.shape, GLOBAL_SCALE, tile.float32))
 
 
-def test_changed_globals_warn_once_and_are_listed():
+def test_changed_globals_recompile_with_a_warning_naming_them():
     global GLOBAL_SCALE
     z = api.zeros((4,)).sync()
     uses_global(z.partition((4,))).sync()
@@ -164,11 +164,11 @@ def test_changed_globals_warn_once_and_are_listed():
         GLOBAL_SCALE = 7.0
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter("always")
-            for _ in range(300):
+            for _ in range(3):
                 uses_global(z.partition((4,))).sync()
-        msgs = [str(x.message) for x in w if "frozen" in str(x.message)]
+        msgs = [str(x.message) for x in w if "recompiling" in str(x.message)]
         assert len(msgs) == 1 and "GLOBAL_SCALE" in msgs[0]
-        assert (z.to_numpy() == 2.0).all()                   # the compiled value, as documented
+        assert (z.to_numpy() == 7.0).all()                   # never the stale value
         assert "GLOBAL_SCALE = 7.0" in uses_global.inspect_types(z.partition((4,)))
     finally:
         GLOBAL_SCALE = 2.0

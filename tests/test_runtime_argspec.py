@@ -29,7 +29,7 @@ def test_tensor_key_and_params():
     t = fake((64, 48))
     info = classify(t)
     assert info.kind == "tensor" and not info.writable
-    assert info.key == ("tensor", "float32", 2, (32, 16, (64, 16), (16, 1), (False, True)), False)
+    assert info.key == ("tensor", "float32", 2, (32, 16, (64, 16), (4, 1), (False, True)), False)
     assert info.params == (0x10000, 64, 48, 48, 1)
     assert info.slots == ("u64", "i32", "i32", "i32", "i32")
     assert info.tensor == t and info.storage is t.storage
@@ -43,14 +43,16 @@ def test_tensor_key_and_params():
 @pytest.mark.parametrize("shape,strides,offset,facts", [
     # odd extents and strides
     ((7, 5), (5, 1), 0, (32, 16, (1, 1), (1, 1), (False, True))),
-    # a slice: base offset 12 bytes -> base_div 4
-    ((3, 6), (24, 1), 12, (32, 4, (1, 2), (8, 1), (False, True))),
-    # column view: stride-one in dim 0 only
-    ((8, 2), (1, 8), 0, (32, 16, (8, 2), (1, 8), (True, False))),
-    # 1-D, extent 12 (divisible by 4), stride 2
-    ((12,), (2,), 8, (32, 8, (4,), (2,), (False,))),
-    # zero stride (broadcast) counts as divisible by 16
-    ((4, 32), (0, 1), 0, (32, 16, (4, 32), (16, 1), (False, True))),
+    # a slice: base offset 12 bytes -> not 16-byte aligned; rows of 96 bytes are
+    ((3, 6), (24, 1), 12, (32, 1, (1, 1), (4, 1), (False, True))),
+    # column view: stride-one in dim 0 only; extents below 16 are not keyed
+    ((8, 2), (1, 8), 0, (32, 16, (1, 1), (1, 4), (True, False))),
+    # 1-D, extent 12, stride 2 (8 bytes: not a multiple of 16)
+    ((12,), (2,), 8, (32, 1, (1,), (1,), (False,))),
+    # zero stride (broadcast) counts as a multiple of 16 bytes; extent 32 is keyed
+    ((4, 32), (0, 1), 0, (32, 16, (1, 32), (4, 1), (False, True))),
+    # extents divisible by 16..256 are keyed (whole tiles), strides as multiples of 16 bytes
+    ((48, 512), (1024, 1), 0, (32, 16, (16, 256), (4, 1), (False, True))),
 ])
 def test_facts_on_crafted_views(shape, strides, offset, facts):
     info = classify(fake(shape, strides, offset_bytes=offset))
@@ -86,7 +88,7 @@ def test_partition_key_grid_and_slots():
     info = classify(p)
     assert info.kind == "partition" and info.writable
     assert info.key[0] == "partition" and info.key[4] == (16, 8)
-    assert info.key[3] == (32, 16, (2, 8), (8, 1), (False, True))
+    assert info.key[3] == (32, 16, (1, 1), (4, 1), (False, True))
     assert info.grid == (2, 5, 1) and info.tile_shape == (16, 8)
     assert info.params == (t.device_pointer, 30, 40, 40, 1)
     assert info.tensor == t
@@ -102,9 +104,9 @@ def test_partition_key_grid_and_slots():
 @pytest.mark.parametrize("value,annotation,key,param,slot", [
     (3, None, ("scalar", "int64", True), 3, "i64"),
     (-7, tile.int32, ("scalar", "int32", True), -7, "i32"),
-    (2.5, None, ("scalar", "float32", True), 2.5, "f32"),
-    (0.1, None, ("scalar", "float32", True), float(np.float32(0.1)), "f32"),
-    (True, None, ("scalar", "bool_", True), 1, "i32"),
+    (2.5, None, ("scalar", "float64", True), 2.5, "f64"),
+    (0.1, None, ("scalar", "float64", True), 0.1, "f64"),        # exact: NumPy 2's weak float
+    (True, None, ("scalar", "bool_", True), True, "i32"),
     (np.bool_(False), None, ("scalar", "bool_", False), 0, "i32"),
     (np.float16(1.5), None, ("scalar", "float16", False), 1.5, "f16"),
     (np.uint8(200), None, ("scalar", "uint8", False), 200, "u8"),
@@ -116,18 +118,20 @@ def test_partition_key_grid_and_slots():
     (5, np.float32, ("scalar", "float32", True), 5.0, "f32"),
 ])
 def test_scalars(value, annotation, key, param, slot):
-    """Python scalars are weak (third key element True), NumPy scalars strong."""
+    """Python scalars are weak (third key element True) and travel exactly, NumPy scalars
+    strong."""
     info = classify(value, annotation)
     assert info.kind == "scalar" and info.key == key
     assert info.params == (param,) and info.slots == (slot,)
-    assert type(info.params[0]) in (int, float)
+    assert type(info.params[0]) in (int, float, bool)
     assert argspec.slots_from_key(key) == (slot,)
 
 
 def test_scalar_range_errors():
-    with pytest.raises(OverflowError, match="does not fit int64.*np.uint64"):
+    with pytest.raises(OverflowError, match="Python integer 9223372036854775808 out of bounds "
+                                            "for int64"):
         classify(2**63)
-    with pytest.raises(OverflowError, match="does not fit int8"):
+    with pytest.raises(OverflowError, match="Python integer 300 out of bounds for int8"):
         classify(300, tile.int8)
     with pytest.raises(TypeError, match="cannot be passed as int32"):
         classify(1.5, tile.int32)
@@ -197,7 +201,7 @@ def test_helpers_flatten_keys_and_slots():
     infos = [classify(t.partition((2, 2))), classify(rand_tensor((4, 4), seed=1)), classify(3.0)]
     assert argspec.key_of(infos) == tuple(i.key for i in infos)
     assert argspec.flatten_params(infos) == infos[0].params + infos[1].params + (3.0,)
-    assert argspec.abi_slots(infos) == ("u64",) + ("i32",) * 4 + ("u64",) + ("i32",) * 4 + ("f32",)
+    assert argspec.abi_slots(infos) == ("u64",) + ("i32",) * 4 + ("u64",) + ("i32",) * 4 + ("f64",)
 
 
 # --- grid ---------------------------------------------------------------------------------------

@@ -67,7 +67,7 @@ def test_foreign_info_keys_params_and_ordering():
     s = FakeStream(handle=5)
     view = foreign.View(0x2000, (8, 4), (4, 1), tile.float16, 0, False, 9)
     info = argspec.foreign_info(view, False, "value", s)
-    assert info.key == ("tensor", "float16", 2, (32, 16, (8, 4), (4, 1), (False, True)), False)
+    assert info.key == ("tensor", "float16", 2, (32, 16, (1, 1), (1, 1), (False, True)), False)
     assert info.params == (0x2000, 8, 4, 4, 1) and info.slots == ("u64",) + ("i32",) * 4
     assert info.extent == (0x2000, 0x2000 + 32 * 2) and info.storage is None
     assert s.waited == [9]                                 # ordered after the producer's stream
@@ -77,7 +77,8 @@ def test_foreign_info_keys_params_and_ordering():
     # a reallocated producer (new pointer, new shape) is read as it is now
     moved = view._replace(ptr=0x2008, shape=(16, 4))
     info2 = argspec.foreign_info(moved, False, "value", same)
-    assert info2.key.facts.base_div == 8 and info2.params[:3] == (0x2008, 16, 4)
+    assert info2.key.facts.base_div == 1 and info2.params[:3] == (0x2008, 16, 4)
+    assert info2.key.facts.shape_div == (16, 1)
 
 
 def test_foreign_info_errors_name_the_problem():
@@ -100,7 +101,7 @@ def test_zero_size_and_broadcast_views_classify():
     assert empty.extent == (0, 0)
     bcast = argspec.foreign_info(foreign.View(0x100, (3, 4), (0, 1), tile.float32, 0, False,
                                               None), False, "x", s)
-    assert bcast.key.facts.stride_div == (16, 1)
+    assert bcast.key.facts.stride_div == (4, 1)
 
 
 def test_foreign_outputs_alias_checks():
@@ -125,7 +126,7 @@ def test_partition_of_a_foreign_array_classifies_from_its_metadata():
     info = argspec.classify(fp, None, s)
     assert info.kind == "partition" and info.writable and info.storage is None
     assert info.grid == (4, 1, 1) and info.tile_shape == (32, 64)
-    assert info.key == ("partition", "float32", 2, (32, 16, (4, 64), (16, 1), (False, True)),
+    assert info.key == ("partition", "float32", 2, (32, 16, (1, 64), (4, 1), (False, True)),
                         (32, 64))
     assert info.params == (0x4000, 100, 64, 64, 1)
     assert s.waited == [9]                          # ordered after the producer, like inputs

@@ -176,3 +176,22 @@ def test_out_of_bounds_in_a_simulated_kernel_is_a_device_error():
     with pytest.raises(tile.DeviceError, match="out-of-bounds access"):
         SimExecutable(bad, "bad").launch((1, 1, 1), (x.device_pointer,),
                                          tile.Device(0).new_stream())
+
+
+def test_launch_path_memos_are_bounded():
+    """Every module-level launch-path cache is a BoundedMemo with a limit (tilejit.memo); one
+    that is full forgets everything and refills with what is used now."""
+    from tilejit.memo import MEMOS, BoundedMemo
+    import tilejit.kernel_launch  # noqa: F401  (registers its memo)
+    names = {m.name for m in MEMOS}
+    assert {"argspec.array_keys", "argspec.numpy_keys", "kernel_launch.torch_streams"} <= names
+    assert all(isinstance(m, dict) and 1 <= m.limit <= 8192 for m in MEMOS)
+    m = BoundedMemo("test", 3, register=False)
+    for i in range(3):
+        m.put(i, i)
+    m.put(1, "again")                       # an existing key: no clearing
+    assert len(m) == 3 and m[1] == "again"
+    m.put(3, 3)
+    assert dict(m) == {3: 3} and "1 of 3" in repr(m)
+    with pytest.raises(ValueError):
+        BoundedMemo("bad", 0)

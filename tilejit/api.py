@@ -12,6 +12,7 @@ import numpy as np
 
 from . import dtypes as _dt
 from .errors import TensorError
+from .scalars import constant_for
 from .ops.deviceop import DeviceOp, execute_input
 from . import layout as _layout
 from .runtime.transfer import new_tensor
@@ -64,15 +65,6 @@ def _fill_launch(value):
     return launch
 
 
-def _scalar_for(value, dtype: _dt.DType):
-    """``value`` as a scalar the fill kernel can take for ``dtype``."""
-    if dtype.is_bool:
-        return bool(value)
-    if dtype.is_integer:
-        return int(value)
-    return float(value)
-
-
 def zeros(shape, dtype=_dt.float32) -> DeviceOp:
     """A new tensor of zeros."""
     return full(shape, 0, dtype)
@@ -89,13 +81,16 @@ def full(shape, value, dtype=None) -> DeviceOp:
         dtype = _dt.bool_ if isinstance(value, bool) else _dt.int64 if isinstance(value, int) \
             else _dt.float32
     dt = _dt.as_dtype(dtype)
-    return _Construct(shape, dt, _fill_launch(_scalar_for(value, dt)), "full")
+    return _Construct(shape, dt, _fill_launch(constant_for(value, dt)), "full")
 
 
 class _Fill(DeviceOp):
     def __init__(self, tensor, value):
         self.tensor = tensor
         self.value = value
+        dt = getattr(tensor, "dtype", None)
+        if isinstance(dt, _dt.DType):           # refused now, as np.full refuses it
+            constant_for(value, dt)
 
     def _execute(self, ctx):
         from ._kernels import creation
@@ -105,7 +100,7 @@ class _Fill(DeviceOp):
         if not 1 <= t.ndim <= 3:
             raise TensorError(f"api.fill supports tensors of rank 1 to 3, got shape {t.shape}; "
                               f"reshape it first (t.reshape(-1))")
-        creation.fill(t.partition(tile_shape_for(t.shape)), _scalar_for(self.value, t.dtype)) \
+        creation.fill(t.partition(tile_shape_for(t.shape)), constant_for(self.value, t.dtype)) \
             ._execute(ctx)
         return t
 

@@ -254,8 +254,9 @@ def compile(pyfunc, keys: Sequence, constants: dict, target: str,
     typed, module, timings = front_end(pyfunc, keys, constants, target, options, const_grid,
                                        name, version, grid_ones)
     fname = module.functions[0].name
-    c = Compiled(key, fname, target, _keys.abi_slots(keys), module=module, typed=typed,
-                 timings=timings, keys=tuple(keys), constants=dict(constants))
+    # the keys' slots, weak scalars checked where the kernel converts them (tilejit.scalars)
+    c = Compiled(key, fname, target, module.functions[0].abi.slots(), module=module,
+                 typed=typed, timings=timings, keys=tuple(keys), constants=dict(constants))
     if target == SIM_TARGET:
         _report_timings(c, pyfunc)
         return c

@@ -1,10 +1,13 @@
-"""``@tile.entry``: the kernel object, its specializations and the launch DeviceOp.
+"""``@tile.entry``: the kernel object and its specializations (the compile side).
 
-Calling a kernel returns a lazy :class:`KernelLaunch`. When it executes, the arguments are
-classified (``runtime.argspec``: plain-tuple keys, never Numba types), the key is looked up in the
-kernel's in-memory cache, and on a miss the kernel is compiled once per key (thread-safe):
-Numba typing -> structurize -> Tile IR -> verify -> bytecode -> tileiras (through the disk cache)
--> module load. Without a GPU the Tile IR module runs on the CPU simulator instead.
+Calling a kernel returns a lazy :class:`~tilejit.kernel_launch.KernelLaunch` (the launch side,
+``kernel_launch.py``). When it runs, its arguments' keys are looked up in the kernel's in-memory
+cache (:meth:`Kernel.executable_for`), and on a miss the kernel is compiled once per key
+(thread-safe): Numba typing -> structurize -> Tile IR -> verify -> bytecode -> tileiras (through
+the disk cache) -> module load. Without a GPU the Tile IR module runs on the CPU simulator instead.
+
+The globals a kernel reads are frozen into its code; every launch checks them by identity (in
+C too) and a changed value recompiles, with a RuntimeWarning naming it.
 """
 from __future__ import annotations
 
@@ -26,31 +29,20 @@ from . import language as L
 from . import native
 from .compiler import CompileOptions, Compiled
 from .errors import CompileError, LaunchError
-from .ops.deviceop import DeviceFuture, DeviceOp, _as_stream, _sync_quietly
-from .ops.execution import ExecutionContext
-from .ops.scheduling import default_stream, has_user_policy, policy_epoch
+from .kernel_launch import MISSING as _MISSING
+from .kernel_launch import KernelLaunch, PreparedLaunch
+from .memo import BoundedMemo
+from .ops.deviceop import DeviceFuture, DeviceOp, _sync_quietly
 from .runtime import argspec
-from .runtime.argspec import (check_launch_aliasing, check_launch_devices, classify,
-                               grid_from_partitions, release_partitions)
-from .runtime import foreign as _foreign
-from .runtime.device import Device, default_arch
-from .runtime.launch import launch_infos
-from .runtime import submission as _submission
-from .runtime.memory import Storage, _FreeState, use_all
+from .runtime.argspec import (NO_GRID_FACTS, classify, grid_from_partitions, grid_ones,
+                              release_partitions)
+from .runtime.device import default_arch
+from .runtime.memory import Storage, _FreeState
 from .runtime.partition import ForeignPartition, Partition
 from .runtime.stream import Stream
 from .runtime.tensor import Tensor
 
 _ARCH_RE_DOC = "an architecture name such as 'sm_90'"
-_MISSING = object()         # a Constant left for .generics(...) to bind
-NO_GRID_FACTS = (False, False, False)
-
-
-def grid_ones(grid) -> tuple:
-    """Which axes of a launch grid have extent 1 (part of the specialization key: ``tile.bid``
-    of such an axis is the constant 0, which lets tileiras prove more loads in bounds)."""
-    return (grid[0] == 1, grid[1] == 1, grid[2] == 1)
-_new_launch = object.__new__
 
 
 @dataclass
@@ -106,15 +98,17 @@ class Kernel:
         self.runtime_names = tuple(n for n in self.param_names if n not in self.constant_names)
         annotations = self._scalar_annotations(pyfunc)
         self._cache: Dict[tuple, Compiled] = {}
-        self._fast: Dict[tuple, Any] = {}      # (arg keys, device) -> executable
+        # (arg keys, device, grid axes of extent 1) -> executable: plain launches' lookup
+        self._fast = BoundedMemo(f"{self.__name__}._fast", 1024, register=False)
         self._simple = not self.constant_names
         self._anns = tuple(annotations.get(n) for n in self.runtime_names)
         self._locks: Dict[tuple, threading.Lock] = {}
         self._lock = threading.Lock()
         self._stats = KernelStats()
         self._native = _native_launcher(self)
-        self._frozen = None           # the global values the first compile froze in
-        self._warned_globals = False
+        self._frozen = None           # the global values the compiled code froze in
+        self._digest = None           # fingerprint.function_digest when they were frozen
+        self._reads = ()              # (globals dict, name, value) checked at every launch
 
     @property
     def stats(self) -> KernelStats:
@@ -138,8 +132,19 @@ class Kernel:
 
     def __repr__(self) -> str:
         n = len(self._cache)
+        rows = "".join(f"\n  {row}" for row in self._specialization_rows())
         return (f"<tile.entry {self.__name__}{self._sig}: {n} compiled "
-                f"specialization{'s' if n != 1 else ''}, {self.stats.launches} launches>")
+                f"specialization{'s' if n != 1 else ''}, {self.stats.launches} launches{rows}>")
+
+    def _specialization_rows(self) -> list:
+        """One line per compiled specialization: every fact of its key (two specializations
+        never read alike), then its constants and target."""
+        rows = []
+        for keys, consts, _opts, target, *_rest in self._cache:
+            args = "; ".join(_keys.as_key(a).describe() for a in keys)
+            c = ", ".join(f"{n}={v!r}" for n, v in consts)
+            rows.append(f"({args})" + (f" with {c}" if c else "") + f" for {target}")
+        return rows
 
     def _repr_html_(self) -> str:
         import html
@@ -158,14 +163,7 @@ class Kernel:
     def __call__(self, *args, **kwargs) -> "KernelLaunch":
         if kwargs or len(args) not in (len(self.param_names), len(self.runtime_names)):
             args = self._bind(args, kwargs)
-        op = _new_launch(KernelLaunch)
-        op.kernel = self
-        op.args = args
-        op.arity = len(args)
-        op._simple = self._simple and len(args) == len(self.runtime_names)
-        op._grid = op._const_grid = op._options = None
-        op._generics = {}
-        return op
+        return KernelLaunch(self, args)
 
     def _bind(self, args, kwargs) -> tuple:
         """All parameter values in order, bound like a Python call (defaults applied; a Constant
@@ -241,7 +239,7 @@ class Kernel:
     def _compile(self, keys, consts, target, options, const_grid=None, key=None,
                  grid_ones=NO_GRID_FACTS) -> Compiled:
         if self._frozen is None:
-            self._frozen = fingerprint.frozen_globals(self.py_func)
+            self._freeze_globals()
         else:
             self.check_globals()
         try:
@@ -267,20 +265,48 @@ class Kernel:
         st.tileiras_s += t.get("tileiras", 0.0)
         return c
 
+    # --- globals -----------------------------------------------------------------------------------
+    def _freeze_globals(self) -> None:
+        self._frozen = fingerprint.frozen_globals(self.py_func)
+        self._digest = fingerprint.function_digest(self.py_func)
+        self._watch(fingerprint.global_reads(self.py_func))
+
+    def _watch(self, reads) -> None:
+        self._reads = tuple(reads)
+        if self._native is not None:        # the C launcher checks the same, by identity
+            self._native.set_watch(tuple(x for r in self._reads for x in r) or None)
+
     def check_globals(self) -> None:
-        """Warn (once) when a global the compiled code froze in has changed since: compiled
-        specializations keep the old value (as in Numba); pass it as an argument instead."""
-        if self._frozen is None or self._warned_globals:
-            return
-        changed = fingerprint.changed_globals(self._frozen,
+        """Called at every launch: the globals the compiled code read, by identity. One that
+        changed (to a different value, or a redefined helper) recompiles the kernel, with a
+        RuntimeWarning naming it (Triton raises here; a stale value is never used)."""
+        for g, name, v in self._reads:
+            if g.get(name, _MISSING) is not v:
+                self._globals_moved()
+                return
+
+    def _globals_moved(self) -> None:
+        reads = fingerprint.global_reads(self.py_func)
+        digest = fingerprint.function_digest(self.py_func)
+        before = {name: v for _, name, v in self._reads}
+        changed = fingerprint.changed_globals(self._frozen or {},
                                               fingerprint.frozen_globals(self.py_func))
-        if changed:
-            self._warned_globals = True
-            warnings.warn(
-                f"kernel '{self.__name__}' reads global(s) {', '.join(changed)} whose value changed "
-                f"after it was compiled; globals are frozen into the compiled kernel at compile "
-                f"time (as in Numba), so it keeps the old value(s). Pass such values as arguments "
-                f"or tile.Constant parameters", RuntimeWarning, stacklevel=3)
+        changed += sorted(name for _, name, v in reads
+                          if isinstance(v, L.TileFunction) and before.get(name) is not v)
+        if (digest is not None and digest == self._digest) or (digest is None and not changed):
+            self._watch(reads)              # rebound to equal values: nothing to recompile
+            return
+        warnings.warn(
+            f"kernel '{self.__name__}' reads global(s) {', '.join(changed) or '(a helper)'} "
+            f"whose value changed since it was compiled; recompiling it with the new value(s). "
+            f"Globals are frozen into the compiled code: pass values that change as arguments "
+            f"or tile.Constant parameters", RuntimeWarning, stacklevel=4)
+        with self._lock:
+            self._cache.clear()
+            self._fast.clear()
+            if self._native is not None:
+                self._native.forget()
+            self._freeze_globals()
 
     def executable(self, compiled: Compiled, device):
         """``compiled`` loaded on ``device`` by its backend (once per device)."""
@@ -293,6 +319,28 @@ class Kernel:
                     exe = backends.of(device).load(compiled, device)
                     self.stats.load_s += time.perf_counter() - t0
                     compiled.executables[device] = exe
+        return exe
+
+    def executable_for(self, keys: tuple, device, ones: tuple, consts=None,
+                       options: Optional[CompileOptions] = None, const_grid=None,
+                       simple: bool = False):
+        """The executable of the specialization for argument ``keys`` on ``device`` (``ones``:
+        which grid axes have extent 1), compiled on a miss. Globals are checked first."""
+        if self._reads:
+            self.check_globals()
+        if simple:
+            # hot path: a plain dict hit on (argument keys, device, grid axes of extent 1)
+            exe = self._fast.get((keys, device, ones))
+            if exe is not None:
+                self.stats.cache_hits += 1
+                return exe
+        backend = backends.of(device)
+        compiled = self.specialize(keys, consts or {}, backend.target(device),
+                                   options or self.options, const_grid=const_grid,
+                                   grid_ones=ones)
+        exe = self.executable(compiled, device)
+        if simple:
+            self._fast.put((keys, device, ones), exe)
         return exe
 
     # --- tooling (no GPU needed) ---------------------------------------------------------------------
@@ -308,7 +356,7 @@ class Kernel:
                 ones = NO_GRID_FACTS
             return [i.key for i in infos], consts, ones
         finally:
-            release_partitions(rt)
+            release_partitions(rt)      # as a launch would (and foreign arrays imported)
 
     def inspect_types(self, *args, **generics) -> str:
         """The typed Numba IR and region tree of the specialization for ``args``; without
@@ -392,314 +440,34 @@ def arch_or_raise(arch: str) -> str:
     return arch
 
 
-# (device ordinal, torch's current stream there) -> (policy epoch, the Stream sync() runs on)
-_torch_streams: Dict[tuple, tuple] = {}
-
-
-class KernelLaunch(DeviceOp):
-    """A lazy kernel launch. Its output is the tuple of the arguments you passed."""
-
-    # slots: the C launcher (_native.c, set_layout) makes and reads plain launches by offset
-    __slots__ = ("kernel", "args", "arity", "_simple", "_grid", "_const_grid", "_options",
-                 "_generics", "__dict__", "__weakref__")
-
-    @property
-    def graph_safe(self) -> bool:  # type: ignore[override]
-        """A launch is graph-safe when its lazy inputs are (NumPy arguments are copied in, which
-        allocates, and are caught by the allocation guard)."""
-        return all(a.graph_safe for a in self.args if isinstance(a, DeviceOp))
-
-    def __init__(self, kernel: Kernel, args, grid=None, const_grid=None, generics=None,
-                 options: Optional[CompileOptions] = None):
-        self.kernel = kernel
-        self.args = tuple(args)
-        self._grid = grid
-        self._const_grid = const_grid
-        self._generics = dict(generics or {})
-        self._options = options
-        self.arity = len(self.args)
-        # no constants, generics, options or const_grid: the hot path keys on argument keys only
-        self._simple = kernel._simple and not self._generics and options is None \
-            and const_grid is None and len(self.args) == len(kernel.runtime_names)
-
-    # With the C extension, submit_on and sync_on are replaced by C methods (_install_native)
-    # that launch plain calls themselves and fall back to these.
-    def submit_on(self, stream) -> DeviceFuture:
-        """Queue the launch on ``stream`` without waiting (the hot path of a kernel call)."""
-        if type(stream) is not Stream:
-            stream = _as_stream(stream)
-        if not self._simple:
-            return DeviceOp.submit_on(self, stream)
-        return self._submit_plain(stream, True)
-
-    def sync_on(self, stream):
-        """Run on ``stream`` and wait for completion; return the output."""
-        if type(stream) is not Stream:
-            stream = _as_stream(stream)
-        if not self._simple:
-            return DeviceOp.sync_on(self, stream)
-        return self._sync_plain(stream, True)
-
-    def _submit_plain(self, stream, try_native=False) -> DeviceFuture:
-        _submission.enter("submit_on()/schedule()/await")
-        try:
-            out = self._launch_plain(stream, try_native)
-        finally:
-            _submission.leave()
-        return DeviceFuture(out, stream)
-
-    def _sync_plain(self, stream, try_native=False):
-        _submission.enter("sync()/sync_on()")
-        try:
-            out = self._launch_plain(stream, try_native)
-        except BaseException:
-            _submission.leave()
-            _sync_quietly(stream)
-            raise
-        _submission.leave()
-        stream.synchronize()
-        return out
-
-    def _default_stream(self):
-        # The device of the arguments, and there: DLPack producers order their consumers after
-        # their pending work, so when torch made the tensors, running on torch's current stream
-        # needs no ordering at all.
-        prod = _foreign.torch_stream_of(self.args)
-        if prod is not None:
-            epoch = policy_epoch()
-            hit = _torch_streams.get(prod)
-            if hit is not None and hit[0] == epoch:
-                return hit[1]
-            if not has_user_policy(prod[0]):
-                s = Stream.of_producer(prod[1], Device(prod[0]))
-                if not s._owned and s._owner is not None and len(_torch_streams) < 64:
-                    _torch_streams[prod] = (epoch, s)     # a producer wrapper: never destroyed
-                return s
-            return default_stream(prod[0])
-        for a in self.args:
-            t = a._tensor if type(a) is Partition else a
-            if type(t) is Tensor:
-                return default_stream(t._storage.device)
-        dev = _foreign.device_of(self.args)       # CuPy / __cuda_array_interface__ arrays
-        return default_stream(0 if dev is None else dev)
-
-    def _launch_plain(self, stream, try_native=True):
-        """Launch a kernel without constants or launch options: the native launcher when it
-        knows the arguments, else the general path (which compiles on a miss)."""
-        k = self.kernel
-        native = k._native
-        if try_native and native is not None and self._grid is None and \
-                native.launch(self.args, stream):
-            if not native.total & 255:      # now and then: did a frozen global change?
-                k.check_globals()
-            return self.args
-        with stream.device.current():
-            return self._execute(ExecutionContext(stream))
-
-    def describe(self, depth: int = 0) -> str:
-        from .ops.describe import value
-        k = self.kernel
-        names = k.param_names if len(self.args) == len(k.param_names) else k.runtime_names
-        parts = [f"{n}={value(a, depth)}" for n, a in zip(names, self.args)
-                 if a is not _MISSING]
-        parts += [f"{n}={v!r}" for n, v in self._generics.items()]
-        grid = f"grid {self._grid}" if self._grid is not None else "grid from the partitions"
-        return f"launch {k.__name__}({', '.join(parts)}), {grid}"
-
-    def _copy(self, **kw):
-        d = dict(grid=self._grid, const_grid=self._const_grid, generics=self._generics,
-                 options=self._options)
-        d.update(kw)
-        return KernelLaunch(self.kernel, self.args, **d)
-
-    def grid(self, grid) -> "KernelLaunch":
-        """Launch on an explicit runtime grid ``(gx, gy, gz)`` instead of the partitions' grid."""
-        return self._copy(grid=argspec.normalize_grid(grid))
-
-    def const_grid(self, grid) -> "KernelLaunch":
-        """Like ``grid`` but baked into the kernel (part of the specialization key)."""
-        g = argspec.normalize_grid(grid)
-        return self._copy(grid=g, const_grid=g)
-
-    def generics(self, *values, **named) -> "KernelLaunch":
-        """Bind ``tile.Constant`` parameters: ``.generics([64, 32])`` (in parameter order) or
-        ``.generics(BM=64, BK=32)``."""
-        g = dict(self._generics)
-        if values:
-            vals = values[0] if len(values) == 1 and isinstance(values[0], (list, tuple)) else values
-            if len(vals) > len(self.kernel.constant_names):
-                raise LaunchError(f"{self.kernel.__name__} has {len(self.kernel.constant_names)} "
-                                  f"constant parameter(s), {len(vals)} values given")
-            g.update(zip(self.kernel.constant_names, vals))
-        for k, v in named.items():
-            if k not in self.kernel.constant_names:
-                raise LaunchError(f"{self.kernel.__name__} has no tile.Constant parameter '{k}' "
-                                  f"(constant parameters: {', '.join(self.kernel.constant_names) or 'none'})")
-            g[k] = v
-        return self._copy(generics=g)
-
-    def compile_options(self, options: CompileOptions) -> "KernelLaunch":
-        if not isinstance(options, CompileOptions):
-            raise TypeError(f"compile_options() takes a tile.CompileOptions, got {type(options).__name__}")
-        return self._copy(options=options)
-
-    def prepare(self, stream=None) -> "PreparedLaunch":
-        """Validate, specialize and pack this launch once, for a hot loop of identical launches:
-        ``p = kernel(z.partition(t), x).prepare(stream); for ...: p.launch()``.
-
-        The arguments are classified, checked (ownership, aliasing, grid) and compiled now; each
-        ``launch()`` then costs one kernel launch plus stream bookkeeping. Partitions stay leased
-        until ``close()`` (or until the prepared launch is garbage-collected). Arguments must be
-        tensors and scalars (not DeviceOps or NumPy arrays, whose copies are per launch).
-        """
-        return PreparedLaunch(self, _as_stream(stream) if stream is not None else default_stream())
-
-    def _execute(self, ctx):
-        k = self.kernel
-        values = tuple([a._execute(ctx) if isinstance(a, DeviceOp) else a for a in self.args])
-        simple = self._simple
-        if simple:
-            rt, consts = values, None
-        else:
-            rt, consts = k._split(values, self._generics)
-            values = tuple([v for v in values if v is not _MISSING])
-        stream = ctx.stream
-        infos = [classify(v, a, stream) for v, a in zip(rt, k._anns)]
-        try:
-            grid, exe = self._specialize_for(infos, consts, stream, simple)
-        except BaseException:
-            release_partitions(rt)
-            raise
-        launch_infos(exe, infos, grid, stream, rt)
-        k.stats.launches += 1
-        if not k.stats.launches & 255:
-            k.check_globals()
-        return values
-
-    def _specialize_for(self, infos, consts, stream, simple: bool):
-        """Check the classified arguments (aliasing, grid) and find their specialization loaded
-        on the stream's device: ``(grid, executable)``. The caller releases the partitions on
-        error."""
-        k = self.kernel
-        device = stream.device
-        check_launch_devices(infos, device, k.runtime_names)
-        check_launch_aliasing(infos, k.runtime_names)
-        grid = grid_from_partitions(infos, self._grid, k.runtime_names)
-        keys = tuple([i.key for i in infos])
-        ones = grid_ones(grid)
-        if simple:
-            # hot path: a plain dict hit on (argument keys, device, grid axes of extent 1)
-            exe = k._fast.get((keys, device, ones))
-            if exe is not None:
-                k.stats.cache_hits += 1
-                return grid, exe
-        backend = backends.of(device)
-        compiled = k.specialize(keys, consts or {}, backend.target(device),
-                                self._options or k.options, const_grid=self._const_grid,
-                                grid_ones=ones)
-        exe = k.executable(compiled, device)
-        if simple:
-            k._fast[(keys, device, ones)] = exe
-        return grid, exe
-
-
-class PreparedLaunch:
-    """A launch validated and packed once (see :meth:`KernelLaunch.prepare`)."""
-
-    def __init__(self, op: KernelLaunch, stream):
-        k = op.kernel
-        for a in op.args:
-            if isinstance(a, DeviceOp):
-                raise LaunchError("prepare(): arguments must be tensors, partitions or scalars, "
-                                  "not DeviceOps (run them first with .sync())")
-        rt, consts = k._split(op.args, op._generics)
-        infos = [classify(v, a, stream) for v, a in zip(rt, k._anns)]
-        try:
-            for i in infos:
-                if i.prepare is not None:
-                    raise LaunchError("prepare(): NumPy arrays are copied per launch; pass "
-                                      "api.from_numpy(array).sync() tensors instead")
-            self.grid, self.executable = op._specialize_for(infos, consts, stream, simple=False)
-        except BaseException:
-            release_partitions(rt)
-            raise
-        self.kernel = k
-        self.stream = stream
-        self.args = op.args                 # keeps every argument alive
-        self.infos = infos
-        self._values = rt
-        self._storages = [i.storage for i in infos if i.storage is not None]
-        self.params = argspec.flatten_params(infos)
-        self._nonempty = all(self.grid)
-        self._closed = False
-        self._c = _native_prepared(self)
-        if self._c is not None:
-            self.launch = self._c.launch        # the whole launch in C, no Python frame
-
-    def launch(self) -> None:
-        """Queue the kernel on the prepared stream (no wait)."""
-        if self._closed:
-            raise LaunchError("this prepared launch was closed")
-        stream = self.stream
-        use_all(self._storages, stream)
-        if self._nonempty:
-            self.executable.launch(self.grid, self.params, stream)
-
-    def close(self) -> None:
-        """Release the partitions' leases."""
-        if not self._closed:
-            self._closed = True
-            if self._c is not None:
-                self._c.close()
-            release_partitions(self._values)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
-
-
 def _native_launcher(kernel):
     """The C launcher of ``kernel``'s plain launches, or None (pure Python)."""
     ext = native.ext()
     if ext is None or not _NATIVE_LAYOUT:
         return None
-    return ext.Launcher(kernel._fast, kernel._anns, DeviceOp, classify, argspec.array_keys,
+    return ext.Launcher(kernel._fast, kernel._anns, DeviceOp, classify,
                         len(kernel.param_names), kernel._simple)
 
 
-def _native_prepared(p: PreparedLaunch):
-    """The C object that launches ``p`` (packed once), or None (pure Python, the simulator, or
-    values only the Python packer converts)."""
-    ext = native.ext()
-    nat = getattr(p.executable, "_native", None)
-    if ext is None or nat is None:
-        return None
-    try:
-        return ext.Prepared(nat[0], nat[1], tuple(p.grid), p.stream, nat[2], tuple(p.params),
-                            tuple(p._storages), LaunchError, p.executable)
-    except (ValueError, OverflowError, TypeError):
-        return None
+def layout_args() -> tuple:
+    """What ``set_layout`` reads: the runtime classes C reads by offset, and the prototypes of
+    the objects it makes (each made by its class's one constructor)."""
+    prototypes = (KernelLaunch(None, ()), Partition._new(None, None, False),
+                  ForeignPartition(None, None))
+    return (Tensor, Partition, Storage, _FreeState, Stream, argspec.ArgInfo, KernelLaunch,
+            ForeignPartition, DeviceFuture, prototypes)
 
 
 def _install_native() -> bool:
     """With the C extension, ``kernel(...)``, ``op.submit_on(s)``, ``op.sync_on(s)`` and
     ``t.partition(shape)`` run in C for plain launches; the Python methods stay as their fallback
     (and as the pure-Python build). The C code reads the runtime classes' __slots__ by offset:
-    if one changed shape, set_layout says so and everything stays in Python."""
+    if one changed shape, set_layout says so and everything stays in Python. The objects it makes
+    are clones of prototypes made here by each class's one constructor."""
     ext = native.ext()
-    if ext is None or not ext.set_layout(Tensor, Partition, Storage, _FreeState, Stream,
-                                         argspec.ArgInfo, KernelLaunch, ForeignPartition,
-                                         DeviceFuture):
+    if ext is None or not ext.set_layout(*layout_args()):
         return False
+    ext.set_memo(argspec.array_keys, argspec.array_key_named)
     ext.install(Kernel, Kernel.__call__, KernelLaunch.submit_on, KernelLaunch.sync_on,
                 KernelLaunch._submit_plain, KernelLaunch._sync_plain, _sync_quietly,
                 Tensor.partition)
@@ -721,3 +489,7 @@ def entry(fn=None, *, occupancy=None, num_ctas=None, opt_level=3, fma=True, cach
     if fn is None:
         return wrap
     return wrap(fn)
+
+
+__all__ = ["Kernel", "KernelStats", "KernelLaunch", "PreparedLaunch", "entry", "grid_ones",
+           "NO_GRID_FACTS", "arch_or_raise"]

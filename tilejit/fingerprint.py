@@ -141,12 +141,13 @@ def _value(h, v, seen: set, attr_names) -> None:
         raise _Unhashable(f"{type(v).__module__}.{type(v).__qualname__}")
 
 
-def frozen_globals(pyfunc) -> dict:
-    """``{name: value}`` of the plain global values (numbers, strings, tuples, dtypes, enum
-    members) that ``pyfunc`` and the ``@tile.function`` helpers it calls read: the values a
-    compile freezes into the kernel."""
+def global_reads(pyfunc) -> list:
+    """``(globals dict, name, value)`` for every global ``pyfunc`` and the ``@tile.function``
+    helpers it calls read that a compile depends on: the plain values (numbers, strings, tuples,
+    dtypes, enum members) frozen into the kernel, and the helpers themselves. A launch checks
+    them by identity (``Kernel``: a changed global recompiles)."""
     from .language import TileFunction
-    out: dict = {}
+    out: list = []
     seen: set = set()
 
     def visit(fn):
@@ -159,11 +160,24 @@ def frozen_globals(pyfunc) -> dict:
                 continue
             v = g[name]
             if isinstance(v, TileFunction):
+                out.append((g, name, v))
                 visit(v.py_func)
             elif isinstance(v, (float, complex, tuple, frozenset, _dt.DType, enum.Enum)
                             + _PRIMITIVES) and not isinstance(v, type):
-                out.setdefault(name, v)
+                out.append((g, name, v))
     visit(pyfunc)
+    return out
+
+
+def frozen_globals(pyfunc) -> dict:
+    """``{name: value}`` of the plain global values (numbers, strings, tuples, dtypes, enum
+    members) that ``pyfunc`` and the ``@tile.function`` helpers it calls read: the values a
+    compile freezes into the kernel."""
+    from .language import TileFunction
+    out: dict = {}
+    for _, name, v in global_reads(pyfunc):
+        if not isinstance(v, TileFunction):
+            out.setdefault(name, v)
     return out
 
 
@@ -204,4 +218,4 @@ def build_id() -> str:
     return _BUILD_ID
 
 
-__all__ = ["function_digest", "frozen_globals", "changed_globals", "build_id"]
+__all__ = ["function_digest", "global_reads", "frozen_globals", "changed_globals", "build_id"]

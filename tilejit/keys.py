@@ -13,8 +13,9 @@ key                                                            ABI slots (contra
 =============================================================  =====================================
 
 ``dtype`` is a ``tilejit.dtypes`` name. ``facts`` (:class:`Facts`) are what the host knows about an
-array that makes code faster: 32-bit indexing, and the power-of-two divisibility (capped at 16) of
-the base address in bytes, of each extent and of each stride in elements. ``weak`` scalars are
+array that makes code faster, and only that (sizes that differ in nothing else share a compile):
+32-bit indexing, a 16-byte aligned base address, extents divisible by 16..256, strides that are
+multiples of 16 bytes. ``weak`` scalars are
 Python scalars, which adopt a tile's dtype in mixed arithmetic; NumPy scalars are strong (NEP 50).
 
 The runtime classifies arguments into keys (``runtime.argspec``), typing turns keys into Numba
@@ -35,6 +36,12 @@ _I32_LIMIT = 1 << 31
 #: tiles (up to 256 along an axis) whole, so loads drop their padding, while shapes differing only
 #: in higher powers of two share a compilation.
 SHAPE_DIV_CAP = 256
+#: ... and only from 16 up (Triton's rule: "divisible by 16" or not): a smaller divisor changes
+#: no code worth a compile, so n = 1000, 1001, 1002 and 1004 share one.
+SHAPE_DIV_MIN = 16
+#: Alignment that changes the code (128-bit vector accesses, TMA): a base address is keyed as
+#: 16-byte aligned or not; a stride as a multiple of 16 bytes or not.
+ALIGN_BYTES = 16
 
 
 # --- facts ---------------------------------------------------------------------------------------
@@ -42,9 +49,10 @@ class Facts(NamedTuple):
     """What is known about an array argument's layout (part of its key)."""
 
     index_bits: int                   # 32 when every extent, stride and offset fits in int32
-    base_div: int                     # largest power of two <= 16 dividing the base address (bytes)
-    shape_div: Tuple[int, ...]        # per extent, up to SHAPE_DIV_CAP
-    stride_div: Tuple[int, ...]       # per stride (elements); a zero stride counts as 16
+    base_div: int                     # 16 when the base address is 16-byte aligned, else 1
+    shape_div: Tuple[int, ...]        # per extent: its power-of-two divisor, 16..256, else 1
+    stride_div: Tuple[int, ...]       # per stride: the elements of 16 bytes when it is a multiple
+                                      # of them (a zero stride is), else 1
     stride_one: Tuple[bool, ...]      # per stride: == 1
 
     @property
@@ -53,13 +61,31 @@ class Facts(NamedTuple):
         return _dt.int32 if self.index_bits == 32 else _dt.int64
 
     @classmethod
-    def of(cls, ptr: int, shape: Sequence[int], strides: Sequence[int]) -> "Facts":
-        """The facts of an array view at byte address ``ptr`` (strides in elements)."""
+    def of(cls, ptr: int, shape: Sequence[int], strides: Sequence[int],
+           itemsize: int) -> "Facts":
+        """The facts of an array view at byte address ``ptr`` (strides in elements of
+        ``itemsize`` bytes): only what changes the generated code, so sizes that differ in
+        nothing else share a specialization (SHAPE_DIV_MIN, ALIGN_BYTES)."""
         lp2 = largest_pow2_divisor
-        return tuple.__new__(cls, (index_bits_for(shape, strides), lp2(ptr),
-                                   tuple([lp2(n, SHAPE_DIV_CAP) for n in shape]),
-                                   tuple([lp2(s) for s in strides]),
+        unit = max(1, ALIGN_BYTES // itemsize)
+        shape_div = []
+        for n in shape:
+            d = lp2(n, SHAPE_DIV_CAP)
+            shape_div.append(d if d >= SHAPE_DIV_MIN else 1)
+        return tuple.__new__(cls, (index_bits_for(shape, strides),
+                                   ALIGN_BYTES if ptr % ALIGN_BYTES == 0 else 1,
+                                   tuple(shape_div),
+                                   tuple([unit if s % unit == 0 else 1 for s in strides]),
                                    tuple([s == 1 for s in strides])))
+
+    def describe(self) -> str:
+        """In words, every fact (reprs: two specializations always read differently)."""
+        def div(d):
+            return f"÷{d}" if d > 1 else "-"
+        ext = ", ".join(div(d) for d in self.shape_div)
+        st = ", ".join("1" if one else div(d) for d, one in zip(self.stride_div, self.stride_one))
+        return (f"extents ({ext}), strides ({st}), base {div(self.base_div)}, "
+                f"{self.index_bits}-bit indices")
 
     @classmethod
     def unknown(cls, ndim: int) -> "Facts":
@@ -103,8 +129,10 @@ class TensorKey(NamedTuple):
         return array_slots(self.ndim, self.facts[0])
 
     def describe(self) -> str:
-        """In words, for reprs: ``tensor float32 2-d`` (``writable`` when it is)."""
-        return f"tensor {self.dtype} {self.ndim}-d" + (" writable" if self.writable else "")
+        """In words, for reprs: ``tensor float32 2-d`` (``writable`` when it is), then the
+        facts."""
+        return f"tensor {self.dtype} {self.ndim}-d" + (" writable" if self.writable else "") + \
+            _facts(self.facts)
 
 
 class PartitionKey(NamedTuple):
@@ -120,8 +148,13 @@ class PartitionKey(NamedTuple):
         return array_slots(self.ndim, self.facts[0])
 
     def describe(self) -> str:
-        """In words, for reprs: ``partition float32 2-d tile (32, 64)``."""
-        return f"partition {self.dtype} {self.ndim}-d tile {tuple(self.tile_shape)}"
+        """In words, for reprs: ``partition float32 2-d tile (32, 64)``, then the facts."""
+        return f"partition {self.dtype} {self.ndim}-d tile {tuple(self.tile_shape)}" + \
+            _facts(self.facts)
+
+
+def _facts(facts) -> str:
+    return f" [{Facts(*facts).describe()}]" if facts is not None else ""
 
 
 _SCALAR_SLOT = {"bool_": "i32", "tfloat32": "f32"}

@@ -3,6 +3,7 @@ per simulated device like a cubin per GPU."""
 from __future__ import annotations
 
 from ..compiler import SIM_TARGET
+from ..runtime.launch import check_scalars, scalar_checks
 
 
 class SimExecutable:
@@ -10,15 +11,18 @@ class SimExecutable:
     simulated memory as that device does (another device's memory faults). Launches run to
     completion before returning."""
 
-    __slots__ = ("kernel", "name", "memory")
+    __slots__ = ("kernel", "name", "memory", "checks")
     _native = None          # no C launch: the interpreter runs in Python
 
-    def __init__(self, kernel, name: str, memory=None):
+    def __init__(self, kernel, name: str, memory=None, slots=()):
         self.kernel = kernel
         self.name = name
         self.memory = memory
+        self.checks = scalar_checks(slots)      # weak scalars, as a GPU launch checks them
 
     def launch(self, grid, params, stream) -> None:
+        if self.checks:
+            check_scalars(self.checks, params)
         if self.memory is None:         # a kernel of the whole address space (tests)
             self.kernel(grid, params)
         else:
@@ -43,7 +47,7 @@ class SimulatorBackend:
         from ..simulator import compile_function     # the interpreter loads on first use
         from ..simulator.memory import memory
         return SimExecutable(compile_function(compiled.module, compiled.name), compiled.name,
-                             memory.on_device(device.ordinal))
+                             memory.on_device(device.ordinal), compiled.slots)
 
     def __repr__(self) -> str:
         return "<tilejit simulator backend>"

@@ -15,7 +15,8 @@ from ..keys import Facts, as_key, index_dtype
 from ..tileir import Builder, Function, TileType, Value
 from ..tileir import attrs as A
 from ..tileir.types import ptr, scalar
-from .emit import TV, Emitter, elem, mem_elem
+from ..scalars import checked_slot, needs_check
+from .emit import TV, Emitter, WeakParamTV, elem, mem_elem
 
 
 @dataclass
@@ -77,6 +78,26 @@ class ScalarParam:
     name: str
     dtype: DType
     value: Optional[TV] = None
+    #: a weak (Python) scalar: the dtypes the kernel converts it into (checked at the call)
+    uses: Optional[set] = None
+
+
+class EntryABI:
+    """The entry's parameter slots (``fn.abi``), read after lowering: a weak scalar's slot names
+    the dtypes it was converted into (``tilejit.scalars.checked_slot``)."""
+
+    def __init__(self, keys, params: Dict[str, object]):
+        self.keys = keys
+        self.params = params
+
+    def slots(self) -> Tuple[str, ...]:
+        out: Tuple[str, ...] = ()
+        for k, p in zip(self.keys, self.params.values()):
+            s = k.abi_slots()
+            if isinstance(p, ScalarParam) and p.uses:
+                s = (checked_slot(s[0], [d for d in p.uses if needs_check(p.dtype, d)]),)
+            out += s
+        return out
 
 
 def _entry_types(keys) -> List[TileType]:
@@ -108,11 +129,14 @@ def build_entry(name: str, param_names: Sequence[str], keys: Sequence[tuple], *,
         if kind == "scalar":
             raw = next(args)
             raw.hint = pname
+            p = params[pname] = ScalarParam(pname, dt)
             if dt.is_bool:
-                v = em.compare("!=", TV(raw, D.int32), em.const(0, D.int32))
+                p.value = em.compare("!=", TV(raw, D.int32), em.const(0, D.int32))
+            elif k.weak:
+                p.uses = set()
+                p.value = WeakParamTV(raw, dt, p.uses)
             else:
-                v = TV(raw, dt)
-            params[pname] = ScalarParam(pname, dt, v)
+                p.value = TV(raw, dt)
             continue
         ndim, facts = k.ndim, k.facts
         p = ArrayParam(pname, kind, dt, ndim, facts,
@@ -148,4 +172,5 @@ def build_entry(name: str, param_names: Sequence[str], keys: Sequence[tuple], *,
         p.shape, p.strides = shape_tvs, stride_tvs
         p.tview = b.make_tensor_view(base, tv_shape, tv_strides)
         params[pname] = p
+    fn.abi = EntryABI(keys, params)
     return fn, b, params

@@ -47,6 +47,15 @@ class TV:
         return self.value.type
 
 
+@dataclass(frozen=True, eq=False)
+class WeakParamTV(TV):
+    """The value of a weak (Python) scalar parameter as the kernel receives it (``i64``/``f64``).
+    Each conversion of it is recorded in ``uses`` (a set of dtypes): the launcher checks the value
+    against them at the call, as NumPy 2 does (``tilejit.scalars``)."""
+
+    uses: set = None
+
+
 class Emitter:
     """Emits kernel-language operations through a :class:`Builder`."""
 
@@ -109,6 +118,8 @@ class Emitter:
         fr = x.dtype
         if fr is to:
             return x
+        if type(x) is WeakParamTV:
+            x.uses.add(to)
         b = self.b
         v = x.value
         if to.is_bool:
@@ -296,6 +307,46 @@ class Emitter:
         else:
             r = self.b.cmpi(pred, x.value, y.value, _sign(dt))
         return TV(r, D.bool_)
+
+    _SWAP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
+
+    def compare_values(self, op: str, x, y, dt: DType) -> TV:
+        """``x OP y`` in ``dt``, where ``x``/``y`` are TVs or Python numbers not yet converted.
+        An integer outside ``dt``'s range (a Python int constant, or a weak scalar of a wider
+        type) compares exactly, as NumPy 2 compares Python ints: ``uint32_tile > -1`` is True."""
+        if dt.is_integer:
+            if _outside(x, dt):
+                return self._compare_exact(self._SWAP[op], y, x, dt)
+            if _outside(y, dt):
+                return self._compare_exact(op, x, y, dt)
+        return self.compare(op, self._operand(x, dt), self._operand(y, dt), dt)
+
+    def _operand(self, v, dt: DType) -> TV:
+        return self.cast(v, dt) if isinstance(v, TV) else self.const(v, dt)
+
+    def _compare_exact(self, op: str, t, s, dt: DType) -> TV:
+        """``t OP s`` where ``s`` may lie outside ``dt``'s range [lo, hi]: compared in ``dt``
+        when inside, else the answer every value of ``dt`` gives."""
+        lo, hi = (int(v) for v in (np.iinfo(dt.np_dtype).min, np.iinfo(dt.np_dtype).max))
+        tt = self._operand(t, dt)
+        if not isinstance(s, TV):            # a constant outside: the answer is static
+            above = s > hi
+            ans = {"<": above, "<=": above, ">": not above, ">=": not above, "==": False,
+                   "!=": True}[op]
+            return self.const(ans, D.bool_, tt.shape)
+        sd = s.dtype
+        info = np.iinfo(sd.np_dtype)
+        below = self.compare("<", s, self.const(lo, sd)) if int(info.min) < lo else None
+        above = self.compare(">", s, self.const(hi, sd)) if int(info.max) > hi else None
+        outside = below if above is None else above if below is None else \
+            self.binary("|", below, above, D.bool_)
+        inside = self.logical_not(outside)
+        raw = TV(s.value, sd)                # compared in range only: no check at the call
+        r = self.binary("&", self.compare(op, tt, self.broadcast(self.cast(raw, dt), tt.shape)),
+                        inside, D.bool_)
+        fix = {"<": above, "<=": above, ">": below, ">=": below, "==": None,
+               "!=": outside}[op]
+        return r if fix is None else self.binary("|", r, fix, D.bool_)
 
     def logical_not(self, x: TV) -> TV:
         x = self.cast(x, D.bool_)
@@ -516,3 +567,16 @@ class Emitter:
 
 def _sign(dt: DType) -> str:
     return "unsigned" if (dt.is_unsigned or dt.is_bool) else "signed"
+
+
+def _outside(v, dt: DType) -> bool:
+    """Whether integer operand ``v`` (a Python int or an integer TV) may lie outside ``dt``."""
+    if isinstance(v, TV):
+        if not v.dtype.is_integer:
+            return False
+        a, b = np.iinfo(v.dtype.np_dtype), np.iinfo(dt.np_dtype)
+        return int(a.min) < int(b.min) or int(a.max) > int(b.max)
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+        return False
+    info = np.iinfo(dt.np_dtype)
+    return not int(info.min) <= int(v) <= int(info.max)

@@ -166,6 +166,12 @@ class Lowering(ControlFlow):
             return self.em.const(v, dtype)
         raise self.error(f"expected a tile or a number here, got {type(v).__name__}")
 
+    def _operand(self, v, nbtype):
+        """A comparison operand: a TV, or a Python number kept as it is."""
+        if isinstance(v, (bool, int, float, np.number, np.bool_)):
+            return v
+        return self.tv(v, None, nbtype)
+
     def zero_of(self, nbtype) -> TV:
         d = dtype_of(nbtype)
         shape = nbtype.shape if isinstance(nbtype, NbTile) else ()
@@ -265,7 +271,9 @@ class Lowering(ControlFlow):
             if not isinstance(lhs, TV) and not isinstance(rhs, TV):
                 return fn(lhs, rhs)
             d = promotion.result_dtype((lt, rt), _COMPARES[fn])
-            return self.em.compare(_COMPARES[fn], self.tv(lhs, d, lt), self.tv(rhs, d, rt), d)
+            # unconverted: a Python int outside d compares exactly (NumPy 2)
+            return self.em.compare_values(_COMPARES[fn], self._operand(lhs, lt),
+                                          self._operand(rhs, rt), d)
         if fn in (operator.matmul, operator.imatmul):
             return self.matmul(self.tv(lhs, None, lt), self.tv(rhs, None, rt), dtype_of(rty))
         if _is_number(lhs) and _is_number(rhs) and not isinstance(rty, NbTile):

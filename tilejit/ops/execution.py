@@ -30,10 +30,6 @@ class ExecutionContext:
     def cuda_stream(self) -> int:
         return self.stream.handle
 
-    def get_cuda_stream(self) -> int:
-        """Same as ``cuda_stream`` (the cuTile Rust spelling)."""
-        return self.stream.handle
-
     @property
     def is_simulated(self) -> bool:
         return self.device.is_simulated

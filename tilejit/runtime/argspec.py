@@ -19,7 +19,6 @@ launch hot path is a type check and an attribute load. Cached infos are shared: 
 """
 from __future__ import annotations
 
-import struct
 import weakref
 from typing import Optional, Sequence, Tuple
 
@@ -27,10 +26,12 @@ import numpy as np
 
 from .. import dtypes as _dt
 from .. import keys as _keys
+from .. import scalars as _scalars
 from ..errors import LaunchError, TensorError
 from ..keys import Facts, array_slots, scalar_slot
 from . import foreign as _foreign
 from .. import layout as _layout
+from ..memo import BoundedMemo
 from .partition import ForeignPartition, Partition
 from .tensor import Tensor
 
@@ -131,9 +132,9 @@ class ForeignPartitionInfo(ForeignInfo):
 
 # --- keys of array arguments, memoized -----------------------------------------------------------
 # (kind, dtype name, shape, strides, ptr % 16, writable or tile shape) -> (key, slots, span, grid).
-# Shared with the C launcher (tilejit/_native.c builds the same memo keys), so arrays seen once in
-# a layout cost a dict lookup afterwards, whoever classifies them.
-array_keys: dict = {}
+# Shared with the C launcher (tilejit/csrc/memo.c looks keys up here and calls array_key_named on
+# a miss), so an array layout seen once costs a dict lookup afterwards, whoever classifies it.
+array_keys = BoundedMemo("argspec.array_keys", 8192)
 
 
 def array_key(kind: str, dtype, shape, strides, ptr: int, extra):
@@ -142,18 +143,21 @@ def array_key(kind: str, dtype, shape, strides, ptr: int, extra):
     memo = (kind, dtype.name, shape, strides, ptr & 15, extra)
     hit = array_keys.get(memo)
     if hit is None:
-        hit = _array_key(kind, dtype, tuple(shape), tuple(strides), ptr, extra)
-        if len(array_keys) >= 8192:
-            array_keys.clear()
-        array_keys[memo] = hit
+        hit = array_keys.put(memo, _array_key(kind, dtype, tuple(shape), tuple(strides), ptr,
+                                              extra))
     return hit
+
+
+def array_key_named(kind: str, dtype_name: str, shape, strides, ptr: int, extra):
+    """:func:`array_key` for a dtype given by name (the C launcher's memo misses)."""
+    return array_key(kind, _dt.from_name(dtype_name), shape, strides, ptr, extra)
 
 
 def _array_key(kind, dtype, shape, strides, ptr, extra):
     if any(s < 0 for s in strides):
         raise TensorError(f"negative strides {strides} are not supported by tilejit kernels; pass "
                           f"a contiguous copy (e.g. t.contiguous() or cupy.ascontiguousarray(a))")
-    facts = Facts.of(ptr, shape, strides)
+    facts = Facts.of(ptr, shape, strides, dtype.itemsize)
     if kind == "partition":
         key = _keys.partition_key(dtype.name, len(shape), facts, extra)
         grid = tuple(-(-n // t) for n, t in zip(shape, extra))
@@ -209,16 +213,15 @@ def _partition_info(p: Partition) -> ArgInfo:
 
 
 # --- NumPy arrays (copied in, and out when writable) --------------------------------------------------
-_numpy_keys: dict = {}      # (NumPy dtype, shape, writable) -> (DType, key, slots)
+# (NumPy dtype, shape, writable) -> (DType, key, slots)
+_numpy_keys = BoundedMemo("argspec.numpy_keys", 4096)
 
 
 def _numpy_info(arr: np.ndarray, writable: bool, value) -> ArgInfo:
     shape = arr.shape
     hit = _numpy_keys.get((arr.dtype, shape, writable))
     if hit is None:
-        hit = _numpy_key(arr, writable)
-        if len(_numpy_keys) < 4096:
-            _numpy_keys[(arr.dtype, shape, writable)] = hit
+        hit = _numpy_keys.put((arr.dtype, shape, writable), _numpy_key(arr, writable))
     dt, key, slots = hit
     if writable and not arr.flags.writeable:
         raise TensorError("tile.atomic(array) needs a writable NumPy array (it is copied back after "
@@ -254,19 +257,12 @@ def _numpy_key(arr: np.ndarray, writable: bool):
         raise TypeError(f"cannot pass a NumPy array of dtype {arr.dtype} to a kernel: {e}") from None
     shape = tuple(arr.shape)
     strides = _layout.contiguous_strides(shape)
-    facts = Facts.of(0, shape, strides)          # the device copy is 256-byte aligned
+    facts = Facts.of(0, shape, strides, dt.itemsize)     # the device copy is 256-byte aligned
     return dt, _keys.tensor_key(dt.name, len(shape), facts, writable), \
         array_slots(len(shape), facts[0])
 
 
 # --- scalars --------------------------------------------------------------------------------------------
-_F32 = struct.Struct("f")
-_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
-_WEAK_INT = _keys.scalar_key("int64", True)
-_WEAK_FLOAT = _keys.scalar_key("float32", True)
-_WEAK_BOOL = _keys.scalar_key("bool_", True)
-
-
 def _light_scalar(key, slot, value, param) -> ScalarInfo:
     info = ScalarInfo()
     info.key = key
@@ -276,32 +272,13 @@ def _light_scalar(key, slot, value, param) -> ScalarInfo:
     return info
 
 
-def _f32(v: float) -> float:
-    """``v`` rounded to float32 (as the GPU sees it); out-of-range values become +-inf."""
-    try:
-        return _F32.unpack(_F32.pack(v))[0]
-    except OverflowError:
-        return float(np.float32(v))
-
-
-def _python_scalar_info(value, tp):
-    """Python int/float/bool without annotation: the hot path (no NumPy involved)."""
-    if tp is int:
-        if _I64_MIN <= value <= _I64_MAX:
-            return _light_scalar(_WEAK_INT, ("i64",), value, value)
-        return None
-    if tp is float:
-        return _light_scalar(_WEAK_FLOAT, ("f32",), value, _f32(value))
-    return _light_scalar(_WEAK_BOOL, ("i32",), value, 1 if value else 0)
-
-
 def _scalar_info(value, annotation):
     if annotation is None:
-        tp = type(value)
-        if tp is int or tp is float or tp is bool:
-            info = _python_scalar_info(value, tp)
-            if info is not None:
-                return info
+        hit = _scalars.python_scalar(value)
+        if hit is not None:             # weak: travels exactly (tilejit.scalars)
+            return _light_scalar(hit[0], (hit[1],), value, value)
+        if type(value) is int:
+            _scalars.check_int_fits(value, _dt.int64)
     if annotation is not None:
         dt = _dt.as_dtype(annotation)
     elif isinstance(value, (bool, np.bool_)):
@@ -311,7 +288,7 @@ def _scalar_info(value, annotation):
     elif isinstance(value, int):
         dt = _dt.int64
     elif isinstance(value, float):
-        dt = _dt.float32
+        dt = _dt.float64
     else:
         raise TypeError(f"unsupported scalar argument of type {type(value).__name__}")
     # Python scalars are weak (they adopt a tile's dtype), NumPy scalars strong (NEP 50)
@@ -329,11 +306,7 @@ def _scalar_value(value, dt):
             raise TypeError(f"a float ({value!r}) cannot be passed as {dt.name}; convert it with "
                             f"int(...) first")
         v = int(value)
-        info = np.iinfo(dt.np_dtype)
-        if not info.min <= v <= info.max:
-            hint = " (pass np.uint64(...) for large unsigned values)" if dt is _dt.int64 else ""
-            raise OverflowError(f"integer {v} does not fit {dt.name} [{info.min}, {info.max}]"
-                                f"{hint}")
+        _scalars.check_int_fits(v, dt)
         return v
     # floats: round to the target precision, so host and simulator see what the GPU sees
     return float(np.asarray(value).astype(dt.np_dtype))
@@ -344,7 +317,8 @@ def classify(value, annotation=None, stream=None) -> ArgInfo:
     """The :class:`ArgInfo` of one launch argument.
 
     ``annotation``: a dtype for scalars (``int`` -> int64 otherwise). ``stream``: the stream the
-    launch will run on (used to order DLPack imports after the producer's work).
+    launch will run on (used to order DLPack imports after the producer's work). A partition's
+    write lease is the launch's to take (:func:`acquire_partitions`), not classification's.
     """
     tp = type(value)
     if tp is Tensor:
@@ -356,8 +330,6 @@ def classify(value, annotation=None, stream=None) -> ArgInfo:
         return info
     if tp is Partition:
         value._check_usable("pass to a kernel")
-        if not value._leased:
-            value._acquire("pass to a kernel")
         info = value._info
         if info is None:
             info = value._info = _partition_info(value)
@@ -559,6 +531,15 @@ def grid_from_partitions(infos, grid=None, names: Optional[Sequence[str]] = None
     return g
 
 
+NO_GRID_FACTS = (False, False, False)
+
+
+def grid_ones(grid) -> tuple:
+    """Which axes of a launch grid have extent 1 (part of the specialization key: ``tile.bid``
+    of such an axis is the constant 0, which lets tileiras prove more loads in bounds)."""
+    return (grid[0] == 1, grid[1] == 1, grid[2] == 1)
+
+
 def _shape_of(info) -> tuple:
     t = info.tensor if info.tensor is not None else getattr(info.value, "value", None)
     return tuple(getattr(t, "shape", ()))
@@ -587,8 +568,21 @@ def _device_of(info) -> int:
     return st.device.ordinal if st is not None else info.device
 
 
+def acquire_partitions(values) -> None:
+    """Take the write leases of the partitions among the launch arguments ``values`` (each
+    launch holds them until it is queued: :func:`release_partitions`)."""
+    for v in values:
+        if type(v) is Partition and not v._leased:
+            try:
+                v._acquire("pass to a kernel")
+            except BaseException:
+                release_partitions(values)
+                raise
+
+
 def release_partitions(values) -> None:
-    """End the leases the partitions among the launch arguments ``values`` took for a launch."""
+    """End the leases the partitions among the launch arguments ``values`` took for a launch,
+    and drop the arrays imported for foreign partitions."""
     for v in values:
         tp = type(v)
         if tp is Partition:
@@ -643,5 +637,6 @@ def _aliases(a: ArgInfo, b: ArgInfo) -> bool:
 
 
 __all__ = ["ArgInfo", "atomic", "classify", "key_of", "flatten_params",
-           "abi_slots", "slots_from_key", "grid_from_partitions", "normalize_grid",
-           "check_launch_aliasing", "check_launch_devices", "release_partitions", "MAX_GRID_DIM"]
+           "abi_slots", "slots_from_key", "grid_from_partitions", "grid_ones", "normalize_grid",
+           "check_launch_aliasing", "check_launch_devices", "acquire_partitions",
+           "release_partitions", "array_key", "array_key_named", "MAX_GRID_DIM", "NO_GRID_FACTS"]

@@ -80,7 +80,6 @@ class Device:
         self.ordinal = ordinal
         self.backend = be
         self.is_simulated = be == _backend.SIMULATOR
-        self._borrowed = ctx is not None
         # Re-entrant: a free finalizer, run by a collection inside new_stream, may need the stream.
         self._streams_lock = threading.RLock()
         self._internal_stream = None

@@ -27,6 +27,7 @@ import ml_dtypes
 
 from .. import native
 from ..errors import LaunchError
+from ..scalars import out_of_range, slot_abi, slot_intos, slot_range
 from . import driver as _d
 from .argspec import release_partitions
 from .memory import use_all
@@ -63,15 +64,16 @@ class ParamPacker:
     """A reusable kernel-parameter buffer for a fixed list of ABI slot types."""
 
     __slots__ = ("slots", "offsets", "size", "buffer", "pointers", "kernel_params", "_pack_into",
-                 "_convert", "_struct")
+                 "_convert", "_struct", "checks")
 
     def __init__(self, slots: Sequence[str]):
         self.slots = tuple(slots)
+        self.checks = scalar_checks(self.slots)
         fmt = "="
         offsets = []
         off = 0
         for slot in self.slots:
-            ch = _FORMAT.get(slot)
+            ch = _FORMAT.get(slot_abi(slot))
             if ch is None:
                 raise ValueError(f"unknown ABI slot type {slot!r}")
             size = struct.calcsize("=" + ch)
@@ -89,6 +91,8 @@ class ParamPacker:
 
     def pack(self, values) -> int:
         """Write ``values`` into the buffer; returns the ``kernelParams`` address (void**)."""
+        if self.checks:
+            check_scalars(self.checks, values)
         if self._convert:
             values = list(values)
             for i, fn in self._convert:
@@ -106,7 +110,7 @@ class ParamPacker:
                     f"but {len(values)} were given")
         for v, s in zip(values, self.slots):
             try:
-                struct.pack("=" + _FORMAT[s], v)
+                struct.pack("=" + _FORMAT[slot_abi(s)], v)
             except struct.error as err:
                 return f"parameter value {v!r} does not fit ABI type {s}: {err}"
         return f"cannot pack kernel parameters: {e}"
@@ -116,15 +120,50 @@ class ParamPacker:
         return bytes(memoryview(self.buffer).cast("B")[:self.size])
 
 
-# ABI slot -> the C launcher's packing code (tilejit/_native.c); fp8 scalars are packed in Python
+# ABI slot -> the C launcher's packing code (tilejit/csrc/driver.c); fp8 scalars are packed in
+# Python
 _NATIVE_CODE = {"u64": "Q", "i64": "q", "u32": "I", "i32": "i", "u16": "H", "i16": "h", "u8": "B",
                 "i8": "b", "f64": "d", "f32": "f", "tf32": "f", "f16": "e", "b1": "i", "bf16": "E"}
 
 
 def native_layout(slots: Sequence[str]):
     """The C launcher's layout string for ``slots``, or None when one has no C packing."""
-    codes = [_NATIVE_CODE.get(s) for s in slots]
+    codes = [_NATIVE_CODE.get(slot_abi(s)) for s in slots]
     return None if None in codes else "".join(codes).encode()
+
+
+# --- weak scalars checked at the call (tilejit.scalars) ------------------------------------------
+_CHECK = {1: struct.Struct("=iiqq"), 2: struct.Struct("=iidd")}
+
+
+def scalar_checks(slots: Sequence[str]) -> tuple:
+    """``((index, lo, hi, dtypes), ...)`` for the checked slots among ``slots``."""
+    out = []
+    for i, s in enumerate(slots):
+        r = slot_range(s)
+        if r is not None:
+            out.append((i, r[1], r[2], slot_intos(s)))
+    return tuple(out)
+
+
+def native_checks(slots: Sequence[str]) -> bytes:
+    """The same checks for the C launcher: one ``{int32 index, int32 kind, lo, hi}`` record
+    each (int64 bounds for ints, doubles for floats)."""
+    out = b""
+    for i, s in enumerate(slots):
+        r = slot_range(s)
+        if r is not None:
+            out += _CHECK[r[0]].pack(i, *r)
+    return out
+
+
+def check_scalars(checks, params) -> None:
+    """Apply ``checks`` (:func:`scalar_checks`) to the parameter values: NumPy 2's error or
+    warning for a weak scalar outside the range of a dtype the kernel converts it into."""
+    for i, lo, hi, intos in checks:
+        v = params[i]
+        if not lo <= v <= hi:
+            out_of_range(v, intos)
 
 
 class CudaKernel:
@@ -139,21 +178,24 @@ class CudaKernel:
     """
 
     __slots__ = ("function", "packer", "name", "_native", "_ext", "_fast", "_thread_packers",
-                 "_lock", "_ctx")
+                 "_lock", "_ctx", "checks")
 
     def __init__(self, function, slots: Sequence[str], name: str = None):
         self.function = function
         self.name = name or getattr(function, "name", "<kernel>")
         self.packer = pk = ParamPacker(slots)
+        self.checks = pk.checks
         dev = function.device
         self._ctx = dev
         ext = native.ext()
         layout = native_layout(slots) if ext is not None else None
         self._ext = ext if layout is not None else None
-        self._native = (int(function._cu), dev.context_handle, layout) if self._ext else None
+        self._native = (int(function._cu), dev.context_handle, layout,
+                        native_checks(pk.slots)) if self._ext else None
         # Everything the Python hot path needs, in one tuple (one attribute load). A thread id of
-        # -1 sends every launch through the slow path (slots that need value conversion).
-        tid = -1 if pk._convert else _get_ident()
+        # -1 sends every launch through the slow path (slots that need value conversion or a
+        # weak scalar check).
+        tid = -1 if pk._convert or pk.checks else _get_ident()
         self._fast = (tid, pk._pack_into, pk.buffer, pk.kernel_params, _d.drv.cuLaunchKernel,
                       function._cu)
         self._thread_packers = {}
@@ -163,7 +205,9 @@ class CudaKernel:
         """Launch on ``stream`` with ``grid`` (a 3-tuple) and the C1 ``params`` values."""
         ext = self._ext
         if ext is not None:
-            fn, ctx, layout = self._native
+            fn, ctx, layout, _ = self._native
+            if self.packer.checks:
+                check_scalars(self.packer.checks, params)
             try:
                 err = ext.launch(fn, ctx, grid[0], grid[1], grid[2], stream.handle, layout,
                                  tuple(params))
@@ -184,6 +228,11 @@ class CudaKernel:
             err = cu_launch(f, grid[0], grid[1], grid[2], 1, 1, 1, 0, stream._cu, kp, 0)[0]
         if err:
             self.raise_launch_error(err, grid)
+
+    def scalar_out_of_range(self, index: int, value) -> None:
+        """NumPy 2's error or warning for parameter ``index``, a weak scalar the C launcher found
+        outside the range its checked slot allows (``tilejit.scalars``)."""
+        out_of_range(value, slot_intos(self.packer.slots[index]))
 
     def raise_launch_error(self, err, grid) -> None:
         """Raise the LaunchError for driver result ``err`` (also called from C)."""

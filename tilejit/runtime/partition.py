@@ -119,6 +119,16 @@ class Partition:
         if how == "try_partition" and tensor._share_count > 1:
             raise TensorError(f"try_partition: the tensor is held by {tensor._share_count} shared "
                               f"handles; drop the others first (del them) or partition a copy")
+        p = cls._new(tensor, tile, owned)
+        p._acquire(how)
+        if owned:
+            tensor._moved = True
+        return p
+
+    @classmethod
+    def _new(cls, tensor, tile, owned: bool) -> "Partition":
+        """The one constructor: every field is set here (the C launcher clones a partition made
+        by it, a prototype, and sets only the tensor, tile, extent and weakref)."""
         p = object.__new__(cls)
         p._tensor = tensor
         p.tile_shape = tile
@@ -127,11 +137,8 @@ class Partition:
         p._consumed = False
         p._info = None
         p._grid = None
-        p._extent = tensor._extent or tensor._byte_extent()
+        p._extent = None if tensor is None else tensor._extent or tensor._byte_extent()
         p._ref = weakref.ref(p)
-        p._acquire(how)
-        if owned:
-            tensor._moved = True
         return p
 
     # --- lease -------------------------------------------------------------------------------------

@@ -297,8 +297,9 @@ class Tensor:
     def partition(self, shape):
         """A borrowed output partition: the kernel writes into this tensor in place.
 
-        ``shape`` is the tile shape (powers of two, rank 1-3, same rank as the tensor). Needs
-        exclusive access to the storage (no other live view or partition).
+        ``shape`` is the tile shape (powers of two, rank 1-3, same rank as the tensor). No other
+        live partition may cover any of its bytes (views do not count; disjoint slices of one
+        tensor may be partitioned at once).
         """
         return Partition._create(self, shape, owned=False, how="partition")
 

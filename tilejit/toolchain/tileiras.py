@@ -149,13 +149,6 @@ def version() -> Optional[Tuple[int, int, int]]:
 _PINNED: Optional[Tuple[int, int]] = None
 
 
-def pin_bytecode_version(v) -> None:
-    """Force the bytecode version used for JIT compiles (``"13.3"``); ``None`` un-pins."""
-    global _PINNED
-    from ..tileir.version import as_version
-    _PINNED = None if v is None else tuple(as_version(v)[:2])
-
-
 @functools.lru_cache(maxsize=None)
 def _probe_versions() -> Tuple[Tuple[int, int], ...]:
     r = probe(["--list-versions"])

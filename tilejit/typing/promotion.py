@@ -21,13 +21,17 @@ arguments, loop indices, ``tile.bid()``, Python constants). Categories order ``b
 
 2. **weak with strong** (``tile * 2.0``, ``tile + n``): when the scalar's category is at most the
    tile's, the result has the tile's dtype (an int constant must fit in it: ``int8_tile + 300`` is
-   an error). Otherwise the result is the scalar's dtype, where Python int constants count as
-   ``int32`` and Python float constants as ``float32`` (so ``int_tile * 0.5`` is ``float32``).
+   an error; a Python int *argument* that does not fit raises OverflowError at the call, see
+   ``tilejit/scalars.py``). Otherwise the result is the scalar's dtype, where Python int
+   constants count as ``int32`` and Python float constants and arguments (``float64``) as
+   ``float32`` (so ``int_tile * 0.5`` is ``float32``). Comparisons with an int outside the
+   tile's dtype are exact, as in NumPy 2 (``uint32_tile > -1`` is True): the lowering compares
+   them so (``Emitter.compare_values``).
 
 3. **weak with weak** (``i + 1``, ``alpha * 2.0``): rule 1 on the scalars' dtypes, except that a
    Python int constant adopts the other operand's int dtype (``bid(0) * 64`` stays ``int32``) and
-   Python float constants (which Numba types as ``float64``) adopt the other operand's float dtype
-   (``alpha * 2.0`` stays ``float32`` for a ``float32`` ``alpha``). Two int constants fold to a
+   Python floats (constants and arguments, both ``float64``) adopt the other operand's float
+   dtype (``alpha * 2.0`` stays ``float32`` for a ``float32`` ``alpha``). Two int constants fold to a
    constant, so ``BM // 2`` can be used in static shapes.
 
 Results of operators on scalars are scalars; anything involving a tile is a tile. ``/`` always
@@ -48,6 +52,7 @@ from .diagnostics import TileTypingError
 from .types import TileType, dtype_of, is_scalar, value_type
 
 BOOL, INT, FLOAT = 0, 1, 2
+COMPARISONS = frozenset(("<", "<=", ">", ">=", "==", "!="))
 
 
 def category(d: DType) -> int:
@@ -153,7 +158,8 @@ def promote_weak(strong: DType, weak_ty, op: str = "") -> DType:
         if isinstance(weak_ty, types.IntegerLiteral) and not strong.is_float:
             if strong.is_bool:
                 return dt.int32
-            _check_fits(weak_ty.literal_value, strong, op)
+            if op not in COMPARISONS:       # NumPy 2 compares Python ints exactly
+                _check_fits(weak_ty.literal_value, strong, op)
         return strong
     return weak_default(weak_ty)
 

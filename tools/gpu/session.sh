@@ -10,7 +10,7 @@ if ls .whl/*.whl > /dev/null 2>&1; then
 fi
 inc=$(python3 -c "import sysconfig; print(sysconfig.get_paths()['include'])")
 suf=$(python3 -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
-gcc -O2 -std=gnu11 -shared -fPIC -I"$inc" tilejit/_native.c -o "tilejit/_native$suf" -ldl \
+gcc -O2 -std=gnu11 -shared -fPIC -I"$inc" tilejit/csrc/*.c -o "tilejit/_native$suf" -ldl \
     || echo "NATIVE BUILD FAILED"
 export PYTHONPATH=$PWD:${PYTHONPATH:-}
 export TILEJIT_CACHE_DIR=/tmp/tjcache PYTHONUNBUFFERED=1

@@ -302,7 +302,8 @@ def unknown_attribute_error(typ, attr: str) -> TileTypingError:
             names = [n for n in dir(language) if not n.startswith("_")]
             hint = _did_you_mean(attr, names)
             return TileTypingError(f"tilejit has no kernel function or attribute '{attr}'{hint}; "
-                                   f"see API.md §2 for the kernel language")
+                                   f"the kernel language is listed in help(tilejit.language) "
+                                   f"and the docs' language reference")
         return TileTypingError(f"module '{mod.__name__}' has no attribute '{attr}' usable in a "
                                f"tile kernel")
     for cls in type(typ).__mro__:

@@ -1,0 +1,368 @@
+/* The lazy call in C (Kernel.__call__, KernelLaunch.submit_on / sync_on, Tensor.partition,
+ * tile.partition) and Prepared, a launch packed once (dispatcher.PreparedLaunch).
+ * install() puts these methods on the Python classes (dispatcher._install_native); each takes
+ * the common case and hands anything else to the Python method it replaced, so behaviour and
+ * error messages are the pure-Python build's. */
+#include "native.h"
+
+static PyObject *fb_call, *fb_submit, *fb_sync, *fb_submit_plain, *fb_sync_plain, *fb_sync_quietly,
+    *fb_partition, *fb_tensor_partition;
+
+/* The per-thread submission guard (runtime/submission.py uses it when the extension is on). */
+static _Thread_local int tl_executing;
+
+PyObject *py_executing(PyObject *m, PyObject *noargs) { return PyBool_FromLong(tl_executing); }
+
+PyObject *py_swap_executing(PyObject *m, PyObject *flag) {
+    int v = PyObject_IsTrue(flag);
+    if (v < 0) return NULL;
+    int prev = tl_executing;
+    tl_executing = v;
+    return PyBool_FromLong(prev);
+}
+
+/* DeviceFuture(out, stream), its __init__ inlined (done at once on a simulated stream) */
+static PyObject *make_future(PyObject *out, PyObject *stream) {
+    PyObject *cu = SLOT(stream, O.s_cu);
+    PyObject *f = T_future->tp_alloc(T_future, 0);
+    if (!f) return NULL;
+    set_slot(f, O.f_out, out);
+    set_slot(f, O.f_stream, stream);
+    set_slot(f, O.f_done, cu == Py_None ? Py_True : Py_False);
+    return f;
+}
+
+static PyObject *call_prepended(PyObject *fn, PyObject *self, PyObject *args, PyObject *kw) {
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    PyObject *all = PyTuple_New(n + 1);
+    if (!all) return NULL;
+    Py_INCREF(self);
+    PyTuple_SET_ITEM(all, 0, self);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *x = PyTuple_GET_ITEM(args, i);
+        Py_INCREF(x);
+        PyTuple_SET_ITEM(all, i + 1, x);
+    }
+    PyObject *r = PyObject_Call(fn, all, kw);
+    Py_DECREF(all);
+    return r;
+}
+
+/* Kernel.__call__: a KernelLaunch of positional arguments (binding keywords is Python's), a
+   clone of KernelLaunch's prototype with the call's fields set */
+static PyObject *kernel_call(PyObject *kernel, PyObject *args, PyObject *kw) {
+    PyObject *nat = PyObject_GetAttr(kernel, S_native);
+    if (!nat) return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    if (!layout_ok || !Py_IS_TYPE(nat, &LauncherType) || (kw && PyDict_GET_SIZE(kw))) {
+        Py_DECREF(nat);
+        return call_prepended(fb_call, kernel, args, kw);
+    }
+    Launcher *L = (Launcher *)nat;
+    Py_ssize_t nrt = PyTuple_GET_SIZE(L->anns);
+    int simple = L->simple && n == nrt, known = n == nrt || n == L->nparams;
+    Py_DECREF(nat);
+    if (!known)
+        return call_prepended(fb_call, kernel, args, kw);
+    PyObject *op = clone_proto(P_launch);
+    PyObject *arity = op ? PyLong_FromSsize_t(n) : NULL;
+    if (!arity) { Py_XDECREF(op); return NULL; }
+    set_slot(op, O.k_kernel, kernel);
+    set_slot(op, O.k_args, args);
+    set_slot(op, O.k_arity, arity);
+    set_slot(op, O.k_simple, simple ? Py_True : Py_False);
+    Py_DECREF(arity);
+    return op;
+}
+
+/* Whether submit_on/sync_on may take the C path; counts why not. */
+static int plain_launch(PyObject *op, PyObject *stream) {
+    if (!layout_ok) return give_up(R_LAYOUT);
+    if (Py_TYPE(stream) != T_stream) return give_up(R_STREAM);
+    if (Py_TYPE(op) != T_klaunch || SLOT(op, O.k_simple) != Py_True ||
+        SLOT(op, O.k_grid) != Py_None)
+        return give_up(R_NOT_PLAIN);
+    if (tl_executing) return give_up(R_REENTRANT);
+    return 1;
+}
+
+/* After a C launch: the future, or (sync) the output once the stream is done. */
+static PyObject *finish_launch(PyObject *args, PyObject *stream, int wait) {
+    if (!wait) return make_future(args, stream);
+    PyObject *r = PyObject_CallMethodNoArgs(stream, S_synchronize);
+    if (!r) return NULL;
+    Py_DECREF(r);
+    Py_INCREF(args);
+    return args;
+}
+
+/* As DeviceOp.sync_on on an error: drain the stream, then raise. */
+static PyObject *drain_and_raise(PyObject *stream) {
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    PyObject *r = PyObject_CallFunctionObjArgs(fb_sync_quietly, stream, NULL);
+    Py_XDECREF(r);
+    PyErr_Clear();
+    PyErr_Restore(et, ev, tb);
+    return NULL;
+}
+
+/* KernelLaunch.submit_on / sync_on of a plain launch on a tilejit Stream */
+static PyObject *submit_common(PyObject *op, PyObject *stream, int wait) {
+    if (!plain_launch(op, stream))
+        return PyObject_CallFunctionObjArgs(wait ? fb_sync : fb_submit, op, stream, NULL);
+    PyObject *kernel = SLOT(op, O.k_kernel), *args = SLOT(op, O.k_args);
+    if (!kernel || !args || !PyTuple_Check(args))
+        return PyObject_CallFunctionObjArgs(wait ? fb_sync : fb_submit, op, stream, NULL);
+    Py_INCREF(kernel);
+    Py_INCREF(args);
+    PyObject *nat = PyObject_GetAttr(kernel, S_native), *result = NULL;
+    int ok = nat ? 0 : -1;
+    if (nat && Py_IS_TYPE(nat, &LauncherType)) {
+        tl_executing = 1;
+        ok = run_launch((Launcher *)nat, args, stream);
+        tl_executing = 0;
+    }
+    if (ok == 1)
+        result = finish_launch(args, stream, wait);
+    else if (ok == 0)       /* the general path (compiles on a miss, explains errors) */
+        result = PyObject_CallFunctionObjArgs(wait ? fb_sync_plain : fb_submit_plain, op, stream,
+                                              NULL);
+    else if (wait)
+        result = drain_and_raise(stream);
+    Py_DECREF(kernel); Py_DECREF(args); Py_XDECREF(nat);
+    return result;
+}
+
+static PyObject *klaunch_submit_on(PyObject *op, PyObject *stream) {
+    return submit_common(op, stream, 0);
+}
+
+static PyObject *klaunch_sync_on(PyObject *op, PyObject *stream) {
+    return submit_common(op, stream, 1);
+}
+
+/* a tuple of `ndim` (1-3) powers of two */
+static int tile_ok(PyObject *tile, int ndim) {
+    Py_ssize_t r = PyTuple_GET_SIZE(tile);
+    if (r != ndim || r < 1 || r > 3) return 0;
+    for (Py_ssize_t i = 0; i < r; i++) {
+        PyObject *x = PyTuple_GET_ITEM(tile, i);
+        if (!PyLong_CheckExact(x)) return 0;
+        int overflow = 0;
+        long long n = PyLong_AsLongLongAndOverflow(x, &overflow);
+        if (overflow || n < 1 || (n & (n - 1))) return 0;
+    }
+    return 1;
+}
+
+/* tile.partition(array, tile_shape): a torch tensor or CuPy array and a tuple of powers of two
+   is the common case (a clone of ForeignPartition's prototype); the rest (and every error) is
+   runtime.partition.partition's */
+PyObject *py_partition(PyObject *m, PyObject *const *argv, Py_ssize_t nargs,
+                       PyObject *kwnames) {
+    if (nargs == 2 && !kwnames && layout_ok && PyTuple_CheckExact(argv[1]) &&
+        tile_ok(argv[1], foreign_ndim(argv[0]))) {
+        PyObject *p = clone_proto(P_fpart);
+        if (!p) return NULL;
+        set_slot(p, O.fp_value, argv[0]);
+        set_slot(p, O.fp_tile, argv[1]);
+        return p;
+    }
+    if (!fb_partition) {
+        PyErr_SetString(PyExc_RuntimeError, "tilejit._native.partition: not installed");
+        return NULL;
+    }
+    return PyObject_Vectorcall(fb_partition, argv, (size_t)nargs, kwnames);
+}
+
+/* Whether Tensor.partition(shape) is the common case C makes: a usable, unshared tensor, a
+   tuple of powers of two, no broadcast (zero-stride) axis. */
+static int plain_partition(PyObject *t, PyObject *shape) {
+    if (!layout_ok || Py_TYPE(t) != T_tensor || !PyTuple_CheckExact(shape)) return 0;
+    PyObject *tshape = SLOT(t, O.t_shape), *strides = SLOT(t, O.t_strides),
+             *extent = SLOT(t, O.t_extent), *share = SLOT(t, O.t_share);
+    if (SLOT(t, O.t_moved) != Py_False || !share || !PyLong_CheckExact(share) ||
+        !tshape || !strides || !extent || !PyTuple_Check(tshape) || !PyTuple_Check(strides) ||
+        !PyTuple_Check(extent) || !tile_ok(shape, (int)PyTuple_GET_SIZE(tshape)))
+        return 0;
+    int overflow = 0;
+    if (PyLong_AsLongAndOverflow(share, &overflow) != 0 || overflow) return 0;  /* shared */
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(strides); i++) {
+        PyObject *x = PyTuple_GET_ITEM(strides, i);
+        if (!PyLong_CheckExact(x) || (PyLong_AsLongAndOverflow(x, &overflow) == 0 && !overflow))
+            return 0;                                          /* a broadcast axis: Python */
+    }
+    return 1;
+}
+
+/* Tensor.partition(shape): the common case in C, a clone of Partition's prototype with the
+   tensor, tile, extent and its own weakref set; its lease as Partition._create takes it */
+static PyObject *tensor_partition(PyObject *t, PyObject *shape) {
+    if (!plain_partition(t, shape))
+        return PyObject_CallFunctionObjArgs(fb_tensor_partition, t, shape, NULL);
+    PyObject *p = clone_proto(P_partition);
+    if (!p) return NULL;
+    set_slot(p, O.p_tensor, t);
+    set_slot(p, O.p_tile, shape);
+    set_slot(p, O.p_extent, SLOT(t, O.t_extent));
+    PyObject *ref = PyWeakref_NewRef(p, NULL);
+    if (!ref) { Py_DECREF(p); return NULL; }
+    set_slot(p, O.p_ref, ref);
+    Py_DECREF(ref);
+    /* as Partition._create: a failed lease leaves no partition behind */
+    if (lease_acquire(p, S_kind_partition) < 0) { Py_DECREF(p); return NULL; }
+    return p;
+}
+
+static PyMethodDef tensor_partition_def = {"partition", (PyCFunction)tensor_partition, METH_O,
+    "A borrowed output partition: the kernel writes into this tensor in place.\n\n"
+    "``shape`` is the tile shape (powers of two, rank 1-3, same rank as the tensor). No other\n"
+    "live partition may cover any of its bytes (views do not count; disjoint slices of one\n"
+    "tensor may be partitioned at once)."};
+static PyMethodDef kernel_call_def = {"__call__", (PyCFunction)(void (*)(void))kernel_call,
+    METH_VARARGS | METH_KEYWORDS, "kernel(*args) -> KernelLaunch (a lazy launch)"};
+static PyMethodDef submit_on_def = {"submit_on", (PyCFunction)klaunch_submit_on, METH_O,
+    "Queue the launch on `stream` without waiting (the hot path of a kernel call)."};
+static PyMethodDef sync_on_def = {"sync_on", (PyCFunction)klaunch_sync_on, METH_O,
+    "Run on `stream` and wait for completion; return the output."};
+
+static int put_method(PyTypeObject *tp, PyMethodDef *def) {
+    PyObject *d = PyDescr_NewMethod(tp, def);
+    if (!d) return -1;
+    int r = PyObject_SetAttrString((PyObject *)tp, def->ml_name, d);
+    Py_DECREF(d);
+    return r;
+}
+
+/* install(Kernel, Kernel.__call__, KernelLaunch.submit_on, KernelLaunch.sync_on,
+           KernelLaunch._submit_plain, KernelLaunch._sync_plain, _sync_quietly, Tensor.partition):
+   the C methods above replace the Python ones on Kernel, KernelLaunch and Tensor (the latter two
+   as set_layout registered them); the Python ones stay the fallback */
+PyObject *py_install(PyObject *m, PyObject *args) {
+    PyObject *kt, *f[7];
+    if (!PyArg_ParseTuple(args, "O!OOOOOOO", &PyType_Type, &kt, &f[0], &f[1], &f[2], &f[3],
+                          &f[4], &f[5], &f[6]))
+        return NULL;
+    if (!layout_ok || fb_call) {
+        PyErr_SetString(PyExc_RuntimeError, layout_ok ? "tilejit._native.install: already "
+                        "installed" : "tilejit._native.install: no layout (set_layout)");
+        return NULL;
+    }
+    PyObject **dst[7] = {&fb_call, &fb_submit, &fb_sync, &fb_submit_plain, &fb_sync_plain,
+                         &fb_sync_quietly, &fb_tensor_partition};
+    for (int i = 0; i < 7; i++) { Py_INCREF(f[i]); *dst[i] = f[i]; }
+    if (put_method((PyTypeObject *)kt, &kernel_call_def) < 0 ||
+        put_method(T_klaunch, &submit_on_def) < 0 || put_method(T_klaunch, &sync_on_def) < 0 ||
+        put_method(T_tensor, &tensor_partition_def) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* set_partition_fallback(runtime.partition.partition) */
+PyObject *py_set_partition_fallback(PyObject *m, PyObject *fn) {
+    Py_INCREF(fn);
+    Py_XSETREF(fb_partition, fn);
+    Py_RETURN_NONE;
+}
+
+/* --- Prepared: a launch packed once (dispatcher.PreparedLaunch) ------------------------------ */
+typedef struct {
+    PyObject_HEAD
+    void *fn, *ctx;
+    unsigned g[3];
+    unsigned long long sh;
+    PyObject *stream, *storages, *closed_error, *exe, *grid;
+    int closed;
+    ParamBuf pb;
+} Prepared;
+
+static void Prepared_dealloc(Prepared *self) {
+    Py_XDECREF(self->stream); Py_XDECREF(self->storages); Py_XDECREF(self->closed_error);
+    Py_XDECREF(self->exe); Py_XDECREF(self->grid);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Prepared(function, context, grid, stream, layout, params, storages, closed_error, executable):
+   launch errors are raised by executable.raise_launch_error(code, grid); the weak scalars were
+   checked once by PreparedLaunch */
+static int Prepared_init(Prepared *self, PyObject *args, PyObject *kw) {
+    unsigned long long fn, ctx;
+    PyObject *grid, *stream, *params, *storages, *err, *exe;
+    const char *layout;
+    Py_ssize_t nlayout;
+    if (!PyArg_ParseTuple(args, "KKO!Oy#O!O!OO", &fn, &ctx, &PyTuple_Type, &grid, &stream,
+                          &layout, &nlayout, &PyTuple_Type, &params, &PyTuple_Type, &storages,
+                          &err, &exe))
+        return -1;
+    if (self->stream) {
+        PyErr_SetString(PyExc_TypeError, "Prepared is initialized once");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(grid, "III", &self->g[0], &self->g[1], &self->g[2])) return -1;
+    if (!layout_ok || Py_TYPE(stream) != T_stream || !SLOT(stream, O.s_handle)) {
+        PyErr_SetString(PyExc_TypeError, "Prepared needs a tilejit Stream");
+        return -1;
+    }
+    self->sh = PyLong_AsUnsignedLongLong(SLOT(stream, O.s_handle));
+    if (PyErr_Occurred() || pack_prepared(&self->pb, layout, nlayout, params) < 0) return -1;
+    self->fn = (void *)(uintptr_t)fn;
+    self->ctx = (void *)(uintptr_t)ctx;
+    Py_INCREF(stream); self->stream = stream;
+    Py_INCREF(storages); self->storages = storages;
+    Py_INCREF(err); self->closed_error = err;
+    Py_INCREF(exe); self->exe = exe;
+    Py_INCREF(grid); self->grid = grid;
+    return 0;
+}
+
+static PyObject *Prepared_launch(Prepared *self, PyObject *noargs) {
+    if (self->closed || !self->stream) {
+        PyErr_SetString(self->closed_error ? self->closed_error : PyExc_RuntimeError,
+                        "this prepared launch was closed");
+        return NULL;
+    }
+    PyObject *stream = self->stream;
+    int fast = SLOT(stream, O.s_capture) == Py_None && SLOT(stream, O.s_ephemeral) == Py_False;
+    PyObject *epoch = SLOT(stream, O.s_epoch);
+    if (!epoch) {
+        PyErr_SetString(PyExc_RuntimeError, "the prepared launch's stream is not usable");
+        return NULL;
+    }
+    Py_INCREF(epoch);
+    int r = 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(self->storages) && r == 0; i++)
+        r = use_storage(PyTuple_GET_ITEM(self->storages, i), stream, fast, epoch);
+    Py_DECREF(epoch);
+    if (r < 0) return NULL;
+    if (self->g[0] && self->g[1] && self->g[2]) {
+        CUresult err = do_launch(self->fn, self->ctx, self->g, (void *)(uintptr_t)self->sh,
+                                 &self->pb);
+        if (err == -1 && PyErr_Occurred()) return NULL;
+        if (err) return raise_launch_error(self->exe, err, self->grid), NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *Prepared_close(Prepared *self, PyObject *noargs) {
+    self->closed = 1;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef Prepared_methods[] = {
+    {"launch", (PyCFunction)Prepared_launch, METH_NOARGS,
+     "launch(): queue the kernel on the prepared stream (no wait)"},
+    {"close", (PyCFunction)Prepared_close, METH_NOARGS, "close(): later launches raise"},
+    {NULL, NULL, 0, NULL}};
+
+PyTypeObject PreparedType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "tilejit._native.Prepared",
+    .tp_basicsize = sizeof(Prepared),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A launch packed once (dispatcher.PreparedLaunch).",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Prepared_init,
+    .tp_dealloc = (destructor)Prepared_dealloc,
+    .tp_methods = Prepared_methods,
+};
