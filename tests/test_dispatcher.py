@@ -286,6 +286,13 @@ def _run_path(op, path, s):
     return op._sync_plain(s)            # the pure-Python launch path
 
 
+def _built(k) -> int:
+    """Specializations made: compiled, or found in the disk cache or the warm-start index (the
+    GPU suite shares one cache, so another test may have compiled the same source)."""
+    st = k.stats
+    return st.compiles + st.disk_hits + st.index_hits
+
+
 @pytest.mark.parametrize("path", ["c", "python"])
 def test_a_changed_global_recompiles_at_the_next_call(path):
     """Globals are checked at every call (by identity, in C too): a new value recompiles with a
@@ -302,13 +309,13 @@ def test_a_changed_global_recompiles_at_the_next_call(path):
     try:
         _run_path(k(z.partition((64,)), x), path, s)
         np.testing.assert_allclose(z.to_numpy(), (xn + 1) * 2, rtol=1e-6)
-        assert k.stats.compiles == 1
+        assert _built(k) == 1
         SCALE = 3.0
         native.reset_stats()
         with pytest.warns(RuntimeWarning, match="reads global.*SCALE.*recompiling"):
             _run_path(k(z.partition((64,)), x), path, s)
         np.testing.assert_allclose(z.to_numpy(), (xn + 1) * 3, rtol=1e-6)
-        assert k.stats.compiles == 2
+        assert _built(k) == 2
         if path == "c":                 # C saw the change and gave the launch to Python
             assert native.stats()["fallbacks"] == {"a global the kernel reads changed": 1}
         SCALE = float("3.0")            # a new object, the same value: nothing to recompile
@@ -316,7 +323,7 @@ def test_a_changed_global_recompiles_at_the_next_call(path):
             warnings.simplefilter("error")
             for _ in range(2):
                 _run_path(k(z.partition((64,)), x), path, s)
-        assert k.stats.compiles == 2
+        assert _built(k) == 2
         if path == "c":
             native.reset_stats()
             _run_path(k(z.partition((64,)), x), path, s)
@@ -328,7 +335,7 @@ def test_a_changed_global_recompiles_at_the_next_call(path):
         with pytest.warns(RuntimeWarning, match="offset_of"):
             _run_path(k(z.partition((64,)), x), path, s)
         np.testing.assert_allclose(z.to_numpy(), (xn + 5) * 3, rtol=1e-6)
-        assert k.stats.compiles == 3
+        assert _built(k) == 3
     finally:
         SCALE, offset_of = saved_scale, saved_helper
 
