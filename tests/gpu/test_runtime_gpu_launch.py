@@ -92,7 +92,8 @@ def test_fast_path_numpy_arguments_are_copied(ptx):
     n = 64
     a = rand(n, seed=5)
     z = T.empty((n,), tile.float32).sync()
-    infos = [argspec.classify(z.partition((4,))), argspec.classify(a), argspec.classify(2.0)]
+    infos = [argspec.classify(z.partition((4,))), argspec.classify(a),
+             argspec.classify(np.float32(2.0))]     # the PTX kernel takes an f32 (a Python float is f64)
     kernel = launch.CudaKernel(ptx.function("tile_scale"), argspec.abi_slots(infos))
     stream = tile.Device(0).new_stream()
     launch.launch_infos(kernel, infos, argspec.grid_from_partitions(infos), stream)

@@ -112,7 +112,11 @@ def test_numpy_inputs_and_constructors_from_a_thread_pool():
 
 
 def test_graphs_captured_and_replayed_in_new_threads():
+    """Threads capture their graphs at the same time (each on its own stream, sharing the input
+    ``x``) and replay them: nothing one thread does (a device-wide wait, ordering on the shared
+    tensor) may touch another thread's capture."""
     x = api.full((4096,), 2.0, tile.float32).sync()
+    axpy(api.zeros((4096,), tile.float32).sync().partition((512,)), x, 1.0).sync()  # compiled
 
     def work(tid):
         stream = tile.Device(0).new_stream()

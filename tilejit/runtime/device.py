@@ -228,15 +228,8 @@ class Device:
         """Wait for all work on this device (every stream)."""
         if self.is_simulated:
             return
-        with self.current():
-            err = _d.drv.cuCtxSynchronize()[0]
-        if err == _d.drv.CUresult.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED:
-            # another thread is capturing a graph on this device, which forbids a device-wide
-            # wait: wait for each stream that is not capturing instead
-            from .stream import synchronize_streams
-            synchronize_streams(self)
-            return
-        _d.check((err,), "cuCtxSynchronize")
+        from .stream import synchronize_device
+        synchronize_device(self)
 
     @property
     def context_handle(self) -> int:

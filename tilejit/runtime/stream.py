@@ -185,19 +185,20 @@ class Stream:
         if self._capture is not None:
             raise SchedulingError("this stream is already capturing a CUDA graph")
         cap = Capture()
-        # marked before the driver call, unmarked after the end: another thread's
-        # synchronize_streams must never wait on a stream while it captures
-        self._capture = cap
-        if self._cu is not None:
-            drv = _d.drv
-            try:
-                with self.device.current():
-                    _d.check(drv.cuStreamBeginCapture(
-                        self._cu, drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED),
-                        "cuStreamBeginCapture")
-            except BaseException:
-                self._capture = None
-                raise
+        # marked before the driver call (under the lock a device-wide wait takes), unmarked
+        # after the end: another thread must never wait on this stream while it captures
+        with _capture_lock:
+            self._capture = cap
+            if self._cu is not None:
+                drv = _d.drv
+                try:
+                    with self.device.current():
+                        _d.check(drv.cuStreamBeginCapture(
+                            self._cu, drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED),
+                            "cuStreamBeginCapture")
+                except BaseException:
+                    self._capture = None
+                    raise
         return cap
 
     def end_capture(self, keep: bool = True) -> Optional["GraphExec"]:
@@ -257,13 +258,28 @@ _producer_streams: dict = {}        # (device, handle) -> Stream (of_producer)
 _PRODUCER = "long-lived producer stream"
 
 
-def synchronize_streams(device) -> None:
-    """Wait for the work on every stream of ``device`` that tilejit knows (its own and the
-    producer streams it tracks) except those capturing a graph: ``Device.synchronize`` while
-    another thread captures, when the driver refuses a device-wide wait."""
-    streams = list(_owned_streams.values()) + list(_producer_streams.values())
+# Held while a stream enters a graph capture and while a device-wide wait decides how to wait:
+# cuCtxSynchronize while any stream of the context captures fails and invalidates that capture.
+_capture_lock = threading.Lock()
+
+
+def _known_streams(device):
+    return [s for s in list(_owned_streams.values()) + list(_producer_streams.values())
+            if s.device is device and s._cu is not None]
+
+
+def synchronize_device(device) -> None:
+    """``Device.synchronize``: one device-wide wait, or, while another thread captures a graph on
+    the device (which forbids that wait), a wait for every other stream tilejit knows (its own
+    and the producer streams it tracks)."""
+    with _capture_lock:
+        streams = _known_streams(device)
+        if not any(s._capture is not None for s in streams):
+            with device.current():
+                _d.check(_d.drv.cuCtxSynchronize(), "cuCtxSynchronize")
+            return
     for s in streams:
-        if s.device is device and s._cu is not None and s._capture is None:
+        if s._capture is None:
             s.synchronize()
 
 
@@ -458,4 +474,4 @@ def _destroy_event(cu) -> None:
         pass
 
 
-__all__ = ["Stream", "Event", "GraphExec", "synchronize_streams"]
+__all__ = ["Stream", "Event", "GraphExec", "synchronize_device"]
