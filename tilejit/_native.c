@@ -279,7 +279,8 @@ static struct {
     Py_ssize_t h_stream, h_epoch;
     Py_ssize_t s_device, s_handle, s_cu, s_epoch, s_ephemeral, s_capture;
     Py_ssize_t i_fast;
-    Py_ssize_t k_kernel, k_args, k_arity, k_simple, k_grid, k_const_grid, k_options, k_generics;
+    Py_ssize_t k_kernel, k_args, k_arity, k_simple, k_grid, k_const_grid, k_options, k_generics,
+        k_ran;
     Py_ssize_t fp_value, fp_tile, fp_live;
     Py_ssize_t f_out, f_stream, f_done;
 } O;
@@ -345,6 +346,7 @@ static PyObject *py_set_layout(PyObject *m, PyObject *args) {
         {&T_klaunch, &O.k_arity, "arity"}, {&T_klaunch, &O.k_simple, "_simple"},
         {&T_klaunch, &O.k_grid, "_grid"}, {&T_klaunch, &O.k_const_grid, "_const_grid"},
         {&T_klaunch, &O.k_options, "_options"}, {&T_klaunch, &O.k_generics, "_generics"},
+        {&T_klaunch, &O.k_ran, "_ran"},     /* ops/deviceop.py RAN_SLOT: "never run" warning */
         {&T_fpart, &O.fp_value, "value"}, {&T_fpart, &O.fp_tile, "tile_shape"},
         {&T_fpart, &O.fp_live, "_live"},
         {&T_future, &O.f_out, "_out"}, {&T_future, &O.f_stream, "stream"},
@@ -1461,6 +1463,8 @@ static PyObject *kernel_call(PyObject *kernel, PyObject *args, PyObject *kw) {
 /* KernelLaunch.submit_on / sync_on of a plain launch on a tilejit Stream */
 static PyObject *submit_common(PyObject *op, PyObject *stream, int wait) {
     PyObject *full = wait ? fb_sync : fb_submit;
+    if (layout_ok && Py_TYPE(op) == T_klaunch)
+        set_slot(op, O.k_ran, Py_True);     /* it ran: no "never run" warning when freed */
     if (!layout_ok || Py_TYPE(stream) != T_stream || Py_TYPE(op) != T_klaunch || tl_executing ||
         SLOT(op, O.k_simple) != Py_True || SLOT(op, O.k_grid) != Py_None)
         return PyObject_CallFunctionObjArgs(full, op, stream, NULL);
@@ -1771,6 +1775,31 @@ static PyObject *py_install(PyObject *m, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* install_finalizer(DeviceOp.__del__): KernelLaunch objects are freed by the C finalizer below,
+   which reads the "ran" slot (ops/deviceop.py RAN_SLOT) and calls the Python __del__ only for a
+   launch that never ran (it warns): a Python __del__ per launch cost about 0.2 us */
+static PyObject *fb_del;
+
+static void klaunch_finalize(PyObject *op) {
+    if (SLOT(op, O.k_ran) == Py_True) return;
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    PyObject *r = PyObject_CallOneArg(fb_del, op);
+    if (r) Py_DECREF(r); else PyErr_WriteUnraisable(op);
+    PyErr_Restore(et, ev, tb);
+}
+
+static PyObject *py_install_finalizer(PyObject *m, PyObject *del) {
+    if (!layout_ok) {
+        PyErr_SetString(PyExc_RuntimeError, "tilejit._native.install_finalizer: no layout");
+        return NULL;
+    }
+    Py_INCREF(del);
+    Py_XSETREF(fb_del, del);
+    T_klaunch->tp_finalize = klaunch_finalize;
+    Py_RETURN_NONE;
+}
+
 /* set_partition_fallback(runtime.partition.partition) */
 static PyObject *py_set_partition_fallback(PyObject *m, PyObject *fn) {
     Py_INCREF(fn);
@@ -1950,6 +1979,8 @@ static PyMethodDef module_methods[] = {
      "ForeignPartition, DeviceFuture) -> bool"},
     {"install", py_install, METH_VARARGS,
      "install(Kernel, *python fallbacks): the C lazy call and Tensor.partition"},
+    {"install_finalizer", py_install_finalizer, METH_O,
+     "install_finalizer(DeviceOp.__del__): KernelLaunch's 'never run' check in C"},
     {"set_partition_fallback", py_set_partition_fallback, METH_O,
      "set_partition_fallback(fn): what partition() calls outside its fast path"},
     {"partition", (PyCFunction)(void (*)(void))py_partition, METH_FASTCALL | METH_KEYWORDS,

@@ -34,6 +34,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 from . import dtypes as D
 from .compiler import CompileOptions
 from .errors import LaunchError, TileJitError
+from .ops.deviceop import account_for
 from .runtime.partition import partition
 
 _OPTION_NAMES = ("occupancy", "num_ctas", "opt_level")
@@ -242,6 +243,7 @@ class Autotuned:
         from .dispatcher import grid_ones
         from . import backends
         op = self.launch_for(config, bound)
+        account_for(op)         # a description to compile, never launched
         k = self.kernel
         keys, consts, ones = k._keys_for(op.args, op._generics)
         if op._grid is not None:
