@@ -25,8 +25,8 @@ import sys
 try:
     import torch
     import torch.distributed as dist
-except ImportError:
-    print("skipped: PyTorch is not installed")
+except ImportError:             # the example test reads "skipped: <why>" as a skip
+    print("distributed_matmul: skipped: PyTorch is not installed (pip install torch)")
     sys.exit(0)
 
 import tilejit as tile
@@ -162,7 +162,7 @@ def _free_port() -> int:
 
 def main(argv) -> int:
     if not dist.is_available():
-        print("skipped: this PyTorch has no torch.distributed")
+        print("distributed_matmul: skipped: this PyTorch has no torch.distributed")
         return 0
     cpu = "--cpu" in argv
     if "RANK" in os.environ:                                 # started by torchrun

@@ -8,7 +8,7 @@ kernels, registered with `tilejit.torch.kernel_op`, inside a model trained under
 output allocation), so `torch.compile` traces through it without a graph break, and pairs the
 forward with the backward operator for autograd. On a GPU the kernels read and write the torch
 tensors in place on torch's current stream; on the simulator CPU tensors are copied in and out.
-Skips (exit 0) when PyTorch is not installed.
+Without PyTorch it prints ``torch_interop: skipped: <why>`` and exits 0.
 """
 import sys
 
@@ -65,7 +65,7 @@ def main() -> int:
     try:
         import torch
     except ImportError:
-        print("torch_interop: PyTorch is not installed; skipped")
+        print("torch_interop: skipped: PyTorch is not installed (pip install torch)")
         return 0
     cuda = current_backend() == "cuda" and torch.cuda.is_available()
     dev = "cuda" if cuda else "cpu"

@@ -61,7 +61,7 @@ def _fill_launch(value):
     from ._kernels import creation
 
     def launch(z, ctx):
-        creation.fill(z, value)._execute(ctx)
+        execute_input(creation.fill(z, value), ctx)
     return launch
 
 
@@ -100,8 +100,8 @@ class _Fill(DeviceOp):
         if not 1 <= t.ndim <= 3:
             raise TensorError(f"api.fill supports tensors of rank 1 to 3, got shape {t.shape}; "
                               f"reshape it first (t.reshape(-1))")
-        creation.fill(t.partition(tile_shape_for(t.shape)), constant_for(self.value, t.dtype)) \
-            ._execute(ctx)
+        execute_input(creation.fill(t.partition(tile_shape_for(t.shape)),
+                                    constant_for(self.value, t.dtype)), ctx)
         return t
 
     def _default_stream(self):
@@ -138,10 +138,11 @@ def arange(start, stop=None, step=None, dtype=None) -> DeviceOp:
     n = max(0, -((start - stop) // step) if ints else int(np.ceil((stop - start) / step)))
     dtype = _dt.as_dtype(dtype) if dtype is not None else (_dt.int64 if ints else _dt.float64)
     if start == 0 and step == 1:
-        return _Construct((n,), dtype, lambda z, ctx: creation.arange(z)._execute(ctx), "arange")
+        return _Construct((n,), dtype, lambda z, ctx: execute_input(creation.arange(z), ctx),
+                          "arange")
     # start + i * step in float64 (linspace's kernel; its last-element fix-up never applies)
-    return _Construct((n,), dtype, lambda z, ctx: creation.linspace(
-        z, np.float64(start), np.float64(step), n + 1, np.float64(0))._execute(ctx), "arange")
+    return _Construct((n,), dtype, lambda z, ctx: execute_input(creation.linspace(
+        z, np.float64(start), np.float64(step), n + 1, np.float64(0)), ctx), "arange")
 
 
 def linspace(start: float, stop: float, n: int, dtype=_dt.float32) -> DeviceOp:
@@ -151,8 +152,8 @@ def linspace(start: float, stop: float, n: int, dtype=_dt.float32) -> DeviceOp:
     if n < 0:
         raise TensorError(f"api.linspace: n must be >= 0, got {n}")
     step = (float(stop) - float(start)) / (n - 1) if n > 1 else 0.0
-    return _Construct((n,), dtype, lambda z, ctx: creation.linspace(
-        z, np.float64(start), np.float64(step), n, np.float64(stop))._execute(ctx), "linspace")
+    return _Construct((n,), dtype, lambda z, ctx: execute_input(creation.linspace(
+        z, np.float64(start), np.float64(step), n, np.float64(stop)), ctx), "linspace")
 
 
 class _Eye(DeviceOp):
@@ -167,7 +168,7 @@ class _Eye(DeviceOp):
         from ._kernels import creation
         t = new_tensor((self.rows, self.cols), self.dtype, ctx.stream)
         if t.size:
-            creation.eye(t.partition((32, 32)))._execute(ctx)
+            execute_input(creation.eye(t.partition((32, 32))), ctx)
         return t
 
 
@@ -195,13 +196,13 @@ class _Convert(DeviceOp):
             return new_tensor(x.shape, self.dtype, ctx.stream)
         if 1 <= x.ndim <= 3:
             out = new_tensor(x.shape, self.dtype, ctx.stream)
-            creation.convert(out.partition(tile_shape_for(x.shape)), x)._execute(ctx)
+            execute_input(creation.convert(out.partition(tile_shape_for(x.shape)), x), ctx)
             return out
         if not x.is_contiguous:
             raise TensorError(f"api.convert of a rank-{x.ndim} tensor needs a contiguous tensor; "
                               f"copy it with api.dup first")
         flat = new_tensor((x.size,), self.dtype, ctx.stream)
-        creation.convert(flat.partition((_FLAT_TILE,)), x.reshape(x.size))._execute(ctx)
+        execute_input(creation.convert(flat.partition((_FLAT_TILE,)), x.reshape(x.size)), ctx)
         return flat.reshape(x.shape)
 
 
@@ -226,8 +227,8 @@ def rand(shape, dtype=_dt.float32, seed: Optional[int] = None) -> DeviceOp:
     if not dt.is_float:
         raise TypeError(f"api.rand needs a float dtype, got {dt}")
     s = _seed(seed)
-    return _Construct(shape, dt, lambda z, ctx: random.uniform(
-        z, s & 0xFFFFFFFF, s >> 32)._execute(ctx), "rand")
+    return _Construct(shape, dt, lambda z, ctx: execute_input(random.uniform(
+        z, s & 0xFFFFFFFF, s >> 32), ctx), "rand")
 
 
 def randn(shape, mean: float = 0.0, std: float = 1.0, dtype=_dt.float32,
@@ -240,8 +241,8 @@ def randn(shape, mean: float = 0.0, std: float = 1.0, dtype=_dt.float32,
     if std < 0:
         raise ValueError(f"api.randn: std must be >= 0, got {std}")
     s = _seed(seed)
-    return _Construct(shape, dt, lambda z, ctx: random.normal(
-        z, s & 0xFFFFFFFF, s >> 32, float(mean), float(std))._execute(ctx), "randn")
+    return _Construct(shape, dt, lambda z, ctx: execute_input(random.normal(
+        z, s & 0xFFFFFFFF, s >> 32, float(mean), float(std)), ctx), "randn")
 
 
 __all__ = ["zeros", "ones", "full", "fill", "arange", "linspace", "eye", "eye_rect", "convert",

@@ -35,6 +35,7 @@ from . import dtypes as D
 from . import envvars
 from .compiler import CompileOptions
 from .errors import LaunchError, TileJitError
+from .ops.deviceop import account_for
 from .runtime.partition import partition
 
 _OPTION_NAMES = ("occupancy", "num_ctas", "opt_level")
@@ -243,6 +244,7 @@ class Autotuned:
         from .dispatcher import grid_ones
         from . import backends
         op = self.launch_for(config, bound)
+        account_for(op)         # a description to compile, never launched
         k = self.kernel
         keys, consts, ones = k._keys_for(op.args, op._generics)
         if op._grid is not None:

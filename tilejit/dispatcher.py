@@ -452,8 +452,9 @@ def _native_launcher(kernel):
 def layout_args() -> tuple:
     """What ``set_layout`` reads: the runtime classes C reads by offset, and the prototypes of
     the objects it makes (each made by its class's one constructor)."""
-    prototypes = (KernelLaunch(None, ()), Partition._new(None, None, False),
-                  ForeignPartition(None, None))
+    launch = KernelLaunch(None, ())
+    launch._ran = True          # lives as long as C does; each clone starts not run (C sets it)
+    prototypes = (launch, Partition._new(None, None, False), ForeignPartition(None, None))
     return (Tensor, Partition, Storage, _FreeState, Stream, argspec.ArgInfo, KernelLaunch,
             ForeignPartition, DeviceFuture, prototypes)
 
@@ -471,6 +472,7 @@ def _install_native() -> bool:
     ext.install(Kernel, Kernel.__call__, KernelLaunch.submit_on, KernelLaunch.sync_on,
                 KernelLaunch._submit_plain, KernelLaunch._sync_plain, _sync_quietly,
                 Tensor.partition)
+    ext.install_finalizer(DeviceOp.__del__)     # the "never run" check of launches, in C
     return True
 
 

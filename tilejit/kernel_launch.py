@@ -16,7 +16,8 @@ from . import native
 from .compiler import CompileOptions
 from .errors import LaunchError
 from .memo import BoundedMemo
-from .ops.deviceop import DeviceFuture, DeviceOp, _as_stream, _sync_quietly
+from .ops.deviceop import (DeviceFuture, DeviceOp, _as_stream, _sync_quietly, account_for,
+                           execute_input)
 from .ops.execution import ExecutionContext
 from .ops.scheduling import default_stream, has_user_policy, policy_epoch
 from .runtime import argspec
@@ -70,6 +71,7 @@ class KernelLaunch(DeviceOp):
     # that launch plain calls themselves and fall back to these.
     def submit_on(self, stream) -> DeviceFuture:
         """Queue the launch on ``stream`` without waiting (the hot path of a kernel call)."""
+        self._ran = True        # no "never run" warning (the C methods set it too: RAN_SLOT)
         if type(stream) is not Stream:
             stream = _as_stream(stream)
         if not self._simple:
@@ -78,6 +80,7 @@ class KernelLaunch(DeviceOp):
 
     def sync_on(self, stream):
         """Run on ``stream`` and wait for completion; return the output."""
+        self._ran = True
         if type(stream) is not Stream:
             stream = _as_stream(stream)
         if not self._simple:
@@ -155,16 +158,19 @@ class KernelLaunch(DeviceOp):
 
     def grid(self, grid) -> "KernelLaunch":
         """Launch on an explicit runtime grid ``(gx, gy, gz)`` instead of the partitions' grid."""
+        account_for(self)   # the copy (or the error) replaces it: only the copy warns if never run
         return self._copy(grid=argspec.normalize_grid(grid))
 
     def const_grid(self, grid) -> "KernelLaunch":
         """Like ``grid`` but baked into the kernel (part of the specialization key)."""
+        account_for(self)
         g = argspec.normalize_grid(grid)
         return self._copy(grid=g, const_grid=g)
 
     def generics(self, *values, **named) -> "KernelLaunch":
         """Bind ``tile.Constant`` parameters: ``.generics([64, 32])`` (in parameter order) or
         ``.generics(BM=64, BK=32)``."""
+        account_for(self)
         k = self.kernel
         g = dict(self._generics)
         if values:
@@ -181,6 +187,7 @@ class KernelLaunch(DeviceOp):
         return self._copy(generics=g)
 
     def compile_options(self, options: CompileOptions) -> "KernelLaunch":
+        account_for(self)
         if not isinstance(options, CompileOptions):
             raise TypeError(f"compile_options() takes a tile.CompileOptions, got {type(options).__name__}")
         return self._copy(options=options)
@@ -201,7 +208,8 @@ class KernelLaunch(DeviceOp):
         if native.missing:              # once: the C launch path is not built
             native.warn_missing()
         k = self.kernel
-        values = tuple([a._execute(ctx) if isinstance(a, DeviceOp) else a for a in self.args])
+        values = tuple([execute_input(a, ctx) if isinstance(a, DeviceOp) else a
+                        for a in self.args])
         simple = self._simple
         if simple:
             rt, consts = values, None
@@ -238,6 +246,7 @@ class PreparedLaunch:
     """A launch validated and packed once (see :meth:`KernelLaunch.prepare`)."""
 
     def __init__(self, op: KernelLaunch, stream):
+        account_for(op)             # consumed: its launches (and inputs) are this object's
         k = op.kernel
         for a in op.args:
             if isinstance(a, DeviceOp):

@@ -76,6 +76,8 @@ static PyMethodDef module_methods[] = {
      "ForeignPartition, DeviceFuture, prototypes) -> bool"},
     {"set_memo", py_set_memo, METH_VARARGS,
      "set_memo(argspec.array_keys, argspec.array_key_named): where array keys come from"},
+    {"install_finalizer", py_install_finalizer, METH_O,
+     "install_finalizer(DeviceOp.__del__): KernelLaunch's 'never run' check in C"},
     {"install", py_install, METH_VARARGS,
      "install(Kernel, *python fallbacks): the C lazy call and Tensor.partition"},
     {"set_partition_fallback", py_set_partition_fallback, METH_O,

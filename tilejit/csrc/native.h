@@ -84,7 +84,7 @@ extern struct Offsets {
     Py_ssize_t h_stream, h_epoch;
     Py_ssize_t s_device, s_handle, s_cu, s_epoch, s_ephemeral, s_capture;
     Py_ssize_t i_fast;
-    Py_ssize_t k_kernel, k_args, k_arity, k_simple, k_grid;
+    Py_ssize_t k_kernel, k_args, k_arity, k_simple, k_grid, k_ran;
     Py_ssize_t fp_value, fp_tile, fp_live;
     Py_ssize_t f_out, f_stream, f_done;
 } O;
@@ -214,6 +214,7 @@ void release_partitions(Arg *a, Py_ssize_t n, int leases);
 /* --- launcher.c / prepared.c ------------------------------------------------------------ */
 int run_launch(Launcher *self, PyObject *args, PyObject *stream);
 PyObject *py_install(PyObject *m, PyObject *args);
+PyObject *py_install_finalizer(PyObject *m, PyObject *del);
 PyObject *py_partition(PyObject *m, PyObject *const *argv, Py_ssize_t nargs, PyObject *kwnames);
 PyObject *py_set_partition_fallback(PyObject *m, PyObject *fn);
 PyObject *py_executing(PyObject *m, PyObject *noargs);

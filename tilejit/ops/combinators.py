@@ -8,7 +8,7 @@ from typing import Optional
 
 from ..errors import SchedulingError
 from . import execution as _ex
-from .deviceop import DeviceOp, into_op
+from .deviceop import DeviceOp, account_for, execute_input, into_op
 
 
 def _callable_name(fn) -> str:
@@ -53,13 +53,13 @@ class Then(DeviceOp):
         return f"{op(self.op, depth + 1)}, then {_callable_name(self.fn)}(output)"
 
     def _execute(self, ctx):
-        out = self.op._execute(ctx)
+        out = execute_input(self.op, ctx)
         with contextlib.nullcontext() if self.checked else _ex.unguarded():
             nxt = self.fn(ctx, out) if self.with_context else self.fn(out)
         if not isinstance(nxt, DeviceOp):
             raise TypeError(f"then(fn): fn must return a DeviceOp, got {type(nxt).__name__}; use "
                             f".map(fn) for host-side transforms or return tile.value(x)")
-        return nxt._execute(ctx)
+        return execute_input(nxt, ctx)
 
 
 class Map(DeviceOp):
@@ -83,7 +83,7 @@ class Map(DeviceOp):
         return self.op.graph_safe
 
     def _execute(self, ctx):
-        return self.fn(self.op._execute(ctx))
+        return self.fn(execute_input(self.op, ctx))
 
 
 class Inspect(Map):
@@ -96,7 +96,7 @@ class Inspect(Map):
         self.arity = self.op.arity
 
     def _execute(self, ctx):
-        out = self.op._execute(ctx)
+        out = execute_input(self.op, ctx)
         self.fn(out)
         return out
 
@@ -121,7 +121,7 @@ class Zip(DeviceOp):
         return any(o.allocates for o in self.ops)
 
     def _execute(self, ctx):
-        return tuple(o._execute(ctx) for o in self.ops)
+        return tuple(execute_input(o, ctx) for o in self.ops)
 
 
 def zip(*ops) -> Zip:  # noqa: A001  (public name: tile.zip)
@@ -142,7 +142,7 @@ class Select(DeviceOp):
         return self.op.graph_safe
 
     def _execute(self, ctx):
-        out = self.op._execute(ctx)
+        out = execute_input(self.op, ctx)
         if not isinstance(out, tuple):
             raise SchedulingError(f"{self.what} needs an op whose output is a tuple, got "
                                   f"{type(out).__name__}")
@@ -167,7 +167,7 @@ class _Once:
         if not self.done:
             with self.lock:
                 if not self.done:
-                    self.output = self.op._execute(ctx)
+                    self.output = execute_input(self.op, ctx)
                     self.stream = ctx.stream
                     self.epoch = ctx.stream._epoch
                     if ctx.stream._ephemeral:       # a raw foreign stream may not outlive us
@@ -198,6 +198,7 @@ class SharedOp(DeviceOp):
             len(_value) if isinstance(_value, tuple) else None)
         self._marked = False
         if _done:
+            self._ran = True        # already computed: nothing to run
             self._mark(_value)
 
     @property
@@ -254,6 +255,7 @@ class _UnzipBranch(DeviceOp):
 
 
 def unzip(op: DeviceOp, n: Optional[int] = None) -> tuple:
+    account_for(op)         # the branches run it (each warns if never run)
     n = n if n is not None else op.arity
     if n is None:
         raise SchedulingError("unzip(): the number of outputs of this op is not known before it "
@@ -277,7 +279,7 @@ class WithContext(DeviceOp):
     def _execute(self, ctx):
         r = self.fn(ctx)
         if isinstance(r, DeviceOp):
-            return r._execute(ctx)
+            return execute_input(r, ctx)
         return r
 
 

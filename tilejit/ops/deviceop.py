@@ -13,9 +13,18 @@ are executed in the same context with :func:`execute_input` so that everything i
 stream. Set the class attributes ``graph_safe`` (no allocation or free: may be recorded into a CUDA
 graph) and ``allocates`` truthfully; graph capture will rely on them (and on the allocation guard
 in ``runtime.memory`` for ops such as ``then`` whose behaviour is only known at run time).
+
+An op that is dropped without ever running warns (``RuntimeWarning: DeviceOp ... was never run``),
+as an un-awaited coroutine does: a forgotten ``.sync()`` would otherwise leave its outputs silently
+unchanged. Running sets the op's ``_ran`` slot (:data:`RAN_SLOT`; the C launcher sets the same slot
+on the launches it runs), so the check costs one slot read when the op is freed. An op consumed by
+another (``then``, ``zip``, a launch argument, a graph) runs with its consumer; when the consumer
+itself is dropped unrun, only the outermost op warns.
 """
 from __future__ import annotations
 
+import functools
+import warnings
 from typing import Any, Optional
 
 from ..errors import SchedulingError
@@ -23,12 +32,39 @@ from . import execution as _ex
 from .execution import ExecutionContext
 
 
+#: The slot of every DeviceOp that records whether it ran: unset (never run), True (ran, or its
+#: consumer ran it), False (accounted for without running: part of a composed op that was
+#: dropped, or an op whose construction failed). _native.c sets it by this name (set_layout).
+RAN_SLOT = "_ran"
+
+
 class DeviceOp:
     """Base class of lazy GPU work. Subclasses implement ``_execute(ctx)``."""
 
-    # no per-instance dict here, so a subclass may keep its hot state in __slots__ (KernelLaunch,
-    # which the C launcher fills and reads by offset); subclasses without __slots__ get one
-    __slots__ = ()
+    # one slot and no per-instance dict here, so a subclass may keep its hot state in __slots__
+    # (KernelLaunch, which the C launcher fills and reads by offset); subclasses without
+    # __slots__ get a dict
+    __slots__ = (RAN_SLOT,)
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is not None and not getattr(init, "_tracks_failure", False):
+            cls.__init__ = _failed_init_never_warns(init)
+
+    def __del__(self):
+        try:
+            if self._ran is True:       # the common case: one slot read
+                return
+            unrun = False
+        except AttributeError:
+            unrun = True
+        except Exception:               # interpreter shutdown
+            return
+        try:
+            _dropped_unrun(self, unrun)
+        except Exception:               # a finalizer must never raise
+            pass
 
     #: may be recorded into a CUDA graph (launches, memcpy into existing buffers, values)
     graph_safe: bool = False
@@ -45,6 +81,7 @@ class DeviceOp:
     # --- execution ---------------------------------------------------------------------------------
     def sync(self):
         """Run on a stream of the default policy and wait for completion; return the output."""
+        self._ran = True
         return self.sync_on(self._default_stream())
 
     def _default_stream(self):
@@ -55,6 +92,7 @@ class DeviceOp:
 
     def sync_on(self, stream):
         """Run on ``stream`` and wait for completion; return the output."""
+        self._ran = True
         stream = _as_stream(stream)
         _ex.enter("sync()/sync_on()")
         try:
@@ -69,6 +107,7 @@ class DeviceOp:
 
     def submit_on(self, stream) -> "DeviceFuture":
         """Queue the work on ``stream`` without waiting; the future's ``result()`` waits."""
+        self._ran = True
         stream = _as_stream(stream)
         _ex.enter("submit_on()/schedule()/await")
         try:
@@ -80,6 +119,7 @@ class DeviceOp:
     def schedule(self, policy=None) -> "DeviceFuture":
         """Submit now on ``policy.next_stream()`` (default policy if None); return a future."""
         from .scheduling import stream_from_policy
+        self._ran = True
         return self.submit_on(stream_from_policy(policy) if policy is not None
                               else self._default_stream())
 
@@ -87,6 +127,7 @@ class DeviceOp:
         return self.schedule().__await__()
 
     def _submit(self, stream):
+        self._ran = True
         with stream.device.current():
             return self._execute(ExecutionContext(stream))
 
@@ -190,10 +231,71 @@ class DeviceOp:
 
 
 def execute_input(value, ctx: ExecutionContext):
-    """The value of an op input: DeviceOps are executed in ``ctx`` (same stream), others as is."""
+    """The value of an op input: DeviceOps are executed in ``ctx`` (same stream), others as is.
+    Ops run inside another op's ``_execute`` go through here (it marks them as run)."""
     if isinstance(value, DeviceOp):
+        value._ran = True
         return value._execute(ctx)
     return value
+
+
+def account_for(op) -> None:
+    """Mark ``op`` as accounted for without running (replaced by a copy, consumed by something
+    that is not an op): it will not warn when dropped, and neither will its inputs."""
+    if isinstance(op, DeviceOp):
+        try:
+            op._ran
+        except AttributeError:
+            op._ran = False
+
+
+def has_run(op) -> bool:
+    """True once ``op`` has run (submitted, synced, or executed by an op that ran)."""
+    return getattr(op, RAN_SLOT, None) is True
+
+
+def _failed_init_never_warns(init):
+    # an op whose __init__ raised was never handed to anyone, and the error is about the ops it
+    # was given: none of them warns when freed
+    @functools.wraps(init)
+    def __init__(self, *args, **kwargs):
+        try:
+            init(self, *args, **kwargs)
+        except BaseException:
+            self._ran = False
+            for a in (*args, *kwargs.values()):
+                account_for(a)
+            raise
+    __init__._tracks_failure = True
+    return __init__
+
+
+def _inputs(op):
+    """The DeviceOps ``op`` holds as inputs (attributes, tuples of them, its ``args``)."""
+    values = list(getattr(op, "__dict__", {}).values())
+    args = getattr(op, "args", None)        # KernelLaunch keeps its arguments in a slot
+    if isinstance(args, tuple):
+        values.append(args)
+    once = getattr(op, "_once", None)       # shared()/unzip(): the op run once
+    if once is not None:
+        values.append(getattr(once, "op", None))
+    for v in values:
+        if isinstance(v, DeviceOp):
+            yield v
+        elif isinstance(v, (tuple, list)):
+            yield from (x for x in v if isinstance(x, DeviceOp))
+
+
+def _dropped_unrun(op, warn: bool) -> None:
+    """``op`` is being freed without having run: warn if nobody else accounts for it (``warn``),
+    and let its inputs go quietly (the warning is about the outermost op only)."""
+    for inner in _inputs(op):
+        account_for(inner)
+    if warn:
+        from .describe import op as describe
+        # stacklevel 3: the user's line that let go of the op (this runs inside __del__)
+        warnings.warn(f"DeviceOp ({describe(op)}) was never run; call .sync() (or .sync_on(stream), "
+                      f"await it, .schedule()) to run it", RuntimeWarning, stacklevel=3)
 
 
 def into_op(value) -> DeviceOp:
@@ -301,4 +403,5 @@ class DeviceFuture:
         return f"<DeviceFuture {'done' if self.done() else 'pending'} on {self.stream!r}>"
 
 
-__all__ = ["DeviceOp", "DeviceFuture", "execute_input", "into_op"]
+__all__ = ["DeviceOp", "DeviceFuture", "execute_input", "into_op", "account_for", "has_run",
+           "RAN_SLOT"]

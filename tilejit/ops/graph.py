@@ -33,7 +33,7 @@ from typing import Any, List, Optional
 from ..errors import SchedulingError
 from ..runtime.memory import forbid_allocation, use_all
 from . import execution as _ex
-from .deviceop import DeviceOp, _as_stream
+from .deviceop import DeviceOp, _as_stream, account_for, execute_input
 from .execution import ExecutionContext
 
 
@@ -151,6 +151,7 @@ class GraphScope:
     def record(self, op: DeviceOp) -> Any:
         """Execute ``op`` into the graph now; only graph-safe ops (kernel launches, memcpy,
         values) are accepted. Returns the op's output."""
+        account_for(op)         # refused or recorded, it is not a forgotten op
         if not self._active:
             raise SchedulingError("record() must be called inside `with CudaGraph.scope(stream)`")
         if not isinstance(op, DeviceOp):
@@ -165,7 +166,7 @@ class GraphScope:
     def _run(self, op: DeviceOp) -> Any:
         _ex.enter("CudaGraph capture")
         try:
-            out = op._execute(ExecutionContext(self.stream))
+            out = execute_input(op, ExecutionContext(self.stream))
         finally:
             _ex.leave()
         self._ops.append(op)
