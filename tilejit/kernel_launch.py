@@ -88,6 +88,7 @@ class KernelLaunch(DeviceOp):
         return self._sync_plain(stream, True)
 
     def _submit_plain(self, stream, try_native=False) -> DeviceFuture:
+        self._ran = True
         _submission.enter("submit_on()/schedule()/await")
         try:
             out = self._launch_plain(stream, try_native)
@@ -96,6 +97,7 @@ class KernelLaunch(DeviceOp):
         return DeviceFuture(out, stream)
 
     def _sync_plain(self, stream, try_native=False):
+        self._ran = True
         _submission.enter("sync()/sync_on()")
         try:
             out = self._launch_plain(stream, try_native)
