@@ -154,8 +154,8 @@ class Autotuned:
         """The kernel launch of ``config`` on the bound runtime arguments."""
         args = dict(bound)
         if config.tile is not None:
-            # tile.partition: a tilejit tensor or a GPU array written in place; host arrays are
-            # refused (a copy would take the results)
+            # tile.partition: a tilejit tensor or a GPU array written in place; a NumPy array is
+            # copied in and back around the launch
             args[self.partition] = partition(args[self.partition], config.tile)
         op = self.kernel(*[args[n] for n in self.kernel.runtime_names])
         op = op.generics(**config.constants) if config.constants else op
@@ -274,6 +274,7 @@ class Autotuned:
                     if not isinstance(exc, TileJitError):
                         raise exc
                     errors[futs[f]] = f"does not compile: {_first_line(exc)}"
+        bound = _host_outputs_on_device(self, bound)
         timer = _Timer(_device_obj(bound), self.reps, self.warmup)
         saved = _save_written(self, bound)
         trials: List[Trial] = []
@@ -386,6 +387,22 @@ def _versions() -> str:
 
 def _first_line(e: BaseException) -> str:
     return (str(e).strip().splitlines() or [type(e).__name__])[0]
+
+
+def _host_outputs_on_device(tuner: Autotuned, bound) -> dict:
+    """``bound`` with host outputs (a NumPy partition or tile.atomic array) replaced by device
+    copies for timing: each timed launch would otherwise copy its results back into them."""
+    import numpy as np
+    from .ops.transfer import from_numpy
+    from .runtime.argspec import atomic
+    from .runtime.hostarrays import in_host_memory
+    out = dict(bound)
+    for n, v in bound.items():
+        inner = v.value if isinstance(v, atomic) else v
+        if (n == tuner.partition or isinstance(v, atomic)) and in_host_memory(inner):
+            t = from_numpy(np.asarray(inner)).sync()
+            out[n] = atomic(t) if isinstance(v, atomic) else t
+    return out
 
 
 def _save_written(tuner: Autotuned, bound) -> list:

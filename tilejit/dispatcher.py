@@ -31,6 +31,7 @@ from .ops.deviceop import (DeviceFuture, DeviceOp, _as_stream, _sync_quietly, ac
 from .ops.execution import ExecutionContext
 from .ops.scheduling import default_stream, has_user_policy, policy_epoch
 from .runtime import argspec
+from .runtime.hostarrays import float64_hint
 from .runtime.argspec import (check_launch_aliasing, check_launch_devices, classify,
                                grid_from_partitions, release_partitions)
 from .runtime import foreign as _foreign
@@ -542,8 +543,10 @@ class KernelLaunch(DeviceOp):
         infos = [classify(v, a, stream) for v, a in zip(rt, k._anns)]
         try:
             grid, exe = self._specialize_for(infos, consts, stream, simple)
-        except BaseException:
+        except BaseException as e:
             release_partitions(rt)
+            if isinstance(e, CompileError):     # float64 NumPy arguments: say so
+                e.add_hint(float64_hint(e.message, infos, k.runtime_names))
             raise
         launch_infos(exe, infos, grid, stream, rt)
         k.stats.launches += 1

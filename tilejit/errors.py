@@ -125,6 +125,13 @@ class CompileError(TileJitError):
         self.message = message
         self.loc = loc
 
+    def add_hint(self, text: str) -> None:
+        """Append ``text`` (which starts with a newline) to the message, e.g. what the launch's
+        arguments suggest about the fix."""
+        if text and text not in self.message:
+            self.message += text
+            self.args = (self.message,) + self.args[1:]
+
     def __str__(self) -> str:
         if self.loc is None:
             return self.message

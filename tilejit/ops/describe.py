@@ -7,7 +7,7 @@ import html
 import numpy as np
 
 from ..runtime.argspec import atomic
-from ..runtime.partition import ForeignPartition, Partition
+from ..runtime.partition import ForeignPartition, HostPartition, Partition
 from ..runtime.tensor import Tensor
 
 MAX_DEPTH = 4
@@ -23,10 +23,14 @@ def value(v, depth: int = 0) -> str:
         return f"partition of {t.shape} {t.dtype.name} by {v.tile_shape}"
     if isinstance(v, ForeignPartition):
         return f"partition of {type(v.value).__name__} {v.shape} by {v.tile_shape}"
+    if isinstance(v, HostPartition):
+        return f"partition of {_host(v.value)} by {v.tile_shape} (copied in and back)"
     if isinstance(v, atomic):
+        if isinstance(v.value, np.ndarray):
+            return f"writable {_host(v.value)} (copied in and back)"
         return f"writable {value(v.value, depth)}"
     if isinstance(v, np.ndarray):
-        return f"NumPy {v.shape} {v.dtype} (copied in)"
+        return f"{_host(v)} (copied in)"
     if isinstance(v, DeviceOp):
         return f"({op(v, depth + 1)})" if depth < MAX_DEPTH else "(...)"
     shape = getattr(v, "shape", None)
@@ -35,6 +39,11 @@ def value(v, depth: int = 0) -> str:
     if isinstance(v, (bool, int, float, np.generic)):
         return repr(v)
     return type(v).__name__
+
+
+def _host(a) -> str:
+    kind = "NumPy" if isinstance(a, np.ndarray) else type(a).__name__
+    return f"{kind} {tuple(a.shape)} {a.dtype}"
 
 
 def op(o, depth: int = 0) -> str:

@@ -31,7 +31,8 @@ from ..errors import LaunchError, TensorError
 from ..keys import Facts, array_slots, scalar_slot
 from . import foreign as _foreign
 from .. import layout as _layout
-from .partition import ForeignPartition, Partition
+from .hostarrays import output_array, writable_host_array
+from .partition import ForeignPartition, HostPartition, Partition
 from .tensor import Tensor
 
 MAX_GRID_DIM = 1 << 24          # grid dims must be < 2^24 (tileiras / driver limit for tile kernels)
@@ -50,7 +51,8 @@ class atomic:
         if isinstance(value, Partition):
             raise TensorError("tile.atomic() takes a tensor, not a partition (partitions are "
                               "already writable)")
-        self.value = value
+        # host arrays are written back through NumPy; JAX and read-only arrays are refused
+        self.value = output_array(value, "tile.atomic()")
 
     def __repr__(self) -> str:
         return f"tile.atomic({self.value!r})"
@@ -209,21 +211,25 @@ def _partition_info(p: Partition) -> ArgInfo:
 
 
 # --- NumPy arrays (copied in, and out when writable) --------------------------------------------------
-_numpy_keys: dict = {}      # (NumPy dtype, shape, writable) -> (DType, key, slots)
+_numpy_keys: dict = {}      # (NumPy dtype, shape, writable or tile) -> (DType, key, slots, grid)
 
 
-def _numpy_info(arr: np.ndarray, writable: bool, value) -> ArgInfo:
+def _numpy_info(arr: np.ndarray, writable: bool, value, tile=None) -> ArgInfo:
+    """A NumPy argument: copied in; copied back when ``writable`` (tile.atomic) or an output
+    partition (``tile``: tile.partition(array, tile))."""
     shape = arr.shape
-    hit = _numpy_keys.get((arr.dtype, shape, writable))
+    memo = (arr.dtype, shape, writable if tile is None else tile)
+    hit = _numpy_keys.get(memo)
     if hit is None:
-        hit = _numpy_key(arr, writable)
+        hit = _numpy_key(arr, writable, tile)
         if len(_numpy_keys) < 4096:
-            _numpy_keys[(arr.dtype, shape, writable)] = hit
-    dt, key, slots = hit
+            _numpy_keys[memo] = hit
+    dt, key, slots, grid = hit
     if writable and not arr.flags.writeable:
         raise TensorError("tile.atomic(array) needs a writable NumPy array (it is copied back after "
                           "the launch)")
-    info = ArgInfo("tensor", key, None, slots, value=value, writable=writable, host=arr)
+    info = ArgInfo("tensor" if tile is None else "partition", key, None, slots, value=value,
+                   writable=writable, host=arr, tile_shape=tile, grid=grid)
 
     def prepare(stream, info=info, dt=dt):
         from .transfer import upload
@@ -247,7 +253,7 @@ def _numpy_info(arr: np.ndarray, writable: bool, value) -> ArgInfo:
     return info
 
 
-def _numpy_key(arr: np.ndarray, writable: bool):
+def _numpy_key(arr: np.ndarray, writable: bool, tile=None):
     try:
         dt = _dt.from_numpy(arr.dtype)
     except TypeError as e:
@@ -255,8 +261,12 @@ def _numpy_key(arr: np.ndarray, writable: bool):
     shape = tuple(arr.shape)
     strides = _layout.contiguous_strides(shape)
     facts = Facts.of(0, shape, strides)          # the device copy is 256-byte aligned
-    return dt, _keys.tensor_key(dt.name, len(shape), facts, writable), \
-        array_slots(len(shape), facts[0])
+    slots = array_slots(len(shape), facts[0])
+    if tile is None:
+        return dt, _keys.tensor_key(dt.name, len(shape), facts, writable), slots, None
+    grid = tuple(-(-n // t) for n, t in zip(shape, tile))
+    return dt, _keys.partition_key(dt.name, len(shape), facts, tile), slots, \
+        grid + (1,) * (3 - len(grid))
 
 
 # --- scalars --------------------------------------------------------------------------------------------
@@ -384,6 +394,8 @@ def classify(value, annotation=None, stream=None) -> ArgInfo:
         return _scalar_info(value, annotation)
     if isinstance(value, np.ndarray):
         return _numpy_info(value, False, value)
+    if tp is HostPartition:                 # tile.partition(np_array, tile): copied in and out
+        return _numpy_info(value.array, True, value, value.tile_shape)
     if isinstance(value, Tensor):           # subclasses
         return _tensor_info(value, False, value)
     reader = _foreign.reader_for(tp)
@@ -459,11 +471,9 @@ def _foreign_partition_info(fp: ForeignPartition, stream):
         return info
     host = (view is not None and view.device < 0) or isinstance(inner, np.ndarray) or \
         _dlpack_on_host(inner)
-    if host:
-        raise TensorError(f"tile.partition(): this {type(inner).__name__} is in host memory, which "
-                          f"a kernel cannot write in place; write into a tile.Tensor (api.zeros(...)"
-                          f".sync()) and copy the result out, or pass tile.atomic(array) (copied "
-                          f"back after the launch)")
+    if host:        # e.g. a CPU torch tensor: copied in and back, written through NumPy
+        return _numpy_info(writable_host_array(inner, "tile.partition()"), True, fp,
+                           fp.tile_shape)
     fp._live = _wrap_foreign(inner, stream).partition(fp.tile_shape)
     return classify(fp._live, None, stream)
 
