@@ -37,13 +37,14 @@ class _Construct(DeviceOp):
 
     allocates = True
 
-    def __init__(self, shape, dtype, launch, what: str):
+    def __init__(self, shape, dtype, launch, what: str, detail: str = ""):
         self.shape = _layout.normalize_shape(shape)
         if any(n < 0 for n in self.shape):
             raise TensorError(f"{what}: negative dimension in shape {self.shape}")
         self.dtype = _dt.as_dtype(dtype)
         self.launch = launch
         self.what = what
+        self.detail = detail            # e.g. "of zeros", for describe()
 
     def _execute(self, ctx):
         n = int(np.prod(self.shape, dtype=np.int64))
@@ -52,8 +53,13 @@ class _Construct(DeviceOp):
             self.launch(flat.partition((_FLAT_TILE,)), ctx)
         return flat.reshape(self.shape)
 
-    def __repr__(self) -> str:
-        return f"<api.{self.what}{self.shape} {self.dtype} (lazy DeviceOp)>"
+    @property
+    def display_name(self) -> str:
+        return f"api.{self.what}"
+
+    def describe(self, depth: int = 0) -> str:
+        detail = f" {self.detail}" if self.detail else ""
+        return f"a new tensor {self.shape} {self.dtype.name}{detail}"
 
 
 def _fill_launch(value):
@@ -75,12 +81,12 @@ def _scalar_for(value, dtype: _dt.DType):
 
 def zeros(shape, dtype=_dt.float32) -> DeviceOp:
     """A new tensor of zeros."""
-    return full(shape, 0, dtype)
+    return _full(shape, 0, dtype, "zeros", "of zeros")
 
 
 def ones(shape, dtype=_dt.float32) -> DeviceOp:
     """A new tensor of ones."""
-    return full(shape, 1, dtype)
+    return _full(shape, 1, dtype, "ones", "of ones")
 
 
 def full(shape, value, dtype=None) -> DeviceOp:
@@ -88,8 +94,12 @@ def full(shape, value, dtype=None) -> DeviceOp:
     if dtype is None:
         dtype = _dt.bool_ if isinstance(value, bool) else _dt.int64 if isinstance(value, int) \
             else _dt.float32
+    return _full(shape, value, dtype, "full", f"filled with {value!r}")
+
+
+def _full(shape, value, dtype, what: str, detail: str) -> DeviceOp:
     dt = _dt.as_dtype(dtype)
-    return _Construct(shape, dt, _fill_launch(_scalar_for(value, dt)), "full")
+    return _Construct(shape, dt, _fill_launch(_scalar_for(value, dt)), what, detail)
 
 
 class _Fill(DeviceOp):
@@ -113,6 +123,8 @@ class _Fill(DeviceOp):
         from .ops.transfer import stream_near
         return stream_near(self.tensor)
 
+    display_name = "api.fill"
+
     def describe(self, depth: int = 0) -> str:
         from .ops.describe import value
         return f"fill {value(self.tensor, depth)} with {self.value!r}"
@@ -129,7 +141,7 @@ def arange(n: int, dtype=_dt.int64) -> DeviceOp:
     if int(n) < 0:
         raise TensorError(f"api.arange: n must be >= 0, got {n}")
     return _Construct((int(n),), dtype, lambda z, ctx: execute_input(creation.arange(z), ctx),
-                      "arange")
+                      "arange", f"of 0 .. {int(n) - 1}")
 
 
 def linspace(start: float, stop: float, n: int, dtype=_dt.float32) -> DeviceOp:
@@ -140,7 +152,8 @@ def linspace(start: float, stop: float, n: int, dtype=_dt.float32) -> DeviceOp:
         raise TensorError(f"api.linspace: n must be >= 0, got {n}")
     step = (float(stop) - float(start)) / (n - 1) if n > 1 else 0.0
     return _Construct((n,), dtype, lambda z, ctx: execute_input(creation.linspace(
-        z, np.float64(start), np.float64(step), n, np.float64(stop)), ctx), "linspace")
+        z, np.float64(start), np.float64(step), n, np.float64(stop)), ctx), "linspace",
+                      f"from {start} to {stop}")
 
 
 class _Eye(DeviceOp):
@@ -150,6 +163,11 @@ class _Eye(DeviceOp):
         if rows < 0 or cols < 0:
             raise TensorError(f"api.eye: negative size ({rows}, {cols})")
         self.rows, self.cols, self.dtype = int(rows), int(cols), _dt.as_dtype(dtype)
+
+    display_name = "api.eye"
+
+    def describe(self, depth: int = 0) -> str:
+        return f"a new {self.rows}x{self.cols} {self.dtype.name} identity matrix"
 
     def _execute(self, ctx):
         from ._kernels import creation
@@ -175,6 +193,12 @@ class _Convert(DeviceOp):
     def __init__(self, tensor, dtype):
         self.tensor = tensor
         self.dtype = _dt.as_dtype(dtype)
+
+    display_name = "api.convert"
+
+    def describe(self, depth: int = 0) -> str:
+        from .ops.describe import value
+        return f"{value(self.tensor, depth)} converted to {self.dtype.name}"
 
     def _execute(self, ctx):
         from ._kernels import creation
@@ -215,7 +239,7 @@ def rand(shape, dtype=_dt.float32, seed: Optional[int] = None) -> DeviceOp:
         raise TypeError(f"api.rand needs a float dtype, got {dt}")
     s = _seed(seed)
     return _Construct(shape, dt, lambda z, ctx: execute_input(random.uniform(
-        z, s & 0xFFFFFFFF, s >> 32), ctx), "rand")
+        z, s & 0xFFFFFFFF, s >> 32), ctx), "rand", "uniform in [0, 1)")
 
 
 def randn(shape, mean: float = 0.0, std: float = 1.0, dtype=_dt.float32,
@@ -229,7 +253,8 @@ def randn(shape, mean: float = 0.0, std: float = 1.0, dtype=_dt.float32,
         raise ValueError(f"api.randn: std must be >= 0, got {std}")
     s = _seed(seed)
     return _Construct(shape, dt, lambda z, ctx: execute_input(random.normal(
-        z, s & 0xFFFFFFFF, s >> 32, float(mean), float(std)), ctx), "randn")
+        z, s & 0xFFFFFFFF, s >> 32, float(mean), float(std)), ctx), "randn",
+                      f"normal (mean {mean}, std {std})")
 
 
 __all__ = ["zeros", "ones", "full", "fill", "arange", "linspace", "eye", "eye_rect", "convert",

@@ -50,20 +50,35 @@ def op(o, depth: int = 0) -> str:
     """The description of ``o`` (its ``describe`` method, or its class name)."""
     d = getattr(o, "describe", None)
     if d is None or depth > MAX_DEPTH:
-        return type(o).__name__
+        return name(o)
     try:
         return d(depth)
     except Exception as e:  # noqa: BLE001  (a repr must never raise)
         return f"{type(o).__name__} (description failed: {type(e).__name__})"
 
 
+def name(o) -> str:
+    """What the op is called: ``api.zeros`` rather than its private class name."""
+    return getattr(o, "display_name", None) or type(o).__name__
+
+
+def state(o) -> str:
+    """Whether the op ran (an op may run again: each run repeats its work)."""
+    from .deviceop import has_run
+    if has_run(o):
+        return "ran"
+    return "lazy: .sync(), submit_on(stream) or await run it"
+
+
 def op_repr(o) -> str:
-    return f"<{type(o).__name__}: {op(o)} (lazy: .sync(), submit_on(stream) or await run it)>"
+    return f"<{name(o)}: {op(o)} ({state(o)})>"
 
 
 def op_html(o) -> str:
-    return (f"<div><b>{html.escape(type(o).__name__)}</b> (lazy DeviceOp, not run yet)<br>"
+    from .deviceop import has_run
+    what = "DeviceOp, ran" if has_run(o) else "lazy DeviceOp, not run yet"
+    return (f"<div><b>{html.escape(name(o))}</b> ({what})<br>"
             f"<code>{html.escape(op(o))}</code></div>")
 
 
-__all__ = ["value", "op", "op_repr", "op_html"]
+__all__ = ["value", "op", "name", "state", "op_repr", "op_html"]

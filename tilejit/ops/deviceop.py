@@ -219,7 +219,7 @@ class DeviceOp:
 
     def describe(self, depth: int = 0) -> str:
         """What this op will do, in words (``repr`` and notebooks show it; nothing runs)."""
-        return type(self).__name__
+        return getattr(self, "display_name", None) or type(self).__name__
 
     def __repr__(self) -> str:
         from . import describe
@@ -292,9 +292,9 @@ def _dropped_unrun(op, warn: bool) -> None:
     for inner in _inputs(op):
         account_for(inner)
     if warn:
-        from .describe import op as describe
+        from .describe import name, op as describe
         # stacklevel 3: the user's line that let go of the op (this runs inside __del__)
-        warnings.warn(f"DeviceOp ({describe(op)}) was never run; call .sync() (or .sync_on(stream), "
+        warnings.warn(f"DeviceOp {name(op)} ({describe(op)}) was never run; call .sync() (or .sync_on(stream), "
                       f"await it, .schedule()) to run it", RuntimeWarning, stacklevel=3)
 
 

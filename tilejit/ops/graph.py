@@ -43,6 +43,9 @@ class GraphLaunch(DeviceOp):
     def __init__(self, graph: "CudaGraph"):
         self.graph = graph          # keeps the graph (and everything it uses) alive
 
+    def describe(self, depth: int = 0) -> str:
+        return f"replay {self.graph!r}"
+
     def _execute(self, ctx: ExecutionContext):
         g = self.graph
         if g._closed:
