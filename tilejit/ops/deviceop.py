@@ -27,9 +27,12 @@ import functools
 import warnings
 from typing import Any, Optional
 
-from ..errors import SchedulingError
+from ..errors import SchedulingError, hide_frames_of_user_errors
 from . import execution as _ex
 from .execution import ExecutionContext
+
+# pytest hides this module's frames in tracebacks of user errors (compile errors...)
+__tracebackhide__ = hide_frames_of_user_errors
 
 
 #: The slot of every DeviceOp that records whether it ran: unset (never run), True (ran, or its

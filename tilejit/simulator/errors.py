@@ -33,6 +33,8 @@ class SimulatorMemoryError(SimulatorError):
 class DeviceAssertionError(SimulatorError):
     """An ``assert`` op found a false element. ``message`` is the kernel's message."""
 
+    user_error = True
+
     def __init__(self, message: str, *, indices: Sequence[Tuple[int, ...]] = (), count: int = 0,
                  **kw):
         self.message = message
@@ -51,6 +53,8 @@ class TileIndexError(SimulatorError):
     ``tile.store(view, index, t)``...), said in the kernel's words: which array, the index, the
     array's shape and how many tiles it has. ``index``/``tiles``/``tile`` are in the load's
     order (``order=``), ``shape`` in the array's."""
+
+    user_error = True
 
     def __init__(self, message: str, *, index, tiles, shape, tile, order=None, **kw):
         self.index, self.tiles, self.shape, self.tile = index, tiles, shape, tile
