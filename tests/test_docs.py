@@ -152,6 +152,49 @@ def test_host_reference_covers_the_public_names(site):
     assert "Not yet grouped" not in html
 
 
+def test_host_reference_leaves_out_tilejits_own_helpers(site):
+    html = _page(site, "host/reference")
+    for internal in ("Kernel.specialize", "Kernel.executable", "Kernel.check_globals",
+                     "KernelLaunch.graph_safe", "Device.internal_stream", "Stream.begin_capture",
+                     "Stream.end_capture", "Stream.wait_raw", "CompileOptions.hints",
+                     "partition.checked_tile", "partition.HostPartition", "autotune.Tuning"):
+        assert f'id="tilejit.{internal}"' not in html, internal
+    documented = set(re.findall(r'id="(tilejit\.[\w.]+)"', html))
+    assert not [d for d in documented if any(p.startswith("_") for p in d.split("."))]
+    assert "tilejit.Kernel.inspect_tileir" in documented and "tilejit.Stream.borrow_raw" in documented
+
+
+@pytest.mark.parametrize("name, params", [
+    ("tilejit.entry", ["occupancy", "num_ctas", "opt_level", "fma", "cache", "max_divisibility"]),
+    ("tilejit.Kernel.compile", ["args", "arch", "generics"]),
+    ("tilejit.partition", ["array", "tile_shape"]),
+    ("tilejit.from_dlpack", ["obj", "stream", "device"]),
+    ("tilejit.DeviceOp.sync_on", ["stream"]),
+    ("tilejit.DeviceOp.schedule", ["policy"]),
+    ("tilejit.autotune.autotune", ["configs", "key", "partition", "grid", "reps", "warmup"]),
+    ("tilejit.api.zeros", ["shape", "dtype"]),
+    ("tilejit.api.full", ["shape", "value", "dtype"]),
+    ("tilejit.api.randn", ["shape", "mean", "std", "dtype", "seed"]),
+])
+def test_host_reference_documents_parameters(site, name, params):
+    html = _page(site, "host/reference")
+    start = html.index(f'id="{name}"')
+    entry = html[start:html.find('id="tilejit.', start + 5)]
+    assert "Parameters:" in entry, name
+    for p in params:
+        assert re.search(rf"<code>\**{p}</code></b>", entry), (name, p)
+
+
+def test_code_is_highlighted_when_the_site_is_built_no_cdn(site):
+    for page in ("index.html", "getting-started", "tutorials/vector-add", "host/interop"):
+        html = _page(site, page)
+        assert not re.search(r'<script[^>]+src="https?://', html), page       # nothing remote
+        assert '<div class="highlight"><pre>' in html and '<span class="kn">' in html, page
+        assert re.search(r'href="(\.\./)*css/pygments\.css"', html), page
+    css = (site / "css" / "pygments.css").read_text()
+    assert ".highlight .kn" in css
+
+
 def test_readme_links_the_docs():
     readme = (ROOT / "README.md").read_text()
     assert "## Documentation" in readme and "mkdocs serve" in readme

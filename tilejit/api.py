@@ -83,17 +83,34 @@ def _scalar_for(value, dtype: _dt.DType):
 
 
 def zeros(shape, dtype=_dt.float32) -> DeviceOp:
-    """A new tensor of zeros."""
+    """A new tensor of zeros.
+
+    Args:
+        shape: An int or a tuple of ints.
+        dtype: A tilejit dtype (``tile.float16``...), a NumPy dtype or its name.
+    """
     return _full(shape, 0, dtype, "zeros", "of zeros")
 
 
 def ones(shape, dtype=_dt.float32) -> DeviceOp:
-    """A new tensor of ones."""
+    """A new tensor of ones.
+
+    Args:
+        shape: An int or a tuple of ints.
+        dtype: A tilejit dtype, a NumPy dtype or its name.
+    """
     return _full(shape, 1, dtype, "ones", "of ones")
 
 
 def full(shape, value, dtype=None) -> DeviceOp:
-    """A new tensor filled with ``value`` (dtype inferred like NumPy's ``full`` when omitted)."""
+    """A new tensor filled with ``value``.
+
+    Args:
+        shape: An int or a tuple of ints.
+        value: The fill value (it must fit ``dtype``: ``OverflowError`` otherwise).
+        dtype: A tilejit dtype, a NumPy dtype or its name; omitted, inferred like NumPy's
+            ``full``: bool, int64 or float32.
+    """
     if dtype is None:
         dtype = _dt.bool_ if isinstance(value, bool) else _dt.int64 if isinstance(value, int) \
             else _dt.float32
@@ -134,12 +151,22 @@ class _Fill(DeviceOp):
 
 
 def fill(tensor, value) -> DeviceOp:
-    """Fill an existing tensor with ``value`` in place; the output is the tensor."""
+    """Fill an existing tensor with ``value`` in place; the output is the tensor.
+
+    Args:
+        tensor: A ``tile.Tensor`` of rank 1-3 (or an op producing one).
+        value: The fill value, converted to the tensor's dtype.
+    """
     return _Fill(tensor, value)
 
 
 def arange(n: int, dtype=_dt.int64) -> DeviceOp:
-    """``[0, 1, ..., n-1]`` as a new 1-D tensor."""
+    """``[0, 1, ..., n-1]`` as a new 1-D tensor.
+
+    Args:
+        n: The number of elements (>= 0).
+        dtype: An integer or float dtype.
+    """
     from ._kernels import creation
     if int(n) < 0:
         raise TensorError(f"api.arange: n must be >= 0, got {n}")
@@ -148,7 +175,14 @@ def arange(n: int, dtype=_dt.int64) -> DeviceOp:
 
 
 def linspace(start: float, stop: float, n: int, dtype=_dt.float32) -> DeviceOp:
-    """``n`` values evenly spaced from ``start`` to ``stop`` (both included), like NumPy."""
+    """``n`` values evenly spaced from ``start`` to ``stop`` (both included), like NumPy.
+
+    Args:
+        start: The first value.
+        stop: The last value.
+        n: The number of values (>= 0).
+        dtype: A float dtype.
+    """
     from ._kernels import creation
     n = int(n)
     if n < 0:
@@ -235,7 +269,13 @@ def _seed(seed: Optional[int]) -> int:
 
 
 def rand(shape, dtype=_dt.float32, seed: Optional[int] = None) -> DeviceOp:
-    """Uniform random numbers in [0, 1) (Philox-4x32-10; reproducible for the same seed)."""
+    """Uniform random numbers in [0, 1) (Philox-4x32-10; reproducible for the same seed).
+
+    Args:
+        shape: An int or a tuple of ints.
+        dtype: A float dtype.
+        seed: An int in [0, 2**64); None draws one from the OS.
+    """
     from ._kernels import random
     dt = _dt.as_dtype(dtype)
     if not dt.is_float:
@@ -247,7 +287,15 @@ def rand(shape, dtype=_dt.float32, seed: Optional[int] = None) -> DeviceOp:
 
 def randn(shape, mean: float = 0.0, std: float = 1.0, dtype=_dt.float32,
           seed: Optional[int] = None) -> DeviceOp:
-    """Normal random numbers N(mean, std^2) (Philox + Box-Muller; reproducible for the seed)."""
+    """Normal random numbers N(mean, std^2) (Philox + Box-Muller; reproducible for the seed).
+
+    Args:
+        shape: An int or a tuple of ints.
+        mean: The distribution's mean.
+        std: Its standard deviation (>= 0).
+        dtype: A float dtype.
+        seed: An int in [0, 2**64); None draws one from the OS.
+    """
     from ._kernels import random
     dt = _dt.as_dtype(dtype)
     if not dt.is_float:

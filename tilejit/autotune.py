@@ -331,7 +331,20 @@ class Autotuned:
 def autotune(configs: Sequence[Config], key: Optional[Sequence[str]] = None,
              partition: Optional[str] = None, grid: Optional[Callable] = None, reps: int = 10,
              warmup: int = 2, time_limit_s: float = 1.0):
-    """Decorator over a ``@tile.entry`` kernel (see the module docstring)."""
+    """Decorator over a ``@tile.entry`` kernel: the first call for each key times every config
+    on the real arguments and keeps the fastest (in memory and next to the cubin cache).
+
+    Args:
+        configs: The :class:`Config` s to try.
+        key: Names of the arguments whose shapes and dtypes select a tuning (default: all).
+        partition: The output argument that ``Config(tile=...)`` partitions (default: the
+            kernel's first parameter).
+        grid: ``grid(config, arguments)`` -> the launch grid, for kernels whose grid is not the
+            partition's.
+        reps: Timed runs per config (the median counts).
+        warmup: Untimed runs per config first.
+        time_limit_s: Skip a config whose single run takes longer than this (seconds).
+    """
     def wrap(kernel):
         return Autotuned(kernel, configs, key=key, partition=partition, grid=grid, reps=reps,
                          warmup=warmup, time_limit_s=time_limit_s)

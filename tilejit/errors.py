@@ -185,7 +185,7 @@ class CompileError(TileJitError):
         self.message = message
         self.loc = loc
 
-    def add_hint(self, text: str) -> None:
+    def _add_hint(self, text: str) -> None:
         """Append ``text`` (which starts with a newline) to the message, e.g. what the launch's
         arguments suggest about the fix."""
         if text and text not in self.message:

@@ -94,7 +94,12 @@ class DeviceOp:
         return default_stream()
 
     def sync_on(self, stream):
-        """Run on ``stream`` and wait for completion; return the output."""
+        """Run on ``stream`` and wait for completion; return the output.
+
+        Args:
+            stream: A ``tile.Stream``, or a foreign stream ``Stream.borrow_raw`` accepts (an
+                int ``CUstream``, a ``torch.cuda.Stream``, a CuPy stream...).
+        """
         self._ran = True
         stream = _as_stream(stream)
         _ex.enter("sync()/sync_on()")
@@ -109,7 +114,11 @@ class DeviceOp:
         return out
 
     def submit_on(self, stream) -> "DeviceFuture":
-        """Queue the work on ``stream`` without waiting; the future's ``result()`` waits."""
+        """Queue the work on ``stream`` without waiting; the future's ``result()`` waits.
+
+        Args:
+            stream: A ``tile.Stream`` or a foreign stream, as for :meth:`sync_on`.
+        """
         self._ran = True
         stream = _as_stream(stream)
         _ex.enter("submit_on()/schedule()/await")
@@ -120,7 +129,12 @@ class DeviceOp:
         return DeviceFuture(out, stream)
 
     def schedule(self, policy=None) -> "DeviceFuture":
-        """Submit now on ``policy.next_stream()`` (default policy if None); return a future."""
+        """Submit now on ``policy.next_stream()``; return a future.
+
+        Args:
+            policy: A scheduling policy (``tile.StreamPoolRoundRobin``, ``tile.SingleStream`` or
+                any object with ``next_stream()``); None uses the default policy.
+        """
         from .scheduling import stream_from_policy
         self._ran = True
         return self.submit_on(stream_from_policy(policy) if policy is not None
@@ -136,7 +150,11 @@ class DeviceOp:
 
     # --- composition -------------------------------------------------------------------------------
     def then(self, fn) -> "DeviceOp":
-        """Run ``fn(output)``, which must return a DeviceOp, on the same stream after this op."""
+        """Run ``fn(output)``, which must return a DeviceOp, on the same stream after this op.
+
+        Args:
+            fn: Called with this op's output when the composed op runs; returns the next op.
+        """
         from .combinators import Then
         return Then(self, fn)
 
@@ -151,7 +169,11 @@ class DeviceOp:
         return Then(self, fn, with_context=True)
 
     def map(self, fn) -> "DeviceOp":
-        """Transform the output on the host: ``fn(output)`` (no GPU work; must not sync)."""
+        """Transform the output on the host: ``fn(output)`` (no GPU work; must not sync).
+
+        Args:
+            fn: Called with this op's output; its result is the new op's output.
+        """
         from .combinators import Map
         return Map(self, fn)
 
@@ -216,7 +238,11 @@ class DeviceOp:
 
     def graph_on(self, stream):
         """Capture this op into a :class:`~tilejit.ops.graph.CudaGraph` by executing it once on
-        ``stream``; ``graph.take_output()`` gives its output, ``graph.launch()`` replays it."""
+        ``stream``; ``graph.take_output()`` gives its output, ``graph.launch()`` replays it.
+
+        Args:
+            stream: The stream to capture on and replay on (as for :meth:`sync_on`).
+        """
         from .graph import CudaGraph
         return CudaGraph.capture(self, stream)
 

@@ -41,7 +41,11 @@ MAX_GRID_DIM = 1 << 24          # grid dims must be < 2^24 (tileiras / driver li
 class atomic:
     """``tile.atomic(x)``: pass ``x`` (a Tensor, DLPack/CAI object or NumPy array) as a *writable*
     tensor, e.g. for ``tile.atomic_add`` inside the kernel. NumPy arrays are copied back after the
-    launch."""
+    launch.
+
+    Args:
+        value: The array the kernel may write (JAX and read-only arrays are refused).
+    """
 
     __slots__ = ("value",)
 

@@ -299,7 +299,14 @@ def partition(array, tile_shape):
     launch, the cheap way to write kernel outputs into them; for a NumPy array (or another host
     array NumPy can write through, such as a CPU torch tensor) a partition copied to the device
     and back around each launch, as in Numba. JAX arrays and read-only arrays are refused: the
-    results could not be written back into them."""
+    results could not be written back into them.
+
+    Args:
+        array: A ``tile.Tensor``, a GPU array of another library (DLPack or
+            ``__cuda_array_interface__``), or a writable NumPy array.
+        tile_shape: The tile each block writes: one power of two per axis of ``array`` (rank
+            1-3). The launch grid is ``ceil(array.shape / tile_shape)`` per axis.
+    """
     global _Tensor
     tp = type(array)
     if tp in _foreign_types:            # the hot path: a foreign array type seen before
