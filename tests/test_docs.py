@@ -64,7 +64,8 @@ def test_fence_convention():
 def test_every_tutorial_and_guide_has_code_that_runs():
     pages = set(pages_with_code())
     for required in ("getting-started.md", "tutorials/vector-add.md", "tutorials/matmul.md",
-                     "tutorials/cuda-graphs.md", "tutorials/pytorch.md", "language/guide.md",
+                     "tutorials/cuda-graphs.md", "tutorials/pytorch.md", "tutorials/softmax.md",
+                     "tutorials/layernorm.md", "tutorials/attention.md", "language/guide.md",
                      "host/tensors.md", "host/deviceops.md", "host/graphs.md", "host/interop.md",
                      "tooling.md"):
         assert required in pages, f"docs/{required} has no ```python block"
@@ -118,7 +119,8 @@ def _page(site, path: str) -> str:
 
 def test_site_has_every_page_of_the_nav(site):
     for path in ("index.html", "getting-started", "tutorials/vector-add", "tutorials/matmul",
-                 "tutorials/cuda-graphs", "tutorials/pytorch", "language/guide", "typing",
+                 "tutorials/cuda-graphs", "tutorials/pytorch", "tutorials/softmax",
+                 "tutorials/layernorm", "tutorials/attention", "language/guide", "typing",
                  "language/reference", "host/tensors", "host/deviceops", "host/graphs",
                  "host/interop", "host/reference", "tooling", "troubleshooting"):
         _page(site, path)
