@@ -10,7 +10,7 @@ import pytest
 
 import tilejit as tile
 from tilejit import api
-from tilejit.errors import user_traceback
+from tilejit.tracebacks import user_traceback
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -11,14 +11,14 @@ from typing import Optional
 import numpy as np
 
 from . import dtypes as _dt
-from .errors import TensorError, hide_frames_of_user_errors
+from .errors import TensorError
 from .ops.deviceop import DeviceOp, execute_input
 from . import layout as _layout
 from .runtime.transfer import new_tensor
 from .ops.transfer import dup, empty, from_numpy, memcpy, to_host, to_numpy  # noqa: F401
 
 # pytest hides this module's frames in tracebacks of user errors (compile errors...)
-__tracebackhide__ = hide_frames_of_user_errors
+from .tracebacks import hide_frames_of_user_errors as __tracebackhide__  # noqa: E402
 
 _FLAT_TILE = 1024
 _TILE_BUDGET = 2048

@@ -33,12 +33,12 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from . import dtypes as D
 from .compiler import CompileOptions
-from .errors import LaunchError, TileJitError, hide_frames_of_user_errors
+from .errors import LaunchError, TileJitError
 from .ops.deviceop import account_for
 from .runtime.partition import partition
 
 # pytest hides this module's frames in tracebacks of user errors (compile errors...)
-__tracebackhide__ = hide_frames_of_user_errors
+from .tracebacks import hide_frames_of_user_errors as __tracebackhide__  # noqa: E402
 
 _OPTION_NAMES = ("occupancy", "num_ctas", "opt_level")
 L2_FLUSH_BYTES = 256 << 20

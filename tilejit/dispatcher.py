@@ -25,7 +25,7 @@ from . import keys as _keys
 from . import language as L
 from . import native
 from .compiler import CompileOptions, Compiled
-from .errors import CompileError, LaunchError, hide_frames_of_user_errors
+from .errors import CompileError, LaunchError
 from .ops.deviceop import (DeviceFuture, DeviceOp, _as_stream, _sync_quietly, account_for,
                            execute_input)
 from .ops.execution import ExecutionContext
@@ -44,7 +44,7 @@ from .runtime.stream import Stream
 from .runtime.tensor import Tensor
 
 # pytest hides this module's frames in tracebacks of user errors (compile errors...)
-__tracebackhide__ = hide_frames_of_user_errors
+from .tracebacks import hide_frames_of_user_errors as __tracebackhide__  # noqa: E402
 
 _ARCH_RE_DOC = "an architecture name such as 'sm_90'"
 _MISSING = object()         # a Constant left for .generics(...) to bind

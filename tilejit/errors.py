@@ -14,7 +14,6 @@ from __future__ import annotations
 import linecache
 import re
 import sys
-import types
 from dataclasses import dataclass
 from typing import Optional
 
@@ -23,61 +22,9 @@ class TileJitError(Exception):
     """Base class of every error tilejit raises on purpose."""
 
     #: a mistake in the user's code or arguments, explained by the message: notebooks (IPython)
-    #: and pytest show the traceback without tilejit's own frames (TILEJIT_FULL_TRACEBACK=1
-    #: keeps them)
+    #: and pytest show the traceback without tilejit's own frames (tilejit.tracebacks;
+    #: TILEJIT_FULL_TRACEBACK=1 keeps them)
     user_error = False
-
-    def _render_traceback_(self):
-        """IPython's hook: the traceback it shows, as lines (the user's frames only for user
-        errors)."""
-        return ipython_traceback(self)
-
-
-def full_traceback() -> bool:
-    """TILEJIT_FULL_TRACEBACK=1: keep tilejit's frames in tracebacks of user errors."""
-    from .envvars import flag
-    return flag("TILEJIT_FULL_TRACEBACK")
-
-
-def _is_tilejit_frame(frame) -> bool:
-    name = frame.f_globals.get("__name__", "")
-    return name == "tilejit" or name.startswith("tilejit.")
-
-
-def user_traceback(tb):
-    """The traceback ``tb`` without tilejit's frames: from the user's call straight to the
-    error (new traceback objects; ``tb`` is not changed). ``tb`` itself when every frame is
-    tilejit's."""
-    kept = []
-    while tb is not None:
-        if not _is_tilejit_frame(tb.tb_frame):
-            kept.append(tb)
-        tb = tb.tb_next
-    out = None
-    for t in reversed(kept):
-        out = types.TracebackType(out, t.tb_frame, t.tb_lasti, t.tb_lineno)
-    return out
-
-
-def ipython_traceback(exc):
-    """The structured traceback IPython shows for ``exc``: its own formatting, of the user's
-    frames only when ``exc`` is a user error."""
-    from IPython import get_ipython
-    shell = get_ipython()
-    tb = exc.__traceback__
-    if exc.user_error and not full_traceback():
-        tb = user_traceback(tb) or tb
-    if shell is None:                   # IPython without a shell: the plain formatter
-        import traceback
-        return traceback.format_exception(type(exc), exc, tb)
-    return shell.InteractiveTB.structured_traceback(type(exc), exc, tb)
-
-
-def hide_frames_of_user_errors(excinfo) -> bool:
-    """pytest's ``__tracebackhide__`` hook (set at module level in the modules a user error
-    passes through): hide those frames when the error is the user's."""
-    exc = getattr(excinfo, "value", None)
-    return bool(getattr(exc, "user_error", False)) and not full_traceback()
 
 
 # --------------------------------------------------------------------------------------------------

@@ -6,12 +6,12 @@ import threading
 import weakref
 from typing import Optional
 
-from ..errors import SchedulingError, hide_frames_of_user_errors
+from ..errors import SchedulingError
 from . import execution as _ex
 from .deviceop import DeviceOp, account_for, execute_input, into_op
 
 # pytest hides this module's frames in tracebacks of user errors (compile errors...)
-__tracebackhide__ = hide_frames_of_user_errors
+from ..tracebacks import hide_frames_of_user_errors as __tracebackhide__  # noqa: E402
 
 
 def _callable_name(fn) -> str:

@@ -27,12 +27,12 @@ import functools
 import warnings
 from typing import Any, Optional
 
-from ..errors import SchedulingError, hide_frames_of_user_errors
+from ..errors import SchedulingError
 from . import execution as _ex
 from .execution import ExecutionContext
 
 # pytest hides this module's frames in tracebacks of user errors (compile errors...)
-__tracebackhide__ = hide_frames_of_user_errors
+from ..tracebacks import hide_frames_of_user_errors as __tracebackhide__  # noqa: E402
 
 
 #: The slot of every DeviceOp that records whether it ran: unset (never run), True (ran, or its

@@ -30,14 +30,14 @@ from __future__ import annotations
 
 from typing import Any, List, Optional
 
-from ..errors import SchedulingError, hide_frames_of_user_errors
+from ..errors import SchedulingError
 from ..runtime.memory import forbid_allocation, use_all
 from . import execution as _ex
 from .deviceop import DeviceOp, _as_stream, account_for, execute_input
 from .execution import ExecutionContext
 
 # pytest hides this module's frames in tracebacks of user errors (compile errors...)
-__tracebackhide__ = hide_frames_of_user_errors
+from ..tracebacks import hide_frames_of_user_errors as __tracebackhide__  # noqa: E402
 
 
 class GraphLaunch(DeviceOp):

@@ -21,12 +21,12 @@ import weakref
 import numpy as np
 from typing import Tuple
 
-from ..errors import TensorError, hide_frames_of_user_errors
+from ..errors import TensorError
 from .. import layout as _layout
 from .hostarrays import in_host_memory, is_jax_array, writable_host_array
 
 # pytest hides this module's frames in tracebacks of user errors (compile errors...)
-__tracebackhide__ = hide_frames_of_user_errors
+from ..tracebacks import hide_frames_of_user_errors as __tracebackhide__  # noqa: E402
 
 # IPython keeps every displayed value (Out[n], _, __): a lazy op shown in a cell holds its
 # partitions until that history is cleared.

@@ -22,13 +22,13 @@ from typing import Tuple
 import numpy as np
 
 from .. import dtypes as _dt
-from ..errors import TensorError, hide_frames_of_user_errors
+from ..errors import TensorError
 from .. import layout as _layout
 from .memory import Storage
 from .partition import Partition
 
 # pytest hides this module's frames in tracebacks of user errors (compile errors...)
-__tracebackhide__ = hide_frames_of_user_errors
+from ..tracebacks import hide_frames_of_user_errors as __tracebackhide__  # noqa: E402
 
 # The DeviceOps behind ``Tensor.to_host()`` / ``dup()``. DeviceOps live in ``tilejit.ops``, one
 # floor above runtime, which binds them here when it is imported (``tilejit`` always imports it).
