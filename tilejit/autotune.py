@@ -306,7 +306,7 @@ class Autotuned:
     def best_config(self, *args, **kwargs) -> Config:
         """The config chosen for these arguments (tuning them if needed)."""
         bound = self._bind(args, kwargs)
-        self(*args, **kwargs)
+        account_for(self(*args, **kwargs))      # tunes; the launch itself is not wanted
         return self.configs[self._tuned[self._key(bound)].best]
 
     def tuning_report(self) -> str:

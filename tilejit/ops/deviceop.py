@@ -8,9 +8,9 @@ Nothing runs until an execution method is called:
 * ``op.schedule(policy=None)`` -- submit now, return a :class:`DeviceFuture`.
 
 Writing an op: subclass :class:`DeviceOp` and implement ``_execute(self, ctx)``, which queues work on
-``ctx.stream`` (never synchronizes) and returns the output. Inputs that are themselves DeviceOps
-are executed in the same context with :func:`execute_input` so that everything is ordered on one
-stream. Set the class attributes ``graph_safe`` (no allocation or free: may be recorded into a CUDA
+``ctx.stream`` (never synchronizes) and returns the output. Ops it runs (inputs that are
+themselves DeviceOps, ops it makes) are executed in the same context with :func:`execute_input`
+so that everything is ordered on one stream and they count as run. Set the class attributes ``graph_safe`` (no allocation or free: may be recorded into a CUDA
 graph) and ``allocates`` truthfully; graph capture will rely on them (and on the allocation guard
 in ``runtime.memory`` for ops such as ``then`` whose behaviour is only known at run time).
 

@@ -50,7 +50,7 @@ def values_text(t, prefix: str = "", separator: str = ", ") -> str:
     if t.size == 0:
         return "[]"
     if is_executing():
-        return "(values not read inside a running DeviceOp)"
+        return "(values not shown inside a running DeviceOp: reading them would sync)"
     arr, summarized = summary(t)
     opts = np.get_printoptions()
     return np.array2string(arr, separator=separator, prefix=prefix,
