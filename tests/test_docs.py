@@ -64,7 +64,8 @@ def test_fence_convention():
 def test_every_tutorial_and_guide_has_code_that_runs():
     pages = set(pages_with_code())
     for required in ("getting-started.md", "tutorials/vector-add.md", "tutorials/matmul.md",
-                     "tutorials/cuda-graphs.md", "tutorials/pytorch.md", "language/guide.md",
+                     "tutorials/cuda-graphs.md", "tutorials/pytorch.md", "tutorials/softmax.md",
+                     "tutorials/layernorm.md", "tutorials/attention.md", "language/guide.md",
                      "host/tensors.md", "host/deviceops.md", "host/graphs.md", "host/interop.md",
                      "tooling.md"):
         assert required in pages, f"docs/{required} has no ```python block"
@@ -118,7 +119,8 @@ def _page(site, path: str) -> str:
 
 def test_site_has_every_page_of_the_nav(site):
     for path in ("index.html", "getting-started", "tutorials/vector-add", "tutorials/matmul",
-                 "tutorials/cuda-graphs", "tutorials/pytorch", "language/guide", "typing",
+                 "tutorials/cuda-graphs", "tutorials/pytorch", "tutorials/softmax",
+                 "tutorials/layernorm", "tutorials/attention", "language/guide", "typing",
                  "language/reference", "host/tensors", "host/deviceops", "host/graphs",
                  "host/interop", "host/reference", "tooling", "troubleshooting"):
         _page(site, path)
@@ -150,6 +152,49 @@ def test_host_reference_covers_the_public_names(site):
     for n in tilejit.api.__all__:
         assert f'id="tilejit.api.{n}"' in html, f"tile.api.{n} is missing"
     assert "Not yet grouped" not in html
+
+
+def test_host_reference_leaves_out_tilejits_own_helpers(site):
+    html = _page(site, "host/reference")
+    for internal in ("Kernel.specialize", "Kernel.executable", "Kernel.check_globals",
+                     "KernelLaunch.graph_safe", "Device.internal_stream", "Stream.begin_capture",
+                     "Stream.end_capture", "Stream.wait_raw", "CompileOptions.hints",
+                     "partition.checked_tile", "partition.HostPartition", "autotune.Tuning"):
+        assert f'id="tilejit.{internal}"' not in html, internal
+    documented = set(re.findall(r'id="(tilejit\.[\w.]+)"', html))
+    assert not [d for d in documented if any(p.startswith("_") for p in d.split("."))]
+    assert "tilejit.Kernel.inspect_tileir" in documented and "tilejit.Stream.borrow_raw" in documented
+
+
+@pytest.mark.parametrize("name, params", [
+    ("tilejit.entry", ["occupancy", "num_ctas", "opt_level", "fma", "cache", "max_divisibility"]),
+    ("tilejit.Kernel.compile", ["args", "arch", "generics"]),
+    ("tilejit.partition", ["array", "tile_shape"]),
+    ("tilejit.from_dlpack", ["obj", "stream", "device"]),
+    ("tilejit.DeviceOp.sync_on", ["stream"]),
+    ("tilejit.DeviceOp.schedule", ["policy"]),
+    ("tilejit.autotune.autotune", ["configs", "key", "partition", "grid", "reps", "warmup"]),
+    ("tilejit.api.zeros", ["shape", "dtype"]),
+    ("tilejit.api.full", ["shape", "value", "dtype"]),
+    ("tilejit.api.randn", ["shape", "mean", "std", "dtype", "seed"]),
+])
+def test_host_reference_documents_parameters(site, name, params):
+    html = _page(site, "host/reference")
+    start = html.index(f'id="{name}"')
+    entry = html[start:html.find('id="tilejit.', start + 5)]
+    assert "Parameters:" in entry, name
+    for p in params:
+        assert re.search(rf"<code>\**{p}</code></b>", entry), (name, p)
+
+
+def test_code_is_highlighted_when_the_site_is_built_no_cdn(site):
+    for page in ("index.html", "getting-started", "tutorials/vector-add", "host/interop"):
+        html = _page(site, page)
+        assert not re.search(r'<script[^>]+src="https?://', html), page       # nothing remote
+        assert '<div class="highlight"><pre>' in html and '<span class="kn">' in html, page
+        assert re.search(r'href="(\.\./)*css/pygments\.css"', html), page
+    css = (site / "css" / "pygments.css").read_text()
+    assert ".highlight .kn" in css
 
 
 def test_readme_links_the_docs():

@@ -4,6 +4,7 @@ the outermost op; ops that ran, were consumed by an op that ran, or whose constr
 quiet."""
 import asyncio
 import gc
+import re
 import warnings
 
 import numpy as np
@@ -15,7 +16,7 @@ from tilejit.ops.deviceop import RAN_SLOT, DeviceOp, has_run
 
 pytestmark = pytest.mark.usefixtures("simulator_backend")
 
-NEVER_RUN = r"DeviceOp \(.*\) was never run; call \.sync\(\)"
+NEVER_RUN = r"DeviceOp \S+ \(.*\) was never run; call \.sync\(\)"
 
 
 @tile.entry
@@ -47,7 +48,8 @@ def test_the_readme_example_without_sync_warns_at_the_users_line():
         add(z.partition((64,)), x, y)
 
     (w,) = _never_run_warnings(forgot)
-    assert "launch add(z=partition of (256,) float32 by (64,)" in str(w.message)
+    assert re.match(NEVER_RUN, str(w.message))
+    assert "KernelLaunch (launch add(z=partition of (256,) float32 by (64,)" in str(w.message)
     assert w.filename == __file__ and w.lineno == forgot.__code__.co_firstlineno + 1
     assert np.all(z.to_numpy() == 0)
 

@@ -1,5 +1,8 @@
 """A real notebook, executed by a Jupyter kernel (nbclient + ipykernel) on the simulator: a kernel
-defined in a cell, its result and reprs, and a typing error that names the cell and line."""
+defined in a cell, its result and reprs (NumPy-like values, what an op is and whether it ran), and
+a typing error that names the cell and line, with a traceback that stops at the user's call."""
+import re
+
 import pytest
 
 nbformat = pytest.importorskip("nbformat")
@@ -21,6 +24,10 @@ CELLS = [
     # 7: a typing error on the definition's line 4, raised at the call in the next cell
     "@tile.entry\ndef bad(z, x):\n    t = tile.load_tile_like(x, z)\n    z.store(t + 'oops')",
     "z3 = api.zeros((8,)).sync()\nbad(z3.partition((4,)), x).sync()",
+    # 9: api ops and launches show what they are, and whether they ran
+    "z4 = api.zeros((8,)).sync()\nop = add(z4.partition((4,)), x, x)\nop.sync()\nprint(repr(op))\napi.zeros((3,))",
+    # 10: a big tensor shows its edges, as NumPy does
+    "api.from_numpy(np.arange(5000, dtype=np.float32)).sync()",
 ]
 
 
@@ -39,9 +46,10 @@ def test_notebook_kernel_reprs_and_errors(tmp_path, monkeypatch):
     nbclient.NotebookClient(nb, timeout=240, kernel_name="python3", allow_errors=True,
                             resources={"metadata": {"path": str(tmp_path)}}).execute()
     c = nb.cells
-    for i in range(8):
+    for i in (*range(8), 9, 10):
         assert not any(o.output_type == "error" for o in c[i].outputs), (i, c[i].outputs)
-    assert _text(c[2]).startswith("tile.Tensor(shape=(8,), dtype=float32, device=sim:0, [0, 2,")
+    assert _text(c[2]) == ("tile.Tensor(shape=(8,), dtype=float32, device=sim:0, "
+                           "[ 0.,  2.,  4.,  6.,  8., 10., 12., 14.])")
     html = _text(c[2], "text/html")
     assert "<b>tile.Tensor</b>" in html and "owned" in html and "14." in html
     assert _text(c[3]).strip() == str([2.0 * i for i in range(8)])
@@ -56,4 +64,14 @@ def test_notebook_kernel_reprs_and_errors(tmp_path, monkeypatch):
     where = f"Cell In[{c[7].execution_count}], line 4"
     assert err.evalue.startswith(f"{where}: in `t + 'oops'`"), err.evalue
     assert "z.store(t + 'oops')" in err.evalue
-    assert "pipeline.py" not in "\n".join(err.traceback)      # tilejit's frames are trimmed
+    shown = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(err.traceback))     # without colours
+    assert "bad(z3.partition((4,)), x).sync()" in shown         # the user's call, then the error
+    assert "tilejit" not in shown.replace("tilejit.errors.TypingError", ""), shown
+    assert len(shown.splitlines()) < 20, shown
+    ran = _text(c[9])
+    assert "<KernelLaunch: launch add(" in ran and ran.splitlines()[0].endswith("(ran)>")
+    assert ran.splitlines()[-1].startswith("<api.zeros: a new tensor (3,) float32 of zeros (lazy")
+    assert "<b>api.zeros</b>" in _text(c[9], "text/html")
+    big = _text(c[10])
+    assert "[0.000e+00, 1.000e+00, 2.000e+00, ..., 4.997e+03, 4.998e+03, 4.999e+03]" in big
+    assert "4.997e+03 4.998e+03 4.999e+03]" in _text(c[10], "text/html")

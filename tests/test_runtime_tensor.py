@@ -193,14 +193,14 @@ def test_repr_is_readable_and_cheap():
     t = dev(np.arange(100, dtype=np.int32).reshape(10, 10))
     r = repr(t)
     assert "shape=(10, 10)" in r and "int32" in r and "sim:0" in r
-    assert "[0, 1, 2, 3, 4, 5, ...]" in r
+    assert "[[ 0,  1,  2,  3,  4,  5,  6,  7,  8,  9],\n" in r      # as NumPy prints it
     s = repr(t[2:4, 1:3])
-    assert "strides=(10, 1)" in s and "[21, 22, ...]" in s
+    assert "strides=(10, 1)" in s and "[[21, 22],\n" in s
     p = t.into_partition((2, 2))
     assert "moved into a partition" in repr(t)
     p.unpartition()
-    assert "[0, 1" in repr(t)
-    assert "True" in repr(dev(np.array([True, False])))
+    assert "[[ 0,  1" in repr(t)
+    assert "[ True, False]" in repr(dev(np.array([True, False])))
 
 
 def test_implicit_numpy_conversion_is_refused():

@@ -256,7 +256,8 @@ def test_tile_index_outside_index_space_is_reported(dev):
     pv = b.make_partition_view(b.make_tensor_view(f.args[0], [8], [1]), (4,))
     b.load_view_tko(pv, [f.args[1]])
     b.return_()
-    with pytest.raises(SimulatorError, match=r"outside the index space \(2,\)"):
+    with pytest.raises(SimulatorError, match=r"tile index \(2,\) is out of bounds: the array of "
+                                              r"shape \(8,\) has \(2,\) tiles of shape \(4,\)"):
         run(Module("bad", [f]), (1, 1, 1), [dev.put(np.zeros(8, np.float32)), 2])
 
 

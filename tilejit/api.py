@@ -18,6 +18,9 @@ from . import layout as _layout
 from .runtime.transfer import new_tensor
 from .ops.transfer import dup, empty, from_numpy, memcpy, to_host, to_numpy  # noqa: F401
 
+# pytest hides this module's frames in tracebacks of user errors (compile errors...)
+from .tracebacks import hide_frames_of_user_errors as __tracebackhide__  # noqa: E402
+
 _FLAT_TILE = 1024
 _TILE_BUDGET = 2048
 
@@ -38,13 +41,14 @@ class _Construct(DeviceOp):
 
     allocates = True
 
-    def __init__(self, shape, dtype, launch, what: str):
+    def __init__(self, shape, dtype, launch, what: str, detail: str = ""):
         self.shape = _layout.normalize_shape(shape)
         if any(n < 0 for n in self.shape):
             raise TensorError(f"{what}: negative dimension in shape {self.shape}")
         self.dtype = _dt.as_dtype(dtype)
         self.launch = launch
         self.what = what
+        self.detail = detail            # e.g. "of zeros", for describe()
 
     def _execute(self, ctx):
         n = int(np.prod(self.shape, dtype=np.int64))
@@ -53,8 +57,13 @@ class _Construct(DeviceOp):
             self.launch(flat.partition((_FLAT_TILE,)), ctx)
         return flat.reshape(self.shape)
 
-    def __repr__(self) -> str:
-        return f"<api.{self.what}{self.shape} {self.dtype} (lazy DeviceOp)>"
+    @property
+    def display_name(self) -> str:
+        return f"api.{self.what}"
+
+    def describe(self, depth: int = 0) -> str:
+        detail = f" {self.detail}" if self.detail else ""
+        return f"a new tensor {self.shape} {self.dtype.name}{detail}"
 
 
 def _fill_launch(value):
@@ -66,22 +75,43 @@ def _fill_launch(value):
 
 
 def zeros(shape, dtype=_dt.float32) -> DeviceOp:
-    """A new tensor of zeros."""
-    return full(shape, 0, dtype)
+    """A new tensor of zeros.
+
+    Args:
+        shape: An int or a tuple of ints.
+        dtype: A tilejit dtype (``tile.float16``...), a NumPy dtype or its name.
+    """
+    return _full(shape, 0, dtype, "zeros", "of zeros")
 
 
 def ones(shape, dtype=_dt.float32) -> DeviceOp:
-    """A new tensor of ones."""
-    return full(shape, 1, dtype)
+    """A new tensor of ones.
+
+    Args:
+        shape: An int or a tuple of ints.
+        dtype: A tilejit dtype, a NumPy dtype or its name.
+    """
+    return _full(shape, 1, dtype, "ones", "of ones")
 
 
 def full(shape, value, dtype=None) -> DeviceOp:
-    """A new tensor filled with ``value`` (dtype inferred like NumPy's ``full`` when omitted)."""
+    """A new tensor filled with ``value``.
+
+    Args:
+        shape: An int or a tuple of ints.
+        value: The fill value (it must fit ``dtype``: ``OverflowError`` otherwise).
+        dtype: A tilejit dtype, a NumPy dtype or its name; omitted, inferred like NumPy's
+            ``full``: bool, int64 or float32.
+    """
     if dtype is None:
         dtype = _dt.bool_ if isinstance(value, bool) else _dt.int64 if isinstance(value, int) \
             else _dt.float32
+    return _full(shape, value, dtype, "full", f"filled with {value!r}")
+
+
+def _full(shape, value, dtype, what: str, detail: str) -> DeviceOp:
     dt = _dt.as_dtype(dtype)
-    return _Construct(shape, dt, _fill_launch(constant_for(value, dt)), "full")
+    return _Construct(shape, dt, _fill_launch(constant_for(value, dt)), what, detail)
 
 
 class _Fill(DeviceOp):
@@ -108,20 +138,34 @@ class _Fill(DeviceOp):
         from .ops.transfer import stream_near
         return stream_near(self.tensor)
 
+    display_name = "api.fill"
+
     def describe(self, depth: int = 0) -> str:
         from .ops.describe import value
         return f"fill {value(self.tensor, depth)} with {self.value!r}"
 
 
 def fill(tensor, value) -> DeviceOp:
-    """Fill an existing tensor with ``value`` in place; the output is the tensor."""
+    """Fill an existing tensor with ``value`` in place; the output is the tensor.
+
+    Args:
+        tensor: A ``tile.Tensor`` of rank 1-3 (or an op producing one).
+        value: The fill value, converted to the tensor's dtype.
+    """
     return _Fill(tensor, value)
 
 
 def arange(start, stop=None, step=None, dtype=None) -> DeviceOp:
     """``np.arange``'s values, ``start, start + step, ...`` up to ``stop`` (excluded), as a new
     1-D tensor: ``arange(n)`` is ``0 .. n-1``, ``arange(5, 0)`` is empty. The dtype is int64 for
-    int bounds, float64 when one is a float (as NumPy); ``arange(n, dtype)`` also works."""
+    int bounds, float64 when one is a float (as NumPy); ``arange(n, dtype)`` also works.
+
+    Args:
+        start: The first value (or, alone, the stop: ``arange(n)``).
+        stop: The end, excluded.
+        step: The spacing (not zero; default 1).
+        dtype: An integer or float dtype (default: as NumPy picks).
+    """
     from ._kernels import creation
     if step is None and dtype is None and stop is not None and \
             not isinstance(stop, (int, float, np.number)):
@@ -139,21 +183,30 @@ def arange(start, stop=None, step=None, dtype=None) -> DeviceOp:
     dtype = _dt.as_dtype(dtype) if dtype is not None else (_dt.int64 if ints else _dt.float64)
     if start == 0 and step == 1:
         return _Construct((n,), dtype, lambda z, ctx: execute_input(creation.arange(z), ctx),
-                          "arange")
+                          "arange", f"of 0 .. {n - 1}")
     # start + i * step in float64 (linspace's kernel; its last-element fix-up never applies)
     return _Construct((n,), dtype, lambda z, ctx: execute_input(creation.linspace(
-        z, np.float64(start), np.float64(step), n + 1, np.float64(0)), ctx), "arange")
+        z, np.float64(start), np.float64(step), n + 1, np.float64(0)), ctx), "arange",
+        f"of {start} .. {stop} by {step}")
 
 
 def linspace(start: float, stop: float, n: int, dtype=_dt.float32) -> DeviceOp:
-    """``n`` values evenly spaced from ``start`` to ``stop`` (both included), like NumPy."""
+    """``n`` values evenly spaced from ``start`` to ``stop`` (both included), like NumPy.
+
+    Args:
+        start: The first value.
+        stop: The last value.
+        n: The number of values (>= 0).
+        dtype: A float dtype.
+    """
     from ._kernels import creation
     n = int(n)
     if n < 0:
         raise TensorError(f"api.linspace: n must be >= 0, got {n}")
     step = (float(stop) - float(start)) / (n - 1) if n > 1 else 0.0
     return _Construct((n,), dtype, lambda z, ctx: execute_input(creation.linspace(
-        z, np.float64(start), np.float64(step), n, np.float64(stop)), ctx), "linspace")
+        z, np.float64(start), np.float64(step), n, np.float64(stop)), ctx), "linspace",
+                      f"from {start} to {stop}")
 
 
 class _Eye(DeviceOp):
@@ -163,6 +216,11 @@ class _Eye(DeviceOp):
         if rows < 0 or cols < 0:
             raise TensorError(f"api.eye: negative size ({rows}, {cols})")
         self.rows, self.cols, self.dtype = int(rows), int(cols), _dt.as_dtype(dtype)
+
+    display_name = "api.eye"
+
+    def describe(self, depth: int = 0) -> str:
+        return f"a new {self.rows}x{self.cols} {self.dtype.name} identity matrix"
 
     def _execute(self, ctx):
         from ._kernels import creation
@@ -188,6 +246,12 @@ class _Convert(DeviceOp):
     def __init__(self, tensor, dtype):
         self.tensor = tensor
         self.dtype = _dt.as_dtype(dtype)
+
+    display_name = "api.convert"
+
+    def describe(self, depth: int = 0) -> str:
+        from .ops.describe import value
+        return f"{value(self.tensor, depth)} converted to {self.dtype.name}"
 
     def _execute(self, ctx):
         from ._kernels import creation
@@ -221,19 +285,33 @@ def _seed(seed: Optional[int]) -> int:
 
 
 def rand(shape, dtype=_dt.float32, seed: Optional[int] = None) -> DeviceOp:
-    """Uniform random numbers in [0, 1) (Philox-4x32-10; reproducible for the same seed)."""
+    """Uniform random numbers in [0, 1) (Philox-4x32-10; reproducible for the same seed).
+
+    Args:
+        shape: An int or a tuple of ints.
+        dtype: A float dtype.
+        seed: An int in [0, 2**64); None draws one from the OS.
+    """
     from ._kernels import random
     dt = _dt.as_dtype(dtype)
     if not dt.is_float:
         raise TypeError(f"api.rand needs a float dtype, got {dt}")
     s = _seed(seed)
     return _Construct(shape, dt, lambda z, ctx: execute_input(random.uniform(
-        z, s & 0xFFFFFFFF, s >> 32), ctx), "rand")
+        z, s & 0xFFFFFFFF, s >> 32), ctx), "rand", "uniform in [0, 1)")
 
 
 def randn(shape, mean: float = 0.0, std: float = 1.0, dtype=_dt.float32,
           seed: Optional[int] = None) -> DeviceOp:
-    """Normal random numbers N(mean, std^2) (Philox + Box-Muller; reproducible for the seed)."""
+    """Normal random numbers N(mean, std^2) (Philox + Box-Muller; reproducible for the seed).
+
+    Args:
+        shape: An int or a tuple of ints.
+        mean: The distribution's mean.
+        std: Its standard deviation (>= 0).
+        dtype: A float dtype.
+        seed: An int in [0, 2**64); None draws one from the OS.
+    """
     from ._kernels import random
     dt = _dt.as_dtype(dtype)
     if not dt.is_float:
@@ -242,7 +320,8 @@ def randn(shape, mean: float = 0.0, std: float = 1.0, dtype=_dt.float32,
         raise ValueError(f"api.randn: std must be >= 0, got {std}")
     s = _seed(seed)
     return _Construct(shape, dt, lambda z, ctx: execute_input(random.normal(
-        z, s & 0xFFFFFFFF, s >> 32, float(mean), float(std)), ctx), "randn")
+        z, s & 0xFFFFFFFF, s >> 32, float(mean), float(std)), ctx), "randn",
+                      f"normal (mean {mean}, std {std})")
 
 
 __all__ = ["zeros", "ones", "full", "fill", "arange", "linspace", "eye", "eye_rect", "convert",

@@ -38,6 +38,9 @@ from .errors import LaunchError, TileJitError
 from .ops.deviceop import account_for
 from .runtime.partition import partition
 
+# pytest hides this module's frames in tracebacks of user errors (compile errors...)
+from .tracebacks import hide_frames_of_user_errors as __tracebackhide__  # noqa: E402
+
 _OPTION_NAMES = ("occupancy", "num_ctas", "opt_level")
 L2_FLUSH_BYTES = 256 << 20
 
@@ -155,8 +158,8 @@ class Autotuned:
         """The kernel launch of ``config`` on the bound runtime arguments."""
         args = dict(bound)
         if config.tile is not None:
-            # tile.partition: a tilejit tensor or a GPU array written in place; host arrays are
-            # refused (a copy would take the results)
+            # tile.partition: a tilejit tensor or a GPU array written in place; a NumPy array is
+            # copied in and back around the launch
             args[self.partition] = partition(args[self.partition], config.tile)
         op = self.kernel(*[args[n] for n in self.kernel.runtime_names])
         op = op.generics(**config.constants) if config.constants else op
@@ -275,6 +278,7 @@ class Autotuned:
                     if not isinstance(exc, TileJitError):
                         raise exc
                     errors[futs[f]] = f"does not compile: {_first_line(exc)}"
+        bound = _host_outputs_on_device(self, bound)
         timer = _Timer(_device_obj(bound), self.reps, self.warmup)
         saved = _save_written(self, bound)
         trials: List[Trial] = []
@@ -328,7 +332,20 @@ class Autotuned:
 def autotune(configs: Sequence[Config], key: Optional[Sequence[str]] = None,
              partition: Optional[str] = None, grid: Optional[Callable] = None, reps: int = 10,
              warmup: int = 2, time_limit_s: float = 1.0):
-    """Decorator over a ``@tile.entry`` kernel (see the module docstring)."""
+    """Decorator over a ``@tile.entry`` kernel: the first call for each key times every config
+    on the real arguments and keeps the fastest (in memory and next to the cubin cache).
+
+    Args:
+        configs: The :class:`Config` s to try.
+        key: Names of the arguments whose shapes and dtypes select a tuning (default: all).
+        partition: The output argument that ``Config(tile=...)`` partitions (default: the
+            kernel's first parameter).
+        grid: ``grid(config, arguments)`` -> the launch grid, for kernels whose grid is not the
+            partition's.
+        reps: Timed runs per config (the median counts).
+        warmup: Untimed runs per config first.
+        time_limit_s: Skip a config whose single run takes longer than this (seconds).
+    """
     def wrap(kernel):
         return Autotuned(kernel, configs, key=key, partition=partition, grid=grid, reps=reps,
                          warmup=warmup, time_limit_s=time_limit_s)
@@ -387,6 +404,22 @@ def _versions() -> str:
 
 def _first_line(e: BaseException) -> str:
     return (str(e).strip().splitlines() or [type(e).__name__])[0]
+
+
+def _host_outputs_on_device(tuner: Autotuned, bound) -> dict:
+    """``bound`` with host outputs (a NumPy partition or tile.atomic array) replaced by device
+    copies for timing: each timed launch would otherwise copy its results back into them."""
+    import numpy as np
+    from .ops.transfer import from_numpy
+    from .runtime.argspec import atomic
+    from .runtime.hostarrays import in_host_memory
+    out = dict(bound)
+    for n, v in bound.items():
+        inner = v.value if isinstance(v, atomic) else v
+        if (n == tuner.partition or isinstance(v, atomic)) and in_host_memory(inner):
+            t = from_numpy(np.asarray(inner)).sync()
+            out[n] = atomic(t) if isinstance(v, atomic) else t
+    return out
 
 
 def _save_written(tuner: Autotuned, bound) -> list:

@@ -42,6 +42,9 @@ from .runtime.partition import ForeignPartition, Partition
 from .runtime.stream import Stream
 from .runtime.tensor import Tensor
 
+# pytest hides this module's frames in tracebacks of user errors (compile errors...)
+from .tracebacks import hide_frames_of_user_errors as __tracebackhide__  # noqa: E402
+
 _ARCH_RE_DOC = "an architecture name such as 'sm_90'"
 
 
@@ -360,7 +363,13 @@ class Kernel:
 
     def inspect_types(self, *args, **generics) -> str:
         """The typed Numba IR and region tree of the specialization for ``args``; without
-        arguments, of every specialization compiled so far (as Numba's ``inspect_types()``)."""
+        arguments, of every specialization compiled so far (as Numba's ``inspect_types()``).
+
+        Args:
+            *args: Launch arguments (tensors, partitions, arrays, scalars) or just their keys;
+                nothing runs.
+            **generics: Values of ``tile.Constant`` parameters not among ``args``.
+        """
         from .lowering.structurize import structurize
         from .typing.pipeline import type_kernel
         if not args and not generics and self.runtime_names:
@@ -392,7 +401,12 @@ class Kernel:
 
     def inspect_tileir(self, *args, **generics) -> str:
         """The Tile IR text (``tileirdisasm`` syntax) for ``args``, after comments naming each
-        ``%argN`` after its Python parameter; needs no GPU."""
+        ``%argN`` after its Python parameter; needs no GPU.
+
+        Args:
+            *args: Launch arguments, as for :meth:`inspect_types`.
+            **generics: Values of ``tile.Constant`` parameters not among ``args``.
+        """
         from .tileir import print_module
         keys, consts, ones = self._keys_for(args, generics)
         _, module, _ = _compiler.front_end(self.py_func, keys, consts, _compiler.SIM_TARGET,
@@ -401,7 +415,12 @@ class Kernel:
             print_module(module)
 
     def inspect_bytecode(self, *args, **generics) -> bytes:
-        """The Tile IR bytecode tileiras would compile for ``args``."""
+        """The Tile IR bytecode tileiras would compile for ``args``.
+
+        Args:
+            *args: Launch arguments, as for :meth:`inspect_types`.
+            **generics: Values of ``tile.Constant`` parameters not among ``args``.
+        """
         from .tileir import LATEST, write_bytecode
         from .toolchain import tileiras
         keys, consts, ones = self._keys_for(args, generics)
@@ -412,7 +431,14 @@ class Kernel:
         return write_bytecode(module, version)
 
     def compile(self, *args, arch: Optional[str] = None, **generics) -> bytes:
-        """Ahead-of-time compile for ``args`` and return the cubin bytes (no GPU needed)."""
+        """Ahead-of-time compile for ``args`` and return the cubin bytes (no GPU needed).
+
+        Args:
+            *args: Launch arguments, as for :meth:`inspect_types`.
+            arch: Target architecture such as ``"sm_90"``; default: the current GPU's, else
+                ``TILEJIT_ARCH``.
+            **generics: Values of ``tile.Constant`` parameters not among ``args``.
+        """
         arch = arch_or_raise(default_arch() if arch is None else arch)
         keys, consts, ones = self._keys_for(args, generics)
         return self._compile(keys, consts, arch, self.options, grid_ones=ones).cubin
@@ -483,8 +509,21 @@ def entry(fn=None, *, occupancy=None, num_ctas=None, opt_level=3, fma=True, cach
           max_divisibility=None):
     """Mark a kernel: ``@tile.entry`` or ``@tile.entry(occupancy=4, num_ctas=2, opt_level=3)``.
 
-    ``fma=False`` keeps ``a * b + c`` as a rounded product and a rounded sum (by default they are
-    contracted into one fused multiply-add, as C compilers and cuTile Python do)."""
+    Args:
+        fn: The kernel function (when used as ``@tile.entry`` without parentheses).
+        occupancy: Blocks per SM that tileiras should plan registers for (1-32); None lets it
+            choose.
+        num_ctas: CTAs per cluster (a power of two, 1-16; Hopper and later).
+        opt_level: tileiras optimization level, 0-3.
+        fma: Contract ``a * b + c`` into one fused multiply-add (as C compilers and cuTile
+            Python do); ``False`` keeps a rounded product and a rounded sum.
+        cache: Keep compiled cubins in the on-disk cache (``TILEJIT_CACHE_DIR``).
+        max_divisibility: Cap on the power-of-two divisibility facts the specialization key
+            records for pointers, shapes and strides (fewer facts: fewer specializations).
+
+    Returns:
+        A :class:`Kernel`: calling it returns a lazy :class:`KernelLaunch`.
+    """
     def wrap(f):
         return Kernel(f, occupancy=occupancy, num_ctas=num_ctas, opt_level=opt_level, fma=fma,
                       cache=cache, max_divisibility=max_divisibility)

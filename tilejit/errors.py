@@ -21,6 +21,11 @@ from typing import Optional
 class TileJitError(Exception):
     """Base class of every error tilejit raises on purpose."""
 
+    #: a mistake in the user's code or arguments, explained by the message: notebooks (IPython)
+    #: and pytest show the traceback without tilejit's own frames (tilejit.tracebacks;
+    #: TILEJIT_FULL_TRACEBACK=1 keeps them)
+    user_error = False
+
 
 # --------------------------------------------------------------------------------------------------
 # Device side
@@ -146,11 +151,20 @@ def strip_ansi(text: str) -> str:
 class CompileError(TileJitError):
     """A kernel could not be compiled. ``loc`` points at the user's code when known."""
 
+    user_error = True
+
     def __init__(self, message: str, loc: Optional[SourceLocation] = None):
         message = strip_ansi(message)
         super().__init__(message)
         self.message = message
         self.loc = loc
+
+    def _add_hint(self, text: str) -> None:
+        """Append ``text`` (which starts with a newline) to the message, e.g. what the launch's
+        arguments suggest about the fix."""
+        if text and text not in self.message:
+            self.message += text
+            self.args = (self.message,) + self.args[1:]
 
     def __str__(self) -> str:
         if self.loc is None:
@@ -181,6 +195,8 @@ class ToolchainError(CompileError):
 # --------------------------------------------------------------------------------------------------
 class TensorError(TileJitError, ValueError):
     """A tensor was used in a way the ownership rules forbid, or has the wrong dtype/shape."""
+
+    user_error = True
 
 
 __all__ = [

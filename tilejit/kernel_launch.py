@@ -14,13 +14,14 @@ from typing import Optional
 
 from . import native
 from .compiler import CompileOptions
-from .errors import LaunchError
+from .errors import CompileError, LaunchError
 from .memo import BoundedMemo
 from .ops.deviceop import (DeviceFuture, DeviceOp, _as_stream, _sync_quietly, account_for,
                            execute_input)
 from .ops.execution import ExecutionContext
 from .ops.scheduling import default_stream, has_user_policy, policy_epoch
 from .runtime import argspec
+from .runtime.hostarrays import float64_hint
 from .runtime import foreign as _foreign
 from .runtime import submission as _submission
 from .runtime.argspec import (acquire_partitions, check_launch_aliasing, check_launch_devices,
@@ -220,11 +221,14 @@ class KernelLaunch(DeviceOp):
             values = tuple([v for v in values if v is not MISSING])
         stream = ctx.stream
         acquire_partitions(rt)
+        infos = None
         try:
             infos = [classify(v, a, stream) for v, a in zip(rt, k._anns)]
             grid, exe = self._specialize_for(infos, consts, stream, simple)
-        except BaseException:
+        except BaseException as e:
             release_partitions(rt)
+            if isinstance(e, CompileError) and infos is not None:  # float64 NumPy args
+                e._add_hint(float64_hint(e.message, infos, k.runtime_names))
             raise
         launch_infos(exe, infos, grid, stream, rt)
         k.stats.launches += 1

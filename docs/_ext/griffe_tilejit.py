@@ -10,7 +10,9 @@ the site without touching the source:
   rendered somewhere on the site, plain code otherwise (never a strict-mode warning);
 * a paragraph ending in ``::`` (a reST literal block) ends in ``:`` instead;
 * a module-level alias such as ``to_numpy = to_host`` gets the docstring "Another name for
-  ``to_host``", so it is listed instead of hidden for having no docstring.
+  ``to_host``", so it is listed instead of hidden for having no docstring;
+* ``tile.partition`` documents the function: static analysis resolves the re-export ``from
+  .partition import partition`` in ``tilejit.runtime`` to the submodule of that name.
 """
 from __future__ import annotations
 
@@ -59,6 +61,7 @@ class TilejitDocstrings(griffe.Extension):
         if pkg.name != "tilejit":
             return
         self._inspect_generated_stubs(pkg["language"])
+        _unshadow(pkg)
         for obj in _walk(pkg):
             if obj.docstring is not None:
                 obj.docstring.value = _rewrite(obj, obj.docstring.value)
@@ -77,3 +80,18 @@ class TilejitDocstrings(griffe.Extension):
             member = static.members.get(name)
             if member is not None and member.is_attribute and name in inspected.members:
                 static.set_member(name, inspected[name])
+
+
+def _unshadow(pkg) -> None:
+    """Re-exported functions that static analysis took for the submodule of the same name
+    (``tile.partition``): the function."""
+    for name, member in list(pkg.members.items()):
+        if not member.is_alias or name.startswith("_"):
+            continue
+        try:
+            target = member.final_target
+        except Exception:       # an alias griffe cannot resolve: not ours to fix
+            continue
+        inner = target.members.get(name) if target.is_module else None
+        if inner is not None and not inner.is_module:
+            pkg.set_member(name, griffe.Alias(name, f"{target.path}.{name}", parent=pkg))

@@ -6,6 +6,8 @@
   one ``::: MODULE.name`` directive per public name of MODULE that the page does not already
   document, so a name added to the package shows up in the reference before anyone files it
   under a heading (none left: the line disappears).
+* ``on_post_build`` writes ``css/pygments.css``, the colours of the code blocks that Pygments
+  highlighted while building (``pymdownx.highlight``): no highlighting script, no CDN.
 """
 from __future__ import annotations
 
@@ -64,3 +66,17 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
             return ""
         return "## Not yet grouped\n\n" + "\n\n".join(f"::: {m.group(1)}.{n}" for n in names)
     return _PLACEHOLDER.sub(expand, markdown)
+
+
+def pygments_css() -> str:
+    """The stylesheet of Pygments' default style for ``.highlight`` blocks."""
+    from pygments.formatters import HtmlFormatter
+    return HtmlFormatter(style="default").get_style_defs(".highlight")
+
+
+def on_post_build(config, **kwargs):
+    path = os.path.join(config["site_dir"], "css", "pygments.css")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(pygments_css() + "\n")
+

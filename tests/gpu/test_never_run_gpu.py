@@ -1,14 +1,13 @@
 """The 'never run' warning on the GPU, where plain launches run entirely in C (_native.c): the C
 sync_on/submit_on set the op's ran slot and the C finalizer warns only for launches that never
 ran (tests/test_never_run.py covers the Python paths on the simulator)."""
-import gc
-import warnings
-
 import numpy as np
 import pytest
 
 import tilejit as tile
 from tilejit import api, native
+
+from test_never_run import _never_run_warnings
 
 pytestmark = pytest.mark.gpu
 
@@ -19,11 +18,7 @@ def add(z, x, y):
 
 
 def _never_run(fn):
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        fn()
-        gc.collect()
-    return [str(w.message) for w in caught if "was never run" in str(w.message)]
+    return [str(w.message) for w in _never_run_warnings(fn)]
 
 
 def test_c_launches_that_ran_do_not_warn_and_forgotten_ones_do():

@@ -10,6 +10,9 @@ from ..errors import SchedulingError
 from . import execution as _ex
 from .deviceop import DeviceOp, account_for, execute_input, into_op
 
+# pytest hides this module's frames in tracebacks of user errors (compile errors...)
+from ..tracebacks import hide_frames_of_user_errors as __tracebackhide__  # noqa: E402
+
 
 def _callable_name(fn) -> str:
     return getattr(fn, "__name__", None) or type(fn).__name__
@@ -141,6 +144,10 @@ class Select(DeviceOp):
     def graph_safe(self):  # type: ignore[override]
         return self.op.graph_safe
 
+    def describe(self, depth: int = 0) -> str:
+        from .describe import op
+        return f"{op(self.op, depth + 1)}, then its {self.what}"
+
     def _execute(self, ctx):
         out = execute_input(self.op, ctx)
         if not isinstance(out, tuple):
@@ -205,6 +212,13 @@ class SharedOp(DeviceOp):
     def graph_safe(self):  # type: ignore[override]
         return self._once.done
 
+    def describe(self, depth: int = 0) -> str:
+        from .describe import op, value
+        once = self._once
+        if once.done:
+            return f"shared {value(once.output, depth)}"
+        return f"shared, run once: {op(once.op, depth + 1)}"
+
     def _mark(self, out) -> None:
         from ..runtime.tensor import Tensor
         if self._marked:
@@ -240,10 +254,17 @@ def shared(x) -> SharedOp:
 
 
 class _UnzipBranch(DeviceOp):
+    display_name = "unzip"
+
     def __init__(self, once: _Once, index: int, n: int):
         self._once = once
         self.index = index
         self.n = n
+
+    def describe(self, depth: int = 0) -> str:
+        from .describe import op
+        src = "an op that already ran" if self._once.op is None else op(self._once.op, depth + 1)
+        return f"output {self.index} of {self.n} of {src}"
 
     def _execute(self, ctx):
         out = self._once.get(ctx)
@@ -275,6 +296,9 @@ class WithContext(DeviceOp):
         if not callable(fn):
             raise TypeError(f"with_context() needs a callable, got {type(fn).__name__}")
         self.fn = fn
+
+    def describe(self, depth: int = 0) -> str:
+        return f"{_callable_name(self.fn)}(ctx) on the executing stream"
 
     def _execute(self, ctx):
         r = self.fn(ctx)

@@ -7,7 +7,7 @@ import html
 import numpy as np
 
 from ..runtime.argspec import atomic
-from ..runtime.partition import ForeignPartition, Partition
+from ..runtime.partition import ForeignPartition, HostPartition, Partition
 from ..runtime.tensor import Tensor
 
 MAX_DEPTH = 4
@@ -23,10 +23,14 @@ def value(v, depth: int = 0) -> str:
         return f"partition of {t.shape} {t.dtype.name} by {v.tile_shape}"
     if isinstance(v, ForeignPartition):
         return f"partition of {type(v.value).__name__} {v.shape} by {v.tile_shape}"
+    if isinstance(v, HostPartition):
+        return f"partition of {_host(v.value)} by {v.tile_shape} (copied in and back)"
     if isinstance(v, atomic):
+        if isinstance(v.value, np.ndarray):
+            return f"writable {_host(v.value)} (copied in and back)"
         return f"writable {value(v.value, depth)}"
     if isinstance(v, np.ndarray):
-        return f"NumPy {v.shape} {v.dtype} (copied in)"
+        return f"{_host(v)} (copied in)"
     if isinstance(v, DeviceOp):
         return f"({op(v, depth + 1)})" if depth < MAX_DEPTH else "(...)"
     shape = getattr(v, "shape", None)
@@ -37,24 +41,44 @@ def value(v, depth: int = 0) -> str:
     return type(v).__name__
 
 
+def _host(a) -> str:
+    kind = "NumPy" if isinstance(a, np.ndarray) else type(a).__name__
+    return f"{kind} {tuple(a.shape)} {a.dtype}"
+
+
 def op(o, depth: int = 0) -> str:
     """The description of ``o`` (its ``describe`` method, or its class name)."""
     d = getattr(o, "describe", None)
     if d is None or depth > MAX_DEPTH:
-        return type(o).__name__
+        return name(o)
     try:
         return d(depth)
     except Exception as e:  # noqa: BLE001  (a repr must never raise)
         return f"{type(o).__name__} (description failed: {type(e).__name__})"
 
 
+def name(o) -> str:
+    """What the op is called: ``api.zeros`` rather than its private class name."""
+    return getattr(o, "display_name", None) or type(o).__name__
+
+
+def state(o) -> str:
+    """Whether the op ran (an op may run again: each run repeats its work)."""
+    from .deviceop import has_run
+    if has_run(o):
+        return "ran"
+    return "lazy: .sync(), submit_on(stream) or await run it"
+
+
 def op_repr(o) -> str:
-    return f"<{type(o).__name__}: {op(o)} (lazy: .sync(), submit_on(stream) or await run it)>"
+    return f"<{name(o)}: {op(o)} ({state(o)})>"
 
 
 def op_html(o) -> str:
-    return (f"<div><b>{html.escape(type(o).__name__)}</b> (lazy DeviceOp, not run yet)<br>"
+    from .deviceop import has_run
+    what = "DeviceOp, ran" if has_run(o) else "lazy DeviceOp, not run yet"
+    return (f"<div><b>{html.escape(name(o))}</b> ({what})<br>"
             f"<code>{html.escape(op(o))}</code></div>")
 
 
-__all__ = ["value", "op", "op_repr", "op_html"]
+__all__ = ["value", "op", "name", "state", "op_repr", "op_html"]

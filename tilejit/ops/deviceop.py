@@ -8,9 +8,9 @@ Nothing runs until an execution method is called:
 * ``op.schedule(policy=None)`` -- submit now, return a :class:`DeviceFuture`.
 
 Writing an op: subclass :class:`DeviceOp` and implement ``_execute(self, ctx)``, which queues work on
-``ctx.stream`` (never synchronizes) and returns the output. Inputs that are themselves DeviceOps
-are executed in the same context with :func:`execute_input` so that everything is ordered on one
-stream. Set the class attributes ``graph_safe`` (no allocation or free: may be recorded into a CUDA
+``ctx.stream`` (never synchronizes) and returns the output. Ops it runs (inputs that are
+themselves DeviceOps, ops it makes) are executed in the same context with :func:`execute_input`
+so that everything is ordered on one stream and they count as run. Set the class attributes ``graph_safe`` (no allocation or free: may be recorded into a CUDA
 graph) and ``allocates`` truthfully; graph capture will rely on them (and on the allocation guard
 in ``runtime.memory`` for ops such as ``then`` whose behaviour is only known at run time).
 
@@ -30,6 +30,9 @@ from typing import Any, Optional
 from ..errors import SchedulingError
 from . import execution as _ex
 from .execution import ExecutionContext
+
+# pytest hides this module's frames in tracebacks of user errors (compile errors...)
+from ..tracebacks import hide_frames_of_user_errors as __tracebackhide__  # noqa: E402
 
 
 #: The slot of every DeviceOp that records whether it ran: unset (never run), True (ran, or its
@@ -91,7 +94,12 @@ class DeviceOp:
         return default_stream()
 
     def sync_on(self, stream):
-        """Run on ``stream`` and wait for completion; return the output."""
+        """Run on ``stream`` and wait for completion; return the output.
+
+        Args:
+            stream: A ``tile.Stream``, or a foreign stream ``Stream.borrow_raw`` accepts (an
+                int ``CUstream``, a ``torch.cuda.Stream``, a CuPy stream...).
+        """
         self._ran = True
         stream = _as_stream(stream)
         _ex.enter("sync()/sync_on()")
@@ -106,7 +114,11 @@ class DeviceOp:
         return out
 
     def submit_on(self, stream) -> "DeviceFuture":
-        """Queue the work on ``stream`` without waiting; the future's ``result()`` waits."""
+        """Queue the work on ``stream`` without waiting; the future's ``result()`` waits.
+
+        Args:
+            stream: A ``tile.Stream`` or a foreign stream, as for :meth:`sync_on`.
+        """
         self._ran = True
         stream = _as_stream(stream)
         _ex.enter("submit_on()/schedule()/await")
@@ -117,7 +129,12 @@ class DeviceOp:
         return DeviceFuture(out, stream)
 
     def schedule(self, policy=None) -> "DeviceFuture":
-        """Submit now on ``policy.next_stream()`` (default policy if None); return a future."""
+        """Submit now on ``policy.next_stream()``; return a future.
+
+        Args:
+            policy: A scheduling policy (``tile.StreamPoolRoundRobin``, ``tile.SingleStream`` or
+                any object with ``next_stream()``); None uses the default policy.
+        """
         from .scheduling import stream_from_policy
         self._ran = True
         return self.submit_on(stream_from_policy(policy) if policy is not None
@@ -133,7 +150,11 @@ class DeviceOp:
 
     # --- composition -------------------------------------------------------------------------------
     def then(self, fn) -> "DeviceOp":
-        """Run ``fn(output)``, which must return a DeviceOp, on the same stream after this op."""
+        """Run ``fn(output)``, which must return a DeviceOp, on the same stream after this op.
+
+        Args:
+            fn: Called with this op's output when the composed op runs; returns the next op.
+        """
         from .combinators import Then
         return Then(self, fn)
 
@@ -148,7 +169,11 @@ class DeviceOp:
         return Then(self, fn, with_context=True)
 
     def map(self, fn) -> "DeviceOp":
-        """Transform the output on the host: ``fn(output)`` (no GPU work; must not sync)."""
+        """Transform the output on the host: ``fn(output)`` (no GPU work; must not sync).
+
+        Args:
+            fn: Called with this op's output; its result is the new op's output.
+        """
         from .combinators import Map
         return Map(self, fn)
 
@@ -213,13 +238,17 @@ class DeviceOp:
 
     def graph_on(self, stream):
         """Capture this op into a :class:`~tilejit.ops.graph.CudaGraph` by executing it once on
-        ``stream``; ``graph.take_output()`` gives its output, ``graph.launch()`` replays it."""
+        ``stream``; ``graph.take_output()`` gives its output, ``graph.launch()`` replays it.
+
+        Args:
+            stream: The stream to capture on and replay on (as for :meth:`sync_on`).
+        """
         from .graph import CudaGraph
         return CudaGraph.capture(self, stream)
 
     def describe(self, depth: int = 0) -> str:
         """What this op will do, in words (``repr`` and notebooks show it; nothing runs)."""
-        return type(self).__name__
+        return getattr(self, "display_name", None) or type(self).__name__
 
     def __repr__(self) -> str:
         from . import describe
@@ -292,9 +321,9 @@ def _dropped_unrun(op, warn: bool) -> None:
     for inner in _inputs(op):
         account_for(inner)
     if warn:
-        from .describe import op as describe
+        from .describe import name, op as describe
         # stacklevel 3: the user's line that let go of the op (this runs inside __del__)
-        warnings.warn(f"DeviceOp ({describe(op)}) was never run; call .sync() (or .sync_on(stream), "
+        warnings.warn(f"DeviceOp {name(op)} ({describe(op)}) was never run; call .sync() (or .sync_on(stream), "
                       f"await it, .schedule()) to run it", RuntimeWarning, stacklevel=3)
 
 

@@ -36,12 +36,18 @@ from . import execution as _ex
 from .deviceop import DeviceOp, _as_stream, account_for, execute_input
 from .execution import ExecutionContext
 
+# pytest hides this module's frames in tracebacks of user errors (compile errors...)
+from ..tracebacks import hide_frames_of_user_errors as __tracebackhide__  # noqa: E402
+
 
 class GraphLaunch(DeviceOp):
     """Replay a :class:`CudaGraph` on the stream it is executed on (output: None)."""
 
     def __init__(self, graph: "CudaGraph"):
         self.graph = graph          # keeps the graph (and everything it uses) alive
+
+    def describe(self, depth: int = 0) -> str:
+        return f"replay {self.graph!r}"
 
     def _execute(self, ctx: ExecutionContext):
         g = self.graph

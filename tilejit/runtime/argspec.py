@@ -32,7 +32,8 @@ from ..keys import Facts, array_slots, scalar_slot
 from . import foreign as _foreign
 from .. import layout as _layout
 from ..memo import BoundedMemo
-from .partition import ForeignPartition, Partition
+from .hostarrays import output_array, writable_host_array
+from .partition import ForeignPartition, HostPartition, Partition
 from .tensor import Tensor
 
 MAX_GRID_DIM = 1 << 24          # grid dims must be < 2^24 (tileiras / driver limit for tile kernels)
@@ -41,7 +42,11 @@ MAX_GRID_DIM = 1 << 24          # grid dims must be < 2^24 (tileiras / driver li
 class atomic:
     """``tile.atomic(x)``: pass ``x`` (a Tensor, DLPack/CAI object or NumPy array) as a *writable*
     tensor, e.g. for ``tile.atomic_add`` inside the kernel. NumPy arrays are copied back after the
-    launch."""
+    launch.
+
+    Args:
+        value: The array the kernel may write (JAX and read-only arrays are refused).
+    """
 
     __slots__ = ("value",)
 
@@ -51,7 +56,8 @@ class atomic:
         if isinstance(value, Partition):
             raise TensorError("tile.atomic() takes a tensor, not a partition (partitions are "
                               "already writable)")
-        self.value = value
+        # host arrays are written back through NumPy; JAX and read-only arrays are refused
+        self.value = output_array(value, "tile.atomic()")
 
     def __repr__(self) -> str:
         return f"tile.atomic({self.value!r})"
@@ -213,20 +219,24 @@ def _partition_info(p: Partition) -> ArgInfo:
 
 
 # --- NumPy arrays (copied in, and out when writable) --------------------------------------------------
-# (NumPy dtype, shape, writable) -> (DType, key, slots)
+# (NumPy dtype, shape, writable or tile) -> (DType, key, slots, grid)
 _numpy_keys = BoundedMemo("argspec.numpy_keys", 4096)
 
 
-def _numpy_info(arr: np.ndarray, writable: bool, value) -> ArgInfo:
+def _numpy_info(arr: np.ndarray, writable: bool, value, tile=None) -> ArgInfo:
+    """A NumPy argument: copied in; copied back when ``writable`` (tile.atomic) or an output
+    partition (``tile``: tile.partition(array, tile))."""
     shape = arr.shape
-    hit = _numpy_keys.get((arr.dtype, shape, writable))
+    memo = (arr.dtype, shape, writable if tile is None else tile)
+    hit = _numpy_keys.get(memo)
     if hit is None:
-        hit = _numpy_keys.put((arr.dtype, shape, writable), _numpy_key(arr, writable))
-    dt, key, slots = hit
+        hit = _numpy_keys.put(memo, _numpy_key(arr, writable, tile))
+    dt, key, slots, grid = hit
     if writable and not arr.flags.writeable:
         raise TensorError("tile.atomic(array) needs a writable NumPy array (it is copied back after "
                           "the launch)")
-    info = ArgInfo("tensor", key, None, slots, value=value, writable=writable, host=arr)
+    info = ArgInfo("tensor" if tile is None else "partition", key, None, slots, value=value,
+                   writable=writable, host=arr, tile_shape=tile, grid=grid)
 
     def prepare(stream, info=info, dt=dt):
         from .transfer import upload
@@ -250,16 +260,20 @@ def _numpy_info(arr: np.ndarray, writable: bool, value) -> ArgInfo:
     return info
 
 
-def _numpy_key(arr: np.ndarray, writable: bool):
+def _numpy_key(arr: np.ndarray, writable: bool, tile=None):
     try:
         dt = _dt.from_numpy(arr.dtype)
     except TypeError as e:
         raise TypeError(f"cannot pass a NumPy array of dtype {arr.dtype} to a kernel: {e}") from None
     shape = tuple(arr.shape)
     strides = _layout.contiguous_strides(shape)
-    facts = Facts.of(0, shape, strides, dt.itemsize)     # the device copy is 256-byte aligned
-    return dt, _keys.tensor_key(dt.name, len(shape), facts, writable), \
-        array_slots(len(shape), facts[0])
+    facts = Facts.of(0, shape, strides, dt.itemsize)          # the device copy is 256-byte aligned
+    slots = array_slots(len(shape), facts[0])
+    if tile is None:
+        return dt, _keys.tensor_key(dt.name, len(shape), facts, writable), slots, None
+    grid = tuple(-(-n // t) for n, t in zip(shape, tile))
+    return dt, _keys.partition_key(dt.name, len(shape), facts, tile), slots, \
+        grid + (1,) * (3 - len(grid))
 
 
 # --- scalars --------------------------------------------------------------------------------------------
@@ -356,6 +370,8 @@ def classify(value, annotation=None, stream=None) -> ArgInfo:
         return _scalar_info(value, annotation)
     if isinstance(value, np.ndarray):
         return _numpy_info(value, False, value)
+    if tp is HostPartition:                 # tile.partition(np_array, tile): copied in and out
+        return _numpy_info(value.array, True, value, value.tile_shape)
     if isinstance(value, Tensor):           # subclasses
         return _tensor_info(value, False, value)
     reader = _foreign.reader_for(tp)
@@ -431,11 +447,9 @@ def _foreign_partition_info(fp: ForeignPartition, stream):
         return info
     host = (view is not None and view.device < 0) or isinstance(inner, np.ndarray) or \
         _dlpack_on_host(inner)
-    if host:
-        raise TensorError(f"tile.partition(): this {type(inner).__name__} is in host memory, which "
-                          f"a kernel cannot write in place; write into a tile.Tensor (api.zeros(...)"
-                          f".sync()) and copy the result out, or pass tile.atomic(array) (copied "
-                          f"back after the launch)")
+    if host:        # e.g. a CPU torch tensor: copied in and back, written through NumPy
+        return _numpy_info(writable_host_array(inner, "tile.partition()"), True, fp,
+                           fp.tile_shape)
     fp._live = _wrap_foreign(inner, stream).partition(fp.tile_shape)
     return classify(fp._live, None, stream)
 

@@ -228,9 +228,15 @@ def from_dlpack(obj, *, stream=None, device=None):
     ``obj``: a tile.Tensor (returned as is), anything with ``__dlpack__`` (PyTorch, CuPy, JAX,
     NumPy), or anything with ``__cuda_array_interface__``. GPU arrays of known producers (PyTorch,
     CuPy, ``__cuda_array_interface__`` objects) are read from their metadata, without exporting a
-    capsule. ``stream`` (optional, a tile.Stream or anything ``Stream.borrow_raw`` accepts): the
-    stream tilejit will first use the data on; by default the first use, on whatever stream,
-    waits for the producer's pending work.
+    capsule.
+
+    Args:
+        obj: The array to wrap.
+        stream: The stream tilejit will first use the data on (a ``tile.Stream`` or anything
+            ``Stream.borrow_raw`` accepts); by default the first use, on whatever stream, waits
+            for the producer's pending work.
+        device: The device of the result (an ordinal or ``tile.Device``): a host array is
+            copied there; a GPU array must already be on it. Default: the producer's device.
     """
     tp = type(obj)
     reader = _foreign.reader_for(tp)

@@ -103,7 +103,10 @@ def device_of(values) -> Optional[int]:
     for v in values:
         if getattr(type(v), "wraps_foreign", False):
             v = v.value
-        view = read(v)
+        try:
+            view = read(v)
+        except Exception:       # a host array behind a device protocol (a CPU JAX array): none
+            continue
         if view is not None and view.device >= 0:
             return view.device
     return None

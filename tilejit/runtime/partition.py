@@ -23,6 +23,10 @@ from typing import Tuple
 
 from ..errors import TensorError
 from .. import layout as _layout
+from .hostarrays import in_host_memory, is_jax_array, writable_host_array
+
+# pytest hides this module's frames in tracebacks of user errors (compile errors...)
+from ..tracebacks import hide_frames_of_user_errors as __tracebackhide__  # noqa: E402
 
 # IPython keeps every displayed value (Out[n], _, __): a lazy op shown in a cell holds its
 # partitions until that history is cleared.
@@ -235,7 +239,7 @@ class Partition:
                 f"tensor_shape={t.shape}, dtype={t.dtype.name}, {state})")
 
 
-__all__ = ["Partition", "validate_tile_shape"]
+__all__ = ["Partition", "ForeignPartition", "HostPartition", "partition", "validate_tile_shape"]
 
 
 class ForeignPartition:
@@ -263,6 +267,28 @@ class ForeignPartition:
         return f"tile.partition({type(self.value).__name__}{self.shape}, tile={self.tile_shape})"
 
 
+class HostPartition:
+    """``tile.partition(np_array, tile_shape)``: an array in host memory as a kernel output, as in
+    Numba. Each launch copies it to the device, runs, and copies the results back into it once
+    the kernel has finished (``array`` is the NumPy array written back; ``value`` what was
+    passed, e.g. a CPU torch tensor viewed through ``array``)."""
+
+    __slots__ = ("array", "tile_shape", "value")
+
+    def __init__(self, array: np.ndarray, tile_shape, value=None):
+        self.array = array
+        self.tile_shape = tile_shape
+        self.value = array if value is None else value
+
+    @property
+    def shape(self):
+        return self.array.shape
+
+    def __repr__(self) -> str:
+        return (f"tile.partition({type(self.value).__name__}{self.shape}, tile={self.tile_shape}; "
+                f"copied in, and back after each launch)")
+
+
 _Tensor = None
 
 
@@ -277,7 +303,17 @@ def partition(array, tile_shape):
     """An output partition of ``array`` with tiles of ``tile_shape`` (powers of two, one per
     axis): ``t.partition(tile_shape)`` for a ``tile.Tensor``; for a GPU array of another library
     (a torch tensor, a CuPy array, ...) a lightweight partition read from its metadata at each
-    launch, the cheap way to write kernel outputs into them."""
+    launch, the cheap way to write kernel outputs into them; for a NumPy array (or another host
+    array NumPy can write through, such as a CPU torch tensor) a partition copied to the device
+    and back around each launch, as in Numba. JAX arrays and read-only arrays are refused: the
+    results could not be written back into them.
+
+    Args:
+        array: A ``tile.Tensor``, a GPU array of another library (DLPack or
+            ``__cuda_array_interface__``), or a writable NumPy array.
+        tile_shape: The tile each block writes: one power of two per axis of ``array`` (rank
+            1-3). The launch grid is ``ceil(array.shape / tile_shape)`` per axis.
+    """
     global _Tensor
     tp = type(array)
     if tp in _foreign_types:            # the hot path: a foreign array type seen before
@@ -286,13 +322,13 @@ def partition(array, tile_shape):
         from .tensor import Tensor as _Tensor
     if tp is _Tensor or isinstance(array, _Tensor):
         return array.partition(tile_shape)
-    if isinstance(array, (Partition, ForeignPartition)):
+    if isinstance(array, (Partition, ForeignPartition, HostPartition)):
         raise TensorError("tile.partition() takes an array, not a partition")
-    if isinstance(array, np.ndarray):
-        raise TensorError("tile.partition(): a NumPy array is in host memory, which a kernel "
-                          "cannot write in place; write into a tile.Tensor (api.zeros(...).sync()) "
-                          "and copy the result out, or pass tile.atomic(array) (copied back after "
-                          "the launch)")
+    if in_host_memory(array) or is_jax_array(array):
+        # copied in and back around each launch (runtime.hostarrays): NumPy arrays and host
+        # arrays NumPy can write through; JAX and read-only arrays are refused here
+        host = writable_host_array(array, "tile.partition()")
+        return HostPartition(host, checked_tile(tile_shape, host.ndim, host), array)
     if not (hasattr(array, "__dlpack__") or hasattr(array, "__cuda_array_interface__")):
         raise TensorError(f"tile.partition() needs a tile.Tensor or a DLPack / "
                           f"__cuda_array_interface__ GPU array, got {type(array).__name__}")

@@ -26,7 +26,9 @@ from ..errors import TensorError
 from .. import layout as _layout
 from .memory import Storage
 from .partition import Partition
-from .submission import is_executing
+
+# pytest hides this module's frames in tracebacks of user errors (compile errors...)
+from ..tracebacks import hide_frames_of_user_errors as __tracebackhide__  # noqa: E402
 
 # The DeviceOps behind ``Tensor.to_host()`` / ``dup()``. DeviceOps live in ``tilejit.ops``, one
 # floor above runtime, which binds them here when it is imported (``tilejit`` always imports it).
@@ -369,6 +371,8 @@ class Tensor:
         return "owned" if owner is None else f"borrowed from {type(owner).__name__}"
 
     def __repr__(self) -> str:
+        """Metadata, state and the values as NumPy prints them (summarized like NumPy: only the
+        edges of a large tensor are read, see runtime.preview)."""
         try:
             head = (f"tile.Tensor(shape={self._shape}, dtype={self._dtype.name}, "
                     f"device={self._storage.device.label}")
@@ -377,7 +381,11 @@ class Tensor:
             if self._moved:
                 return head + ", moved into a partition)"
             state = self.state()
-            return head + ("" if state == "owned" else f", {state}") + ", " + _preview(self) + ")"
+            head += "" if state == "owned" else f", {state}"
+            from .preview import values_text
+            values = values_text(self, prefix="    ")
+            sep = ",\n    " if "\n" in values else ", "
+            return f"{head}{sep}{values})"
         except Exception as e:  # repr must never raise
             return f"<tile.Tensor (repr failed: {type(e).__name__}: {e})>"
 
@@ -389,45 +397,14 @@ class Tensor:
                     ("state", self.state())]
             if not self.is_contiguous:
                 rows.append(("strides", self._strides))
-            rows.append(("values", "" if self._moved else _preview(self, full=True)))
+            if not self._moved:
+                from .preview import values_text
+                rows.append(("values", values_text(self, separator=" ")))
             body = "".join(f"<tr><th style='text-align:left'>{k}</th><td><pre style='margin:0'>"
                            f"{html.escape(str(v))}</pre></td></tr>" for k, v in rows)
             return f"<div><b>tile.Tensor</b><table>{body}</table></div>"
         except Exception as e:  # noqa: BLE001  (a repr must never raise)
             return f"<pre>{html.escape(repr(self))} ({type(e).__name__})</pre>"
-
-
-_PREVIEW = 6
-SMALL = 1000            # tensors up to this many elements show all their values
-
-
-def _preview(t: Tensor, full: bool = False) -> str:
-    """Values: all of them (``full``, NumPy's format) for a small tensor, else a few leading
-    ones; nothing is read for a large tensor when ``full`` (only the first row's head ever is)."""
-    if t.size == 0:
-        return "[]"
-    if is_executing():
-        return "values not shown inside a running DeviceOp"
-    if full:
-        if t.size > SMALL:
-            return f"(not fetched: {t.size} elements; t.to_numpy() reads them)"
-        return np.array2string(t.to_numpy(), threshold=SMALL, precision=6)
-    from .transfer import read_prefix
-    vals = read_prefix(t, _PREVIEW)
-    items = ", ".join(_fmt(v) for v in vals)
-    more = t.size > len(vals)
-    return f"[{items}{', ...' if more else ''}]"
-
-
-def _fmt(v) -> str:
-    if isinstance(v, (np.bool_, bool)):
-        return str(bool(v))
-    if isinstance(v, (np.integer, int)):
-        return str(int(v))
-    try:
-        return f"{float(v):.6g}"
-    except Exception:
-        return str(v)
 
 
 __all__ = ["Tensor"]

@@ -46,16 +46,4 @@ def upload(arr: np.ndarray, stream, dtype=None, staged: bool = False) -> Tensor:
     return t
 
 
-def read_prefix(t: Tensor, count: int) -> np.ndarray:
-    """The first ``count`` elements of the first row of ``t`` (for ``repr``), read synchronously."""
-    row = t
-    while row.ndim > 1:
-        row = row[0]
-    if row.ndim == 1:
-        row = row[:count]
-    stream = t.device.internal_stream()
-    with t.device.current():
-        return _copy.download(row, stream).reshape(-1)
-
-
-__all__ = ["new_tensor", "upload", "read_prefix", "check_shape"]
+__all__ = ["new_tensor", "upload", "check_shape"]

@@ -16,7 +16,7 @@ from typing import Tuple
 import numpy as np
 
 from .elements import memory_dtype, padding_value, unsigned, wrap
-from .errors import KernelFault
+from .errors import KernelFault, TileIndexError
 from .registry import LAUNCH, elem_of, impl
 from .sem_pointer import to_tile
 
@@ -129,7 +129,9 @@ class _TileAccess:
                 neg = (" (a negative index: Tile IR reads it as the unsigned "
                        f"{tuple(idx)})") if any(v < 0 for v in signed) else ""
                 raise KernelFault(f"tile index {signed} is outside the index space {space} of "
-                                  f"{self.pv} (tensor shape {tv.shape}){neg}")
+                                  f"{self.pv} (tensor shape {tv.shape}){neg}", cls=TileIndexError,
+                                  index=signed, tiles=space, shape=tuple(tv.shape),
+                                  tile=tuple(self.tile), order=tuple(self.dim_map))
             step = tv.strides[d] * isz
             addr += start * step
             parts.append(self.aranges[i] * step)

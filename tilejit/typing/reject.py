@@ -8,6 +8,7 @@ IR-level fallback :func:`check_ir` catches the same constructs on Numba IR.
 from __future__ import annotations
 
 import ast
+import builtins
 import inspect
 import math
 import textwrap
@@ -65,6 +66,12 @@ MSG = {
             "tile.{short} on tiles or scalars",
     "string": "strings are only allowed as the format of tile.printf and messages of "
               "tile.assert_ / tile.static_assert",
+    "breakpoint": "{name}() cannot stop inside a tile kernel: the kernel is compiled, not run "
+                  "by Python. To step through it, run it on the CPU simulator "
+                  "(TILEJIT_SIMULATE=1) and print values with tile.printf(fmt, *tiles), look at "
+                  "kernel.inspect_types(...) / inspect_tileir(...), or set a breakpoint around "
+                  "the launch; the docs' Troubleshooting page, 'Stepping through a kernel', "
+                  "shows how",
 }
 
 
@@ -339,7 +346,9 @@ FOLDABLE_MATH = ("sqrt", "exp", "log", "log2", "log10", "pow", "ceil", "floor", 
 
 
 def check_global_value(name: str, value, loc) -> None:
-    """Reject globals that can only be host code (NumPy / math functions)."""
+    """Reject globals that can only be host code (NumPy / math functions, debuggers)."""
+    if value is builtins.breakpoint:
+        raise unsupported("breakpoint", loc, name=name)
     mod = getattr(value, "__module__", None) or ""
     if isinstance(value, np.ufunc) or (callable(value) and mod.split(".")[0] == "numpy" and
                                        not isinstance(value, type)):

@@ -1,0 +1,92 @@
+"""Arrays in host memory as kernel outputs, as in Numba: ``tile.partition(np_array, tile)`` and
+``tile.atomic(np_array)``. The array is copied to the device before the launch and the results are
+copied back into it when the kernel has finished (two copies; ``runtime.argspec`` does both).
+
+Only arrays whose memory tilejit can write back are accepted: writable NumPy arrays, and host
+arrays of other libraries that NumPy views writably through DLPack (a CPU torch tensor). JAX
+arrays are immutable and read-only NumPy arrays cannot take the results: both are refused here,
+when the output is named, with what to do instead.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import TensorError
+
+_DLPACK_HOST = (1, 3)           # kDLCPU, kDLCUDAHost
+
+
+def is_jax_array(obj) -> bool:
+    """A JAX array (on any device): immutable, so never a kernel output."""
+    return type(obj).__module__.split(".")[0] in ("jax", "jaxlib")
+
+
+def in_host_memory(obj) -> bool:
+    """``obj`` is a NumPy array or a DLPack array in host memory (a CPU torch tensor)."""
+    if isinstance(obj, np.ndarray):
+        return True
+    fn = getattr(obj, "__dlpack_device__", None)
+    if fn is None or hasattr(obj, "__cuda_array_interface__"):
+        return False
+    try:
+        return int(fn()[0]) in _DLPACK_HOST
+    except Exception:  # noqa: BLE001  (a broken producer: the import reports it later)
+        return False
+
+
+def refuse_jax(obj, what: str) -> None:
+    """TensorError for a JAX array named as an output (``what``: ``tile.partition()`` ...)."""
+    if is_jax_array(obj):
+        raise TensorError(
+            f"{what}: JAX arrays are immutable, so a kernel cannot write its results into one. "
+            f"Write into a tile.Tensor (api.zeros(shape).sync()) or a NumPy array, then make the "
+            f"JAX array from it (jax.numpy.from_dlpack(tensor) is zero-copy); JAX arrays are "
+            f"fine as inputs")
+
+
+def writable_host_array(obj, what: str) -> np.ndarray:
+    """The NumPy array through which results are written back into the host array ``obj``
+    (``obj`` itself for NumPy); TensorError naming the problem when they cannot be."""
+    refuse_jax(obj, what)
+    if isinstance(obj, np.ndarray):
+        arr = obj
+    else:
+        try:
+            arr = np.from_dlpack(obj)
+        except Exception as e:  # noqa: BLE001
+            raise TensorError(f"{what}: this {type(obj).__name__} is in host memory and NumPy "
+                              f"cannot view it ({type(e).__name__}: {e}), so the results could "
+                              f"not be written back into it; write into a NumPy array or a "
+                              f"tile.Tensor instead") from None
+    if not arr.flags.writeable:
+        kind = "NumPy array" if arr is obj else type(obj).__name__
+        raise TensorError(f"{what}: this {kind} is read-only, so the kernel's results could not "
+                          f"be written back into it; pass a writable {kind} (e.g. a copy)")
+    return arr
+
+
+def output_array(obj, what: str):
+    """What a host output is written back through (a writable NumPy array), or ``obj`` itself
+    when it lives on a GPU; JAX arrays and read-only host arrays are refused."""
+    refuse_jax(obj, what)
+    if in_host_memory(obj):
+        return writable_host_array(obj, what)
+    return obj
+
+
+def float64_hint(message: str, infos, names) -> str:
+    """For a compile error about float64 (``message``): which arguments are float64 NumPy arrays
+    (NumPy's default float), and that passing ``x.astype(np.float32)`` avoids changing the
+    kernel; "" when that is not the story."""
+    hits = [n for n, i in zip(names, infos)
+            if i.host is not None and i.host.dtype == np.float64]
+    if not hits or "float64" not in message:
+        return ""
+    which = ", ".join(f"'{n}'" for n in hits)
+    return (f"\nnote: {which} {'is a' if len(hits) == 1 else 'are'} float64 NumPy "
+            f"array{'s' if len(hits) > 1 else ''} (NumPy's default float). To compute in "
+            f"float32, pass {hits[0]}.astype(np.float32) instead of changing the kernel")
+
+
+__all__ = ["is_jax_array", "in_host_memory", "refuse_jax", "writable_host_array",
+           "output_array", "float64_hint"]
