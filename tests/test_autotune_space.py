@@ -245,3 +245,22 @@ def test_the_default_space_compiles_for_sm_90(monkeypatch):
     big = zeros((1024, 1024))
     cubins = mm.precompile(big, big, big, target="sm_90")
     assert len(cubins) == 3 and all(c.cubin[:4] == b"\x7fELF" for c in cubins)
+
+
+def test_configs_compile_in_threads_without_fighting_over_the_output(monkeypatch):
+    """A tilejit tensor's partitions are exclusive: configs compiled side by side (as on a GPU)
+    must not build their launches at the same time."""
+    import concurrent.futures
+    import time as _time
+    mm = tile.autotune(space={"max_configs": 4})(tile.entry(_matmul))
+    keys_for = mm.kernel._keys_for
+
+    def slow_keys_for(*a, **k):          # hold the partition long enough for a rival to try
+        _time.sleep(0.05)
+        return keys_for(*a, **k)
+    monkeypatch.setattr(mm.kernel, "_keys_for", slow_keys_for)
+    a = zeros((64, 64))
+    c = zeros((64, 64))
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        futs = mm.precompile(c, a, a, pool=pool)
+        assert len(futs) == 4 and all(f.result().target == "sim" for f in futs)

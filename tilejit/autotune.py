@@ -349,18 +349,12 @@ class Autotuned:
 
     def _compile(self, config: Config, bound, target: Optional[str] = None):
         """Type, lower and compile ``config`` for ``bound`` without launching it (for the
-        arguments' device, or for ``target``, e.g. ``"sm_90"``)."""
-        from .dispatcher import grid_ones
-        from . import backends
-        op = self.launch_for(config, bound)
-        k = self.kernel
-        keys, consts, ones = k._keys_for(op.args, op._generics)
-        if op._grid is not None:
-            ones = grid_ones(op._grid)
-        if target is None:
-            device = _device_obj(bound)
-            target = backends.of(device).target(device)
-        return k.specialize(keys, consts, target, op._options or k.options, grid_ones=ones)
+        arguments' device, or for ``target``, e.g. ``"sm_90"``). Safe in threads: a tensor's
+        partitions are exclusive, so the launches are built (and their partitions released)
+        one at a time, and only the compiles overlap."""
+        with _BUILD_LOCK:
+            keys = _launch_keys(self.launch_for(config, bound))
+        return _specialize(keys, _device_obj(bound), target)
 
     def precompile(self, *args, target: Optional[str] = None, pool=None, **kwargs) -> list:
         """Compile every config of these arguments' key now (``target``: an architecture such
@@ -456,6 +450,39 @@ def autotune(configs: Optional[Sequence[Config]] = None, key: Optional[Sequence[
         return Autotuned(kernel, configs, key=key, partition=partition, grid=grid, reps=reps,
                          warmup=warmup, time_limit_s=time_limit_s, space=space)
     return wrap
+
+
+def compile_launch(op, device=None, target: Optional[str] = None):
+    """Compile the kernel launch ``op`` (``kernel(...)``, with its constants, options and grid)
+    without running it: for ``device`` (default: device 0) or for ``target`` (``"sm_90"``).
+    Thread-safe; tileiras runs in a subprocess, so compiles in threads run side by side. The
+    partitions ``op`` holds are released."""
+    return _specialize(_launch_keys(op), device, target)
+
+
+#: held while a config's launch is built and its keys taken (its partitions live that long)
+_BUILD_LOCK = threading.Lock()
+
+
+def _launch_keys(op) -> tuple:
+    """(kernel, argument keys, constants, grid facts, options) of a lazy launch; releases the
+    partitions it holds."""
+    from .dispatcher import grid_ones
+    k = op.kernel
+    keys, consts, ones = k._keys_for(op.args, op._generics)
+    if op._grid is not None:
+        ones = grid_ones(op._grid)
+    return k, keys, consts, ones, op._options or k.options
+
+
+def _specialize(launch_keys: tuple, device=None, target: Optional[str] = None):
+    from . import backends
+    from .runtime.device import Device
+    k, keys, consts, ones, options = launch_keys
+    if target is None:
+        device = device if device is not None else Device(0)
+        target = backends.of(device).target(device)
+    return k.specialize(keys, consts, target, options, grid_ones=ones)
 
 
 # --------------------------------------------------------------------------------------------------
