@@ -574,8 +574,8 @@ def _attention_bwd_row(env, label, torch, dt, bsz, heads, s, d, causal):
     ref = [g_.reshape(bh, s, d) for g_ in grads]
     tol = 3e-2 if dt == torch.bfloat16 else 2e-2
 
-    def heads_view(t, rows):
-        return t.permute(1, 0, 2) if not env.rehearse else t.permute(1, 0, 2)
+    def heads_view(t, rows):                 # the (S, B * H, D) view the kernels partition
+        return t.permute(1, 0, 2)
 
     delta_build = lambda: [AB.attention_bwd_delta(tile.partition(delta, (1, 64)), o, tdo, d)]  # noqa: E731
     dkdv = [(f"dkdv tile ({kn}, {km})", lambda kn=kn, km=km: [AB.attention_bwd_dkdv(

@@ -130,9 +130,10 @@ def attention_bwd_dq(dq, q, k, v, do, lse, delta, BN: tile.Constant[int],
 
 
 def forward(o, lse, q, k, v, bm, bn, causal):
+    """The forward launch (tilejit tensors or GPU arrays such as torch tensors)."""
     d = q.shape[2]
-    return attention_fwd_lse(o.permute(1, 0, 2).partition((bm, 1, d)), tile.atomic(lse), q, k,
-                             v, bn, causal)
+    return attention_fwd_lse(tile.partition(o.permute(1, 0, 2), (bm, 1, d)), tile.atomic(lse),
+                             q, k, v, bn, causal)
 
 
 def backward(dq, dk, dv, q, k, v, o, do, lse, delta, tiles, causal):
@@ -140,12 +141,12 @@ def backward(dq, dk, dv, q, k, v, o, do, lse, delta, tiles, causal):
     the delta tile)."""
     (bm, bn), (kn, km) = tiles
     d = q.shape[2]
-    ops = [attention_bwd_delta(delta.partition((1, bm)), o, do, d),
-           attention_bwd_dkdv(dk.permute(1, 0, 2).partition((kn, 1, d)),
-                              dv.permute(1, 0, 2).partition((kn, 1, d)), q, k, v, do, lse,
+    ops = [attention_bwd_delta(tile.partition(delta, (1, bm)), o, do, d),
+           attention_bwd_dkdv(tile.partition(dk.permute(1, 0, 2), (kn, 1, d)),
+                              tile.partition(dv.permute(1, 0, 2), (kn, 1, d)), q, k, v, do, lse,
                               delta, km, causal),
-           attention_bwd_dq(dq.permute(1, 0, 2).partition((bm, 1, d)), q, k, v, do, lse, delta,
-                            bn, causal)]
+           attention_bwd_dq(tile.partition(dq.permute(1, 0, 2), (bm, 1, d)), q, k, v, do, lse,
+                            delta, bn, causal)]
     return ops[0].then(lambda _: ops[1]).then(lambda _: ops[2])
 
 
