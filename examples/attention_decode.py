@@ -25,7 +25,8 @@ import tilejit as tile
 from tilejit import api
 from tilejit.runtime import current_backend
 
-LOG2E = 1.0 / math.log(2.0)
+from flash_attention import LOG2E, masked, online_update, scores
+
 ZERO = tile.PaddingMode.ZERO
 
 
@@ -42,18 +43,12 @@ def decode_partial(o_ws, lse_ws, q, k, v, BN: tile.Constant[int]):
     m = tile.full((GP, 1), -math.inf, tile.float32)
     l = tile.zeros((GP, 1), tile.float32)
     acc = tile.zeros((GP, D), tile.float32)
+    whole = k.shape[1] // BN                             # tiles without keys past the end
     for j in range(s * per, min(s * per + per, n_tiles)):
-        tk = k.load((g, j, 0), (1, BN, D), latency=4).reshape((BN, D))
-        sc = tile.mma(tq, tk.T, tile.zeros((GP, BN), tile.float32))
-        sc = tile.where(j * BN + tile.arange(BN)[None, :] < k.shape[1], sc, -math.inf)
-        m_new = tile.maximum(m, tile.max(sc, axis=1, keepdims=True, propagate_nan=False) * scale,
-                             propagate_nan=False)
-        p = tile.exp2(sc * scale - m_new, flush_to_zero=True)
-        alpha = tile.exp2(m - m_new, flush_to_zero=True)
-        l = l * alpha + tile.sum(p, axis=1, keepdims=True)
-        tv = v.load((g, j, 0), (1, BN, D), latency=4).reshape((BN, D))
-        acc = tile.mma(p.astype(tv.dtype), tv, acc * alpha)
-        m = m_new
+        sc = scores(tq, k, g, j, GP, BN, D)
+        if j >= whole:                                   # the ragged last tile: split out
+            sc = masked(sc, 0, j, k.shape[1], GP, BN, False)
+        m, l, acc = online_update(sc, v, g, j, m, l, acc, scale, BN, D)
     empty = l == 0.0                                     # a range past the last key
     o_ws.store((acc / tile.where(empty, 1.0, l)).reshape((1, GP, D)))
     lse = tile.where(empty, -math.inf, m + tile.log2(tile.where(empty, 1.0, l)))

@@ -16,6 +16,8 @@ import tilejit as tile
 from tilejit import api
 from tilejit.runtime import current_backend
 
+from softmax import rows_grid  # noqa: F401  (one block per ROWS rows, or one wave: persistent)
+
 ZERO = tile.PaddingMode.ZERO
 
 
@@ -32,7 +34,7 @@ def rmsnorm(y, x, w, eps):
 @tile.entry
 def rmsnorm_persistent(y, x, w, eps, ROWS: tile.Constant[int], WIDTH: tile.Constant[int],
                        LATENCY: tile.Constant[int]):
-    """``y`` a writable tensor (``tile.atomic``); grid: one wave of blocks (``rows_grid``)."""
+    """``y`` a writable tensor (``tile.atomic``); grid: one wave of blocks (softmax.rows_grid)."""
     step = tile.num_blocks(0)
     last = tile.cdiv(x.shape[0], ROWS) - 1
     wv = w.load((0,), (WIDTH,), padding=ZERO).astype(tile.float32)[None, :]
@@ -47,7 +49,7 @@ def rmsnorm_persistent(y, x, w, eps, ROWS: tile.Constant[int], WIDTH: tile.Const
 
 @tile.entry
 def rmsnorm_chunked(y, x, w, eps, ROWS: tile.Constant[int], CHUNK: tile.Constant[int]):
-    """``y`` a writable tensor; grid: one block per ROWS rows (``rows_grid``)."""
+    """``y`` a writable tensor; grid: one block per ROWS rows (softmax.rows_grid)."""
     i = tile.bid(0)
     ss = tile.zeros((ROWS, 1), tile.float32)
     for j in range(tile.cdiv(x.shape[1], CHUNK)):
@@ -58,15 +60,6 @@ def rmsnorm_chunked(y, x, w, eps, ROWS: tile.Constant[int], CHUNK: tile.Constant
         t = x.load((i, j), (ROWS, CHUNK), padding=ZERO).astype(tile.float32)
         wv = w.load((j,), (CHUNK,), padding=ZERO).astype(tile.float32)[None, :]
         tile.store(y.partition((ROWS, CHUNK)), (i, j), (t * rs * wv).astype(y.dtype))
-
-
-def rows_grid(cfg, args, sms=None):
-    """One block per ROWS rows, or for a persistent kernel (a WIDTH constant) one wave."""
-    blocks = tile.cdiv(args["x"].shape[0], cfg.constants["ROWS"])
-    if "WIDTH" not in cfg.constants:
-        return (blocks, 1, 1)
-    sms = sms or tile.Device(0).multiprocessor_count
-    return (min(blocks, sms * (cfg.occupancy or 1)), 1, 1)
 
 
 def main() -> int:

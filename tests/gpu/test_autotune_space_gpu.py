@@ -8,16 +8,10 @@ import pytest
 import tilejit as tile
 from tilejit import api
 
+from test_autotune_gpu import cache_dir  # noqa: F401  (a fresh cache directory per test)
 from test_autotune_space import _matmul, _softmax  # noqa: E402  (the CPU tests' kernels)
 
 pytestmark = pytest.mark.gpu
-
-
-@pytest.fixture
-def cache_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("TILEJIT_CACHE_DIR", str(tmp_path))
-    monkeypatch.setenv("TILEJIT_AUTOTUNE_QUIET", "1")
-    return tmp_path
 
 
 def test_a_matmul_key_tunes_cold_within_the_target_and_warm_from_disk(cache_dir):
