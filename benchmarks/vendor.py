@@ -215,8 +215,8 @@ def _fmt(v):
     return f"{v:.3g}" if isinstance(v, float) else str(v)
 
 
-def tables(results) -> str:
-    """One markdown table per group."""
+def tables(results, predicted=None) -> str:
+    """One markdown table per group (with the group's prediction under it, if given)."""
     out = []
     groups = []
     for r in results:
@@ -238,6 +238,8 @@ def tables(results) -> str:
             cells += [_num(r.get("columns", {}).get(k)) for k in extra]
             cells += [r["config"], r["vendor_name"]]
             lines.append("| " + " | ".join(cells) + " |")
+        if predicted and g in predicted:
+            lines += ["", f"Predicted before the run: {predicted[g]}."]
         out.append("\n".join(lines))
     return "\n\n".join(out)
 
@@ -297,6 +299,9 @@ def main(argv=None) -> int:
         env.roofline = 1.0
         print("vendor: rehearsal on the simulator (tiny sizes; figures mean nothing)")
     for n in names:
+        if env.over_budget():                  # not even the group's compiles
+            env.skipped += [f"{n}: {label}" for label in vendor_rows.plan(n, args.quick)]
+            continue
         print(f"--- {n} ({env.elapsed():.0f} s)", flush=True)
         try:
             vendor_rows.GROUP_FUNCS[n](env)
@@ -307,7 +312,7 @@ def main(argv=None) -> int:
         env.sync()
     env.pool.shutdown()
     print(f"\nwall time {env.elapsed():.0f} s; {len(env.results)} rows")
-    md = tables(env.results)
+    md = tables(env.results, vendor_rows.PREDICTED)
     print("\n" + md)
     if env.out:
         with open(os.path.join(env.out, "vendor.md"), "w") as f:

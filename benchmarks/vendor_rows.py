@@ -83,6 +83,24 @@ def cases(group: str, quick: bool, rehearse: bool) -> list:
     raise KeyError(group)
 
 
+#: what each group was expected to show before any GPU run of these variants (tilejit/vendor,
+#: and of the copy roofline for the norms): printed under each table, to compare
+PREDICTED = {
+    "matmul": "flush: 4096^3 0.93-0.97x (128x256 tiles), 8192^3 1.05-1.10x; loop: 0.90-0.95x",
+    "attention": "non-causal D128 0.85-0.90x, causal 0.92-1.0x, D64 0.90-1.0x; two query "
+                 "tiles within +-10% of one",
+    "softmax": "0.80-0.90 of the copy roofline (4K rows: persistent), 1.3-3x torch (32K rows: "
+               "chunked, 1.0-1.3x torch)",
+    "layer_norm": "0.85-0.90 of the roofline, 1.5x torch or more",
+    "rms_norm": "0.88-0.92 of the roofline, 1.4x torch or more",
+    "skinny": "M=16 0.8-1.1x (split-K or 16x64 tiles), M=256 0.85-0.95x",
+    "fp8": "0.75-0.95x",
+    "attention_bwd": "0.55-0.70x (7 tile products per tile pair against FlashAttention-2's 5)",
+    "gqa": "as the MHA forward, 0.85-0.95x (more where SDPA leaves its flash backend)",
+    "decode": "1.2-2x SDPA, 0.7-0.85 of the copy roofline",
+}
+
+
 def plan(group: str, quick: bool) -> list:
     return [label for label, _ in cases(group, quick, False)]
 

@@ -247,7 +247,8 @@ class Autotuned:
         from .runtime.device import parse_arch
         shape = None
         if self.partition is not None:
-            shape = tuple(int(s) for s in bound[self.partition].shape)
+            v = bound[self.partition]
+            shape = tuple(int(s) for s in getattr(v, "value", v).shape)    # tile.atomic(t)
         sizes = [_itemsize(v) for v in bound.values()]
         sizes = [s for s in sizes if s]
         params = inspect.signature(self.kernel.py_func).parameters
