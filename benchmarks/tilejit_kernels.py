@@ -86,7 +86,8 @@ def layer_norm_fwd(y, x, w, b, mean_out, rstd_out, eps, TILE_N: tile.Constant[in
 # the gallery's kernels, measured as users would copy them
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 from batched_matmul import batched_matmul, grid as bmm_grid  # noqa: E402,F401
-from rmsnorm import rmsnorm as rms_norm  # noqa: E402,F401
+from rmsnorm import rmsnorm as _rms_norm_tuned  # noqa: E402
+rms_norm = _rms_norm_tuned.kernel       # the gallery autotunes it; the benchmarks bring configs
 from softmax import softmax as softmax_fast  # noqa: E402,F401
 from layernorm import layernorm_fwd as layer_norm_rows  # noqa: E402,F401
 from flash_attention import attention  # noqa: E402,F401  (tilejit's idiomatic spelling)

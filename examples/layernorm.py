@@ -39,6 +39,61 @@ def layernorm_fwd(y, x, w, b, mean, rstd, eps):
     tile.store(rstd.partition((BM,)), (i,), rs.reshape((BM,)))
 
 
+# Forward variants for benchmarks/vendor.py (tests/test_gallery_variants.py checks them): y, mean
+# and rstd are writable tensors (tile.atomic) and the grid is explicit.
+@tile.entry
+def layernorm_fwd_persistent(y, x, w, b, mean, rstd, eps, ROWS: tile.Constant[int],
+                             WIDTH: tile.Constant[int], LATENCY: tile.Constant[int]):
+    """One wave of blocks, each looping over row blocks with the grid's stride; w and b are
+    read once per block, and the next row block is loaded before this one is reduced."""
+    n = x.shape[1]
+    step = tile.num_blocks(0)
+    last = tile.cdiv(x.shape[0], ROWS) - 1
+    cols = tile.arange(WIDTH)[None, :]
+    wv = w.load((0,), (WIDTH,), padding=ZERO).astype(tile.float32)[None, :]
+    bv = b.load((0,), (WIDTH,), padding=ZERO).astype(tile.float32)[None, :]
+    t = x.load((tile.bid(0), 0), (ROWS, WIDTH), padding=ZERO, latency=LATENCY)
+    for r in range(tile.bid(0), last + 1, step):
+        nxt = x.load((min(r + step, last), 0), (ROWS, WIDTH), padding=ZERO, latency=LATENCY)
+        tf = t.astype(tile.float32)
+        mu = tile.sum(tf, axis=1, keepdims=True) / n
+        d = tile.where(cols < n, tf - mu, 0.0)
+        rs = tile.rsqrt(tile.sum(d * d, axis=1, keepdims=True) / n + eps)
+        tile.store(y.partition((ROWS, WIDTH)), (r, 0), (d * rs * wv + bv).astype(y.dtype))
+        tile.store(mean.partition((ROWS,)), (r,), mu.reshape((ROWS,)))
+        tile.store(rstd.partition((ROWS,)), (r,), rs.reshape((ROWS,)))
+        t = nxt
+
+
+@tile.entry
+def layernorm_fwd_chunked(y, x, w, b, mean, rstd, eps, ROWS: tile.Constant[int],
+                          CHUNK: tile.Constant[int]):
+    """Rows too long for one tile: statistics over column chunks (each chunk's mean and squared
+    deviations, merged as in Chan et al.: no cancellation), then a second pass (from L2)."""
+    i = tile.bid(0)
+    n = x.shape[1]
+    mu = tile.zeros((ROWS, 1), tile.float32)
+    m2 = tile.zeros((ROWS, 1), tile.float32)
+    for j in range(tile.cdiv(n, CHUNK)):
+        t = x.load((i, j), (ROWS, CHUNK), padding=ZERO).astype(tile.float32)
+        seen = j * CHUNK
+        nb = min(CHUNK, n - seen)
+        mb = tile.sum(t, axis=1, keepdims=True) / nb
+        db = tile.where(seen + tile.arange(CHUNK)[None, :] < n, t - mb, 0.0)
+        delta = mb - mu
+        mu = mu + delta * (nb / (seen + nb))
+        m2 = m2 + tile.sum(db * db, axis=1, keepdims=True) + delta * delta * (seen * nb /
+                                                                             (seen + nb))
+    rs = tile.rsqrt(m2 / n + eps)
+    for j in range(tile.cdiv(n, CHUNK)):
+        t = x.load((i, j), (ROWS, CHUNK), padding=ZERO).astype(tile.float32)
+        wv = w.load((j,), (CHUNK,), padding=ZERO).astype(tile.float32)[None, :]
+        bv = b.load((j,), (CHUNK,), padding=ZERO).astype(tile.float32)[None, :]
+        tile.store(y.partition((ROWS, CHUNK)), (i, j), ((t - mu) * rs * wv + bv).astype(y.dtype))
+    tile.store(mean.partition((ROWS,)), (i,), mu.reshape((ROWS,)))
+    tile.store(rstd.partition((ROWS,)), (i,), rs.reshape((ROWS,)))
+
+
 @tile.entry
 def layernorm_bwd(dx, x, w, dy, mean, rstd, dw_group, db_group, locks):
     BM, BN = dx.shape

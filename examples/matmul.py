@@ -1,12 +1,19 @@
-"""Matrix multiply for fp16, bf16 and float32 (on tf32 tensor cores), with the tile shape and
-occupancy chosen by `tile.autotune`.
+"""Matrix multiply for fp16, bf16 and float32 (on tf32 tensor cores), tuned by `tile.autotune`.
 
     python examples/matmul.py
 
-Each block computes one (BM, BN) tile of C with a K loop of `tile.mma`; a branch on `a.dtype`
-(decided when the kernel is specialized) sends float32 through tf32. The first call for a
-given shape times every config on the GPU and remembers the winner (also on disk, next to the
-cubin cache); on the simulator the first config that compiles is used.
+`matmul`: each block computes one (BM, BN) tile of C with a K loop of `tile.mma`; a branch on
+`a.dtype` (decided when the kernel is specialized) sends float32 through tf32. It is tuned over
+the default search space (no `configs=`): the output tile, the K tile `BK` (a `tile.Constant`
+whose name says what it is), occupancy and clusters (`num_ctas`).
+
+`matmul_scheduled`: the same product with the block order in the kernel's hands. Tiles are
+visited in groups of GROUP row tiles (the blocks running at once share tiles of B in L2), and with
+PERSISTENT one wave of blocks (a block per SM and occupancy slot) loops over all tiles, so no
+block is scheduled twice and the last wave's tail is spread over every SM.
+
+The first call for a given shape times every config on the GPU and remembers the winner (also on
+disk, next to the cubin cache); on the simulator the first config that compiles is used.
 """
 import sys
 
@@ -16,13 +23,8 @@ import tilejit as tile
 from tilejit import api
 from tilejit.runtime import current_backend
 
-CONFIGS = [tile.Config(tile=(128, 128), BK=64),
-           tile.Config(tile=(128, 128), BK=64, occupancy=2),
-           tile.Config(tile=(128, 64), BK=64, occupancy=2),
-           tile.Config(tile=(64, 64), BK=32, occupancy=4)]
 
-
-@tile.autotune(configs=CONFIGS, key=["a", "b"])
+@tile.autotune(key=["a", "b"])
 @tile.entry
 def matmul(c, a, b, BK: tile.Constant[int]):
     """fp16 / bf16 inputs, or float32 rounded to tf32 for the tensor cores; float32 accumulation."""
@@ -38,6 +40,71 @@ def matmul(c, a, b, BK: tile.Constant[int]):
     c.store(acc.astype(c.dtype))
 
 
+@tile.function
+def grouped_position(t, num_m, num_n, GROUP):
+    """Tile ``t`` of a grouped order: GROUP row tiles walk each column of tiles together."""
+    width = GROUP * num_n
+    first_m = (t // width) * GROUP
+    size_m = min(num_m - first_m, GROUP)
+    return first_m + (t % width) % size_m, (t % width) // size_m
+
+
+@tile.function
+def tile_product(a, b, pm, pn, BM, BN, BK):
+    """The float32 (BM, BN) tile (pm, pn) of a @ b."""
+    acc = tile.zeros((BM, BN), tile.float32)
+    for k in range(tile.cdiv(a.shape[1], BK)):
+        acc = tile.mma(a.load((pm, k), (BM, BK)), b.load((k, pn), (BK, BN)), acc)
+    return acc
+
+
+@tile.entry
+def matmul_scheduled(c, a, b, BM: tile.Constant[int], BN: tile.Constant[int],
+                     BK: tile.Constant[int], GROUP: tile.Constant[int],
+                     PERSISTENT: tile.Constant[bool]):
+    """C = A @ B for fp16 / bf16 / fp8 inputs; ``c`` is a writable tensor (``tile.atomic``)."""
+    num_m = tile.cdiv(a.shape[0], BM)
+    num_n = tile.cdiv(b.shape[1], BN)
+    out = c.partition((BM, BN))
+    if PERSISTENT:
+        for t in range(tile.bid(0), num_m * num_n, tile.num_blocks(0)):
+            pm, pn = grouped_position(t, num_m, num_n, GROUP)
+            tile.store(out, (pm, pn), tile_product(a, b, pm, pn, BM, BN, BK).astype(c.dtype))
+    else:
+        pm, pn = grouped_position(tile.bid(0), num_m, num_n, GROUP)
+        tile.store(out, (pm, pn), tile_product(a, b, pm, pn, BM, BN, BK).astype(c.dtype))
+
+
+def scheduled_grid(cfg, args, sms=None):
+    """One block per tile, or with PERSISTENT one wave: SMs x occupancy blocks at most."""
+    k = cfg.constants
+    m, n = args["a"].shape[0], args["b"].shape[1]
+    tiles = tile.cdiv(m, k["BM"]) * tile.cdiv(n, k["BN"])
+    if not k["PERSISTENT"]:
+        return (tiles, 1, 1)
+    sms = sms or tile.Device(0).multiprocessor_count
+    return (min(tiles, sms * (cfg.occupancy or 1)), 1, 1)
+
+
+#: candidates for matmul_scheduled (the benchmark times them; see benchmarks/vendor.py)
+SCHEDULED_CONFIGS = [tile.Config(BM=bm, BN=bn, BK=64, GROUP=8, PERSISTENT=p, occupancy=occ)
+                     for (bm, bn, occ) in ((128, 128, 1), (128, 128, 2), (128, 256, 1),
+                                           (256, 128, 1))
+                     for p in (False, True)]
+
+
+def scheduled(configs=SCHEDULED_CONFIGS):
+    """``matmul_scheduled`` autotuned over ``configs`` (call with tile.atomic(c), a, b)."""
+    return tile.autotune(configs=configs, key=["a", "b"], grid=scheduled_grid)(matmul_scheduled)
+
+
+def _check(name, c, a, b, tol) -> bool:
+    ref = a.to_numpy().astype(np.float32) @ b.to_numpy().astype(np.float32)
+    err = np.abs(c.to_numpy().astype(np.float32) - ref).max() / np.abs(ref).max()
+    print(f"  {name}: max relative error {err:.1e}")
+    return bool(err < tol)
+
+
 def main() -> int:
     m, k, n = (4096, 4096, 4096) if current_backend() == "cuda" else (96, 64, 80)
     rng = np.random.default_rng(0)
@@ -49,13 +116,16 @@ def main() -> int:
         b = api.from_numpy(b32, dtype).sync()
         c = api.zeros((m, n), dtype).sync()
         matmul(c, a, b).sync()
-        ref = a.to_numpy().astype(np.float32) @ b.to_numpy().astype(np.float32)
-        err = np.abs(c.to_numpy().astype(np.float32) - ref).max() / np.abs(ref).max()
-        good = err < tol
-        ok &= good
-        print(f"  {dtype.name:9s} {m}x{k}x{n}: max relative error {err:.1e}, "
-              f"config {matmul.best_config(c, a, b)}")
-    print(f"matmul: fp16, bf16, tf32 {'ok' if ok else 'MISMATCH'}")
+        ok &= _check(f"{dtype.name:9s} {m}x{k}x{n}, config {matmul.best_config(c, a, b)}",
+                     c, a, b, tol)
+    small = [tile.Config(BM=32, BN=32, BK=32, GROUP=2, PERSISTENT=p) for p in (True, False)]
+    for cfg in small:                    # both schedules, on the last (float32 -> fp16) inputs
+        a16, b16 = (api.from_numpy(v.to_numpy(), tile.float16).sync() for v in (a, b))
+        c = api.zeros((m, n), tile.float16).sync()
+        tuned = scheduled([cfg])
+        tuned(tile.atomic(c), a16, b16).sync()
+        ok &= _check(f"scheduled, persistent={cfg.constants['PERSISTENT']}", c, a16, b16, 2e-2)
+    print(f"matmul: fp16, bf16, tf32, grouped and persistent {'ok' if ok else 'MISMATCH'}")
     return 0 if ok else 1
 
 

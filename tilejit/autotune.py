@@ -21,6 +21,14 @@ arguments are saved first and restored after), skips configs that fail to compil
 time limit, and keeps the winner in memory and on disk (``autotune/`` in the cubin cache). Later
 calls, and later processes, go straight to the winner. On the simulator the first config that
 compiles wins, without timing. ``kernel.tuning_report()`` lists every config's time.
+
+Without ``configs=`` (``@tile.autotune`` or ``@tile.autotune(key=[...])``) the configs come from
+the default search space, built per key from the kernel itself: the output tile, the
+``tile.Constant`` parameters whose names say what they are (``BK``, ``GROUP``, ``SPLIT_K``,
+``LATENCY``, ``TMA``, ``PERSISTENT``, ...), occupancy and ``num_ctas``, pruned to a few dozen
+(``tuning_space.py`` has the rules; ``space={...}`` overrides them). Constants that are not tuned
+are passed at the call by keyword (``attention(o, q, k, v, CAUSAL=True)``); they are part of the
+key.
 """
 from __future__ import annotations
 
@@ -33,6 +41,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from . import dtypes as D
 from . import envvars
+from . import tuning_space
 from .compiler import CompileOptions
 from .errors import LaunchError, TileJitError
 from .ops.deviceop import account_for
@@ -63,6 +72,20 @@ class Config:
                               self.opt_level if self.opt_level is not None else base.opt_level,
                               base.fma)
 
+    def as_dict(self) -> Dict[str, Any]:
+        """A JSON-able form (the disk cache keeps default-space winners this way)."""
+        d = {n: getattr(self, n) for n in _OPTION_NAMES if getattr(self, n) is not None}
+        if self.tile is not None:
+            d["tile"] = list(self.tile)
+        if self.constants:
+            d["constants"] = dict(self.constants)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "Config":
+        return cls(d.get("tile"), **{n: d[n] for n in _OPTION_NAMES if n in d},
+                   **d.get("constants", {}))
+
     def __repr__(self) -> str:
         parts = [f"tile={self.tile}"] if self.tile is not None else []
         parts += [f"{n}={getattr(self, n)}" for n in _OPTION_NAMES if getattr(self, n) is not None]
@@ -84,33 +107,49 @@ class Tuning:
     trials: List[Trial] = field(default_factory=list)
     source: str = "timed"        # "timed", "disk" or "simulator"
 
+    @property
+    def config(self) -> Config:
+        return self.trials[self.best].config
+
 
 class Autotuned:
-    """A ``@tile.entry`` kernel with a list of configs; calling it launches the best config."""
+    """A ``@tile.entry`` kernel with a list of configs (or the default space); calling it
+    launches the best config for the arguments."""
 
-    def __init__(self, kernel, configs: Sequence[Config], key: Optional[Sequence[str]] = None,
-                 partition: Optional[str] = None, grid: Optional[Callable] = None,
-                 reps: int = 10, warmup: int = 2, time_limit_s: float = 1.0):
+    def __init__(self, kernel, configs: Optional[Sequence[Config]] = None,
+                 key: Optional[Sequence[str]] = None, partition: Optional[str] = None,
+                 grid: Optional[Callable] = None, reps: int = 10, warmup: int = 2,
+                 time_limit_s: float = 1.0, space: Optional[Dict[str, Any]] = None):
         from .dispatcher import Kernel
         if not isinstance(kernel, Kernel):
             raise TypeError("tile.autotune applies to a @tile.entry kernel (put @tile.autotune "
                             "above @tile.entry)")
-        configs = list(configs)
-        if not configs or not all(isinstance(c, Config) for c in configs):
-            raise TypeError("tile.autotune(configs=[...]) needs a non-empty list of tile.Config")
         self.kernel = kernel
         self.__name__ = kernel.__name__
         self.__doc__ = kernel.__doc__
-        self.configs = configs
         names = kernel.param_names
-        for c in configs:
-            unknown = [n for n in c.constants if n not in kernel.constant_names]
-            if unknown:
-                raise TypeError(f"tile.Config for {kernel.__name__}: {unknown[0]!r} is not a "
-                                f"tile.Constant parameter (constants: "
-                                f"{', '.join(kernel.constant_names) or 'none'})")
-        tiled = any(c.tile is not None for c in configs)
-        self.partition = partition if partition is not None else (names[0] if tiled else None)
+        if configs is not None:
+            configs = list(configs)
+            if not configs or not all(isinstance(c, Config) for c in configs):
+                raise TypeError("tile.autotune(configs=[...]) needs a non-empty list of "
+                                "tile.Config (or no configs=: the default search space)")
+            if space is not None:
+                raise TypeError("tile.autotune: give configs= or space=, not both (space= "
+                                "adjusts the default search space)")
+            for c in configs:
+                unknown = [n for n in c.constants if n not in kernel.constant_names]
+                if unknown:
+                    raise TypeError(f"tile.Config for {kernel.__name__}: {unknown[0]!r} is not a "
+                                    f"tile.Constant parameter (constants: "
+                                    f"{', '.join(kernel.constant_names) or 'none'})")
+            tiled = any(c.tile is not None for c in configs)
+            self.partition = partition if partition is not None else \
+                (names[0] if tiled else None)
+        else:
+            self.partition = partition if partition is not None else \
+                tuning_space.find_partition(kernel.py_func, kernel.runtime_names)
+        self.configs = configs           # None: the default space, built per key
+        self.space = dict(space) if space is not None else None
         if self.partition is not None and self.partition not in kernel.runtime_names:
             raise TypeError(f"tile.autotune: partition={self.partition!r} is not a runtime "
                             f"parameter of {kernel.__name__}")
@@ -121,48 +160,63 @@ class Autotuned:
         self.grid = grid
         self.reps, self.warmup, self.time_limit_s = reps, warmup, time_limit_s
         self._tuned: Dict[str, Tuning] = {}
+        self._facts: Optional[tuning_space.SourceFacts] = None
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
-        return f"<tile.autotune {self.kernel.__name__}: {len(self.configs)} configs>"
+        what = f"{len(self.configs)} configs" if self.configs is not None else "default space"
+        return f"<tile.autotune {self.kernel.__name__}: {what}>"
 
     # --- calling ---------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
         """The launch (a lazy DeviceOp) of the best config for these arguments."""
         bound = self._bind(args, kwargs)
+        return self.launch_for(self._tuning(bound).config, bound)
+
+    def _tuning(self, bound) -> Tuning:
         key = self._key(bound)
         tuning = self._tuned.get(key)
         if tuning is None:
             with self._lock:
                 tuning = self._tuned.get(key) or self._load(key) or self._tune(key, bound)
                 self._tuned[key] = tuning
-        return self.launch_for(self.configs[tuning.best], bound)
+        return tuning
 
     def _bind(self, args, kwargs) -> Dict[str, Any]:
+        """Runtime arguments by name, plus the tile.Constant values passed by keyword (those
+        the configs do not set)."""
         runtime = self.kernel.runtime_names
-        names = [n for n in self.kernel.param_names if n in runtime]
-        if len(args) > len(names):
-            raise TypeError(f"{self.__name__}() takes {len(names)} runtime arguments "
-                            f"({', '.join(names)}); the constants come from the configs")
-        bound = dict(zip(names, args))
+        consts = self.kernel.constant_names
+        if len(args) > len(runtime):
+            raise TypeError(f"{self.__name__}() takes {len(runtime)} runtime arguments "
+                            f"({', '.join(runtime)}); the tuned constants come from the configs"
+                            + (f", the others are passed by keyword ({consts[0]}=...)"
+                               if consts else ""))
+        bound = dict(zip(runtime, args))
         for k, v in kwargs.items():
-            if k in bound or k not in names:
+            if k in bound or (k not in runtime and k not in consts):
                 raise TypeError(f"{self.__name__}(): unexpected or repeated argument {k!r}")
+            if k in consts and self.configs is not None and \
+                    any(k in c.constants for c in self.configs):
+                raise TypeError(f"{self.__name__}(): {k!r} is set by the configs; it cannot "
+                                f"also be passed at the call")
             bound[k] = v
-        missing = [n for n in names if n not in bound]
+        missing = [n for n in runtime if n not in bound]
         if missing:
             raise TypeError(f"{self.__name__}() missing argument(s): {', '.join(missing)}")
         return bound
 
     def launch_for(self, config: Config, bound: Dict[str, Any]):
-        """The kernel launch of ``config`` on the bound runtime arguments."""
+        """The kernel launch of ``config`` on the bound arguments."""
         args = dict(bound)
         if config.tile is not None:
             # tile.partition: a tilejit tensor or a GPU array written in place; a NumPy array is
             # copied in and back around the launch
             args[self.partition] = partition(args[self.partition], config.tile)
         op = self.kernel(*[args[n] for n in self.kernel.runtime_names])
-        op = op.generics(**config.constants) if config.constants else op
+        consts = {n: bound[n] for n in self.kernel.constant_names if n in bound}
+        consts.update(config.constants)
+        op = op.generics(**consts) if consts else op
         opts = config.options(self.kernel.options)
         if opts != self.kernel.options:
             op = op.compile_options(opts)
@@ -170,10 +224,56 @@ class Autotuned:
             op = op.grid(self.grid(config, bound))
         return op
 
+    # --- the configs of a key ----------------------------------------------------------------------
+    def configs_for(self, *args, **kwargs) -> List[Config]:
+        """The configs a first call with these arguments would try (the default space is built
+        for them; nothing is compiled)."""
+        return self._configs(self._bind(args, kwargs))
+
+    def _configs(self, bound) -> List[Config]:
+        if self.configs is not None:
+            return self.configs
+        if self._facts is None:
+            self._facts = tuning_space.analyze(self.kernel.py_func, self.partition)
+        prob = self._problem(bound)
+        blocks_of = None
+        if self.grid is not None:
+            def blocks_of(cand):
+                c = Config(cand["tile"], **cand["constants"])
+                return tuple(int(g) for g in self.grid(c, bound)) + (1, 1)
+        cands = tuning_space.build(self._facts, prob, self.space, blocks_of)
+        return [Config(c["tile"], occupancy=c["occupancy"],
+                       num_ctas=c["num_ctas"] if c["num_ctas"] != 1 else None, **c["constants"])
+                for c in cands]
+
+    def _problem(self, bound) -> "tuning_space.Problem":
+        import inspect
+        from .runtime import backend
+        from .runtime.device import parse_arch
+        shape = None
+        if self.partition is not None:
+            v = bound[self.partition]
+            shape = tuple(int(s) for s in getattr(v, "value", v).shape)    # tile.atomic(t)
+        sizes = [_itemsize(v) for v in bound.values()]
+        sizes = [s for s in sizes if s]
+        params = inspect.signature(self.kernel.py_func).parameters
+        consts = self.kernel.constant_names
+        defaults = {n: params[n].default for n in consts
+                    if params[n].default is not inspect.Parameter.empty}
+        dev = _device_obj(bound)
+        gpu = backend.current() == backend.CUDA
+        return tuning_space.Problem(
+            shape, min(sizes) if sizes else 2, consts,
+            fixed={n: bound[n] for n in consts if n in bound}, defaults=defaults,
+            num_sms=dev.multiprocessor_count if gpu else tuning_space.NOMINAL_SMS,
+            arch=parse_arch(dev.arch), explicit_grid=self.grid is not None)
+
     # --- keys and the disk cache -------------------------------------------------------------------
     def _key(self, bound: Dict[str, Any]) -> str:
-        names = self.key_names if self.key_names is not None else tuple(bound)
+        names = self.key_names if self.key_names is not None else \
+            tuple(n for n in bound if n in self.kernel.runtime_names)
         parts = [f"{n}:{_describe(bound[n])}" for n in names if n in bound]
+        parts += [f"{n}={bound[n]!r}" for n in self.kernel.constant_names if n in bound]
         dev = _device_of(bound)
         parts.append(f"device:{dev}")
         return "|".join(parts)
@@ -187,7 +287,9 @@ class Autotuned:
         digest = fingerprint.function_digest(self.kernel.py_func)
         if root is None or digest is None:
             return None
-        h = hashlib.sha256((digest + repr(self.configs) + _versions()).encode()).hexdigest()[:20]
+        what = repr(self.configs) if self.configs is not None else \
+            f"default space v{tuning_space.SPACE_VERSION} {self.space!r} {self.partition}"
+        h = hashlib.sha256((digest + what + _versions()).encode()).hexdigest()[:20]
         return Path(root) / "autotune" / f"{self.kernel.__name__}-{h}.json"
 
     def _load(self, key: str) -> Optional[Tuning]:
@@ -197,11 +299,16 @@ class Autotuned:
             return None
         try:
             entry = json.loads(path.read_text()).get(key)
-        except (OSError, ValueError):
+            if self.configs is not None:
+                configs = self.configs
+            else:           # the default space's configs are stored: no space to rebuild
+                configs = [Config.from_dict(d) for d in entry["configs"]]
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):
             return None
-        if not entry or not 0 <= entry.get("best", -1) < len(self.configs):
+        if not entry or not 0 <= entry.get("best", -1) < len(configs):
             return None
-        trials = [Trial(c, ms) for c, ms in zip(self.configs, entry.get("ms", []))]
+        ms = list(entry.get("ms", [])) + [None] * len(configs)
+        trials = [Trial(c, m) for c, m in zip(configs, ms)]
         return Tuning(entry["best"], trials, source="disk")
 
     def _save(self, key: str, tuning: Tuning) -> None:
@@ -214,51 +321,61 @@ class Autotuned:
             data = json.loads(path.read_text()) if path.exists() else {}
         except (OSError, ValueError):
             data = {}
-        data[key] = {"best": tuning.best, "ms": [t.ms for t in tuning.trials]}
+        entry = {"best": tuning.best, "ms": [t.ms for t in tuning.trials]}
+        if self.configs is None:
+            entry["configs"] = [t.config.as_dict() for t in tuning.trials]
+        data[key] = entry
         path.parent.mkdir(parents=True, exist_ok=True)
         cache.write_atomic(path, json.dumps(data, indent=1).encode())
 
     # --- tuning ------------------------------------------------------------------------------------
     def _tune(self, key: str, bound: Dict[str, Any]) -> Tuning:
         from .runtime import backend
+        configs = self._configs(bound)
         if backend.current() != backend.CUDA:
-            return self._first_valid(bound)
-        tuning = self._time_all(key, bound)
+            return self._first_valid(configs, bound)
+        tuning = self._time_all(configs, bound)
         self._save(key, tuning)
         return tuning
 
-    def _first_valid(self, bound) -> Tuning:
+    def _first_valid(self, configs, bound) -> Tuning:
         """Simulator: the first config that compiles (no timing)."""
         trials = []
-        for i, c in enumerate(self.configs):
+        for i, c in enumerate(configs):
             try:
                 self._compile(c, bound)
             except TileJitError as e:
                 trials.append(Trial(c, None, f"does not compile: {_first_line(e)}"))
                 continue
             trials.append(Trial(c, None, "chosen without timing (simulator)"))
-            trials += [Trial(c2, None, "not tried") for c2 in self.configs[i + 1:]]
+            trials += [Trial(c2, None, "not tried") for c2 in configs[i + 1:]]
             return Tuning(i, trials, source="simulator")
         raise LaunchError(f"autotune {self.__name__}: no config compiles for these arguments:\n"
                           + "\n".join(f"  {t.config}: {t.note}" for t in trials))
 
-    def _compile(self, config: Config, bound):
-        """Type, lower and compile ``config`` for ``bound`` without launching it."""
-        from .dispatcher import grid_ones
-        from . import backends
-        op = self.launch_for(config, bound)
-        account_for(op)         # a description to compile, never launched
-        k = self.kernel
-        keys, consts, ones = k._keys_for(op.args, op._generics)
-        if op._grid is not None:
-            ones = grid_ones(op._grid)
-        device = _device_obj(bound)
-        return k.specialize(keys, consts, backends.of(device).target(device),
-                            op._options or k.options, grid_ones=ones)
+    def _compile(self, config: Config, bound, target: Optional[str] = None):
+        """Type, lower and compile ``config`` for ``bound`` without launching it (for the
+        arguments' device, or for ``target``, e.g. ``"sm_90"``). Safe in threads: a tensor's
+        partitions are exclusive, so the launches are built (and their partitions released)
+        one at a time, and only the compiles overlap."""
+        with _BUILD_LOCK:
+            keys = _launch_keys(self.launch_for(config, bound))
+        return _specialize(keys, _device_obj(bound), target)
 
-    def _time_all(self, key: str, bound) -> Tuning:
+    def precompile(self, *args, target: Optional[str] = None, pool=None, **kwargs) -> list:
+        """Compile every config of these arguments' key now (``target``: an architecture such
+        as ``"sm_90"`` for an ahead-of-time compile without a GPU); with ``pool`` (an
+        executor) the compiles are submitted to it and their futures returned, so several
+        kernels' configs compile side by side."""
+        bound = self._bind(args, kwargs)
+        configs = self._configs(bound)
+        if pool is not None:
+            return [pool.submit(self._compile, c, bound, target) for c in configs]
+        return [self._compile(c, bound, target) for c in configs]
+
+    def _time_all(self, configs, bound) -> Tuning:
         import concurrent.futures
-        n = len(self.configs)
+        n = len(configs)
         quiet = envvars.flag("TILEJIT_AUTOTUNE_QUIET")
         t_start = time.perf_counter()
 
@@ -271,7 +388,7 @@ class Autotuned:
         errors: Dict[int, str] = {}
         workers = min(n, max(1, (os.cpu_count() or 2)))
         with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
-            futs = {pool.submit(self._compile, c, bound): i for i, c in enumerate(self.configs)}
+            futs = {pool.submit(self._compile, c, bound): i for i, c in enumerate(configs)}
             for f in concurrent.futures.as_completed(futs):
                 exc = f.exception()
                 if exc is not None:
@@ -283,7 +400,7 @@ class Autotuned:
         saved = _save_written(self, bound)
         trials: List[Trial] = []
         try:
-            for i, c in enumerate(self.configs):
+            for i, c in enumerate(configs):
                 progress(f"timing config {i + 1}/{n} {c}")
                 if i in errors:
                     trials.append(Trial(c, None, errors[i]))
@@ -299,16 +416,14 @@ class Autotuned:
             raise LaunchError(f"autotune {self.__name__}: every config failed:\n" +
                               "\n".join(f"  {t.config}: {t.note}" for t in trials))
         best = min(timed)[1]
-        progress(f"best {self.configs[best]} ({trials[best].ms:.3f} ms) of {n} in "
+        progress(f"best {configs[best]} ({trials[best].ms:.3f} ms) of {n} in "
                  f"{time.perf_counter() - t_start:.1f} s\n")
         return Tuning(best, trials)
 
     # --- reporting ---------------------------------------------------------------------------------
     def best_config(self, *args, **kwargs) -> Config:
         """The config chosen for these arguments (tuning them if needed)."""
-        bound = self._bind(args, kwargs)
-        account_for(self(*args, **kwargs))      # tuned on the call; the launch is not wanted
-        return self.configs[self._tuned[self._key(bound)].best]
+        return self._tuning(self._bind(args, kwargs)).config
 
     def tuning_report(self) -> str:
         """Every tuned key with each config's median time (ms) and the winner marked."""
@@ -329,14 +444,15 @@ class Autotuned:
         return self.kernel.stats
 
 
-def autotune(configs: Sequence[Config], key: Optional[Sequence[str]] = None,
+def autotune(configs: Optional[Sequence[Config]] = None, key: Optional[Sequence[str]] = None,
              partition: Optional[str] = None, grid: Optional[Callable] = None, reps: int = 10,
-             warmup: int = 2, time_limit_s: float = 1.0):
+             warmup: int = 2, time_limit_s: float = 1.0, space: Optional[Dict[str, Any]] = None):
     """Decorator over a ``@tile.entry`` kernel: the first call for each key times every config
     on the real arguments and keeps the fastest (in memory and next to the cubin cache).
+    ``@tile.autotune`` alone searches a default space built from the kernel (module docstring).
 
     Args:
-        configs: The :class:`Config` s to try.
+        configs: The :class:`Config` s to try (default: the default search space).
         key: Names of the arguments whose shapes and dtypes select a tuning (default: all).
         partition: The output argument that ``Config(tile=...)`` partitions (default: the
             kernel's first parameter).
@@ -345,11 +461,50 @@ def autotune(configs: Sequence[Config], key: Optional[Sequence[str]] = None,
         reps: Timed runs per config (the median counts).
         warmup: Untimed runs per config first.
         time_limit_s: Skip a config whose single run takes longer than this (seconds).
+        space: Overrides of the default space's choices (``{"BK": (32, 64)}``, ...).
     """
+    from .dispatcher import Kernel
+    if isinstance(configs, Kernel):          # bare @tile.autotune: the default space
+        return Autotuned(configs)
+
     def wrap(kernel):
         return Autotuned(kernel, configs, key=key, partition=partition, grid=grid, reps=reps,
-                         warmup=warmup, time_limit_s=time_limit_s)
+                         warmup=warmup, time_limit_s=time_limit_s, space=space)
     return wrap
+
+
+def compile_launch(op, device=None, target: Optional[str] = None):
+    """Compile the kernel launch ``op`` (``kernel(...)``, with its constants, options and grid)
+    without running it: for ``device`` (default: device 0) or for ``target`` (``"sm_90"``).
+    Thread-safe; tileiras runs in a subprocess, so compiles in threads run side by side. The
+    partitions ``op`` holds are released."""
+    return _specialize(_launch_keys(op), device, target)
+
+
+#: held while a config's launch is built and its keys taken (its partitions live that long)
+_BUILD_LOCK = threading.Lock()
+
+
+def _launch_keys(op) -> tuple:
+    """(kernel, argument keys, constants, grid facts, options) of a lazy launch; releases the
+    partitions it holds."""
+    from .dispatcher import grid_ones
+    k = op.kernel
+    account_for(op)         # a description to compile, never launched
+    keys, consts, ones = k._keys_for(op.args, op._generics)
+    if op._grid is not None:
+        ones = grid_ones(op._grid)
+    return k, keys, consts, ones, op._options or k.options
+
+
+def _specialize(launch_keys: tuple, device=None, target: Optional[str] = None):
+    from . import backends
+    from .runtime.device import Device
+    k, keys, consts, ones, options = launch_keys
+    if target is None:
+        device = device if device is not None else Device(0)
+        target = backends.of(device).target(device)
+    return k.specialize(keys, consts, target, options, grid_ones=ones)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -372,6 +527,16 @@ def _describe(v) -> str:
     if isinstance(v, (int, float)):
         return type(v).__name__
     return type(v).__name__
+
+
+def _itemsize(v) -> int:
+    """Bytes per element of an array argument (0 for scalars)."""
+    v = getattr(v, "value", v)              # tile.atomic(t)
+    dtype = getattr(v, "dtype", None)
+    if dtype is None or getattr(v, "shape", None) is None:
+        return 0
+    n = getattr(dtype, "itemsize", None)
+    return int(n) if isinstance(n, int) else 0
 
 
 def _device_obj(bound):

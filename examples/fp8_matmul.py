@@ -1,0 +1,63 @@
+"""FP8 (e4m3) matmul with per-tensor scales, the layout of `torch._scaled_mm`.
+
+    python examples/fp8_matmul.py
+
+C = (A @ B) * scale_a * scale_b in bf16, with A (M, K) row-major and B (K, N) column-major (the
+transpose of a row-major (N, K) matrix): both operands are K-contiguous, which is what Hopper's
+FP8 tensor cores read. The scales are one-element float32 tensors read inside the kernel, so no
+value goes back to the host. The K tile is twice fp16's for the same bytes per stage.
+"""
+import sys
+
+import ml_dtypes
+import numpy as np
+
+import tilejit as tile
+from tilejit import api
+from tilejit.runtime import current_backend
+
+
+@tile.entry
+def fp8_matmul(c, a, b, scale_a, scale_b, BK: tile.Constant[int]):
+    BM, BN = c.shape
+    bm, bn = c.block
+    acc = tile.zeros((BM, BN), tile.float32)
+    for k in range(tile.cdiv(a.shape[1], BK)):
+        acc = tile.mma(a.load((bm, k), (BM, BK)), b.load((k, bn), (BK, BN)), acc)
+    scale = scale_a.load((0,), ()) * scale_b.load((0,), ())
+    c.store((acc * scale).astype(c.dtype))
+
+
+#: candidates timed by benchmarks/vendor.py (fp8 tiles: twice fp16's K tile)
+CONFIGS = [tile.Config(tile=(bm, bn), BK=128, occupancy=occ)
+           for (bm, bn, occ) in ((128, 128, 1), (128, 128, 2), (128, 256, 1), (256, 128, 1))] + \
+          [tile.Config(tile=(128, 256), BK=128, num_ctas=2)]
+tuned = tile.autotune(configs=CONFIGS, key=["a", "b"])(fp8_matmul)
+
+
+def quantize(x: np.ndarray):
+    """Per-tensor e4m3 quantization: (values, scale) with x ~ values * scale."""
+    scale = np.float32(np.abs(x).max() / 448.0)
+    return (x / scale).astype(ml_dtypes.float8_e4m3fn), scale
+
+
+def main() -> int:
+    m, k, n = (4096, 4096, 4096) if current_backend() == "cuda" else (64, 128, 96)
+    rng = np.random.default_rng(0)
+    a8, sa = quantize(rng.standard_normal((m, k)).astype(np.float32))
+    bt8, sb = quantize(rng.standard_normal((n, k)).astype(np.float32))      # B^T, row-major
+    a = api.from_numpy(a8).sync()
+    b = api.from_numpy(bt8).sync().permute(1, 0)                           # (K, N) column-major
+    c = api.zeros((m, n), tile.bfloat16).sync()
+    scales = [api.from_numpy(np.array([s], np.float32)).sync() for s in (sa, sb)]
+    tuned(c, a, b, *scales).sync()
+    ref = (a8.astype(np.float32) @ bt8.astype(np.float32).T) * sa * sb
+    err = np.abs(c.to_numpy().astype(np.float32) - ref).max() / np.abs(ref).max()
+    ok = err < 1e-2
+    print(f"fp8_matmul: {m}x{k}x{n} e4m3 -> bf16, config {tuned.best_config(c, a, b, *scales)}, "
+          f"max relative error {err:.1e} {'ok' if ok else 'MISMATCH'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,259 @@
+"""tile.autotune with no configs: the default search space built from the kernel (tilejit/
+tuning_space.py), on the simulator (the first config that compiles wins) and compiled for sm_90."""
+import json
+import math
+
+import numpy as np
+import pytest
+
+import tilejit as tile
+from tilejit import api, tuning_space
+from tilejit.toolchain import tileiras
+
+from test_autotune import _matmul  # noqa: E402  (the configs= tests' kernel)
+
+pytestmark = pytest.mark.usefixtures("simulator_backend")
+
+
+def _softmax(z, x):
+    t = x.load(z.block, z.shape, padding=tile.PaddingMode.NEG_INF).astype(tile.float32)
+    e = tile.exp(t - tile.max(t, axis=1, keepdims=True))
+    z.store((e / tile.sum(e, axis=1, keepdims=True)).astype(z.dtype))
+
+
+def _row_scale(y, x, s):
+    BM, BN = y.shape
+    t = x.load((y.block[0], 0), (BM, BN), padding=tile.PaddingMode.ZERO)
+    y.store(t * s)
+
+
+def _heads(o, q, SCALE: tile.Constant[float] = 2.0):
+    BM, _, D = o.shape
+    i, h, _ = o.block
+    t = q.load((h, i, 0), (1, BM, D)).reshape((BM, D))
+    o.store((t * SCALE).reshape((BM, 1, D)))
+
+
+def _vadd(z, x, y):
+    z.store(tile.load_tile_like(x, z) + tile.load_tile_like(y, z))
+
+
+def zeros(shape, dtype=tile.float16):
+    return api.zeros(shape, dtype).sync()
+
+
+class Spec:
+    """Shape and dtype only: all the space of a key looks at (no memory for big shapes)."""
+
+    def __init__(self, shape, dtype=tile.float16):
+        self.shape, self.dtype = shape, dtype
+
+
+def test_default_space_tunes_and_computes_a_matmul():
+    mm = tile.autotune(key=["a", "b"])(tile.entry(_matmul))
+    r = np.random.default_rng(0)
+    an = r.standard_normal((96, 64)).astype(np.float16)
+    bn = r.standard_normal((64, 80)).astype(np.float16)
+    a, b = api.from_numpy(an).sync(), api.from_numpy(bn).sync()
+    c = zeros((96, 80))
+    mm(c, a, b).sync()
+    ref = an.astype(np.float32) @ bn.astype(np.float32)
+    np.testing.assert_allclose(c.to_host().sync().astype(np.float32), ref, rtol=2e-2, atol=5e-2)
+    best = mm.best_config(c, a, b)
+    assert repr(best) == repr(mm.configs_for(c, a, b)[0])    # the space's first, on the simulator
+    assert all(t <= 128 for cfg in mm.configs_for(c, a, b) for t in cfg.tile)  # bounded by c
+    assert "default space" in repr(mm) and "chosen without timing" in mm.tuning_report()
+
+
+def test_bare_decorator_uses_the_default_space():
+    mm = tile.autotune(tile.entry(_matmul))
+    assert mm.configs is None and mm.partition == "c"
+
+
+def test_the_matmul_space():
+    mm = tile.autotune(tile.entry(_matmul))
+    big = Spec((4096, 4096))
+    space = mm.configs_for(big, big, big)
+    assert 1 < len(space) <= tuning_space.MAX_CONFIGS
+    first = space[0]
+    assert (first.tile, first.occupancy, first.num_ctas, first.constants) == \
+        ((128, 128), 1, None, {"BK": 64})
+    for c in space:
+        assert all(16 <= t <= 256 and t & (t - 1) == 0 for t in c.tile)
+        assert math.prod(c.tile) <= tuning_space.TILE_ELEMS_MAX
+        assert c.constants["BK"] in (32, 64, 128) and c.occupancy in (1, 2)
+    tiles = {c.tile for c in space}
+    assert {(128, 128), (128, 256), (256, 128)} <= tiles
+    assert any(c.num_ctas == 2 for c in space)                # clusters on sm_90
+    assert len({repr(c) for c in space}) == len(space)        # no duplicates
+
+
+def test_a_skinny_matmul_prefers_tiles_that_fill_the_gpu():
+    mm = tile.autotune(tile.entry(_matmul))
+    a, b, c = Spec((16, 8192)), Spec((8192, 8192)), Spec((16, 8192))
+    space = mm.configs_for(c, a, b)
+    assert all(cfg.tile[0] == 16 for cfg in space)            # bounded by M
+    # 8192 / 64 = 128 blocks fill most of 132 SMs; 8192 / 256 = 32 would not
+    assert space[0].tile[1] in (32, 64) and space[0].tile != (16, 256)
+
+
+def test_8bit_inputs_double_the_k_tile():
+    mm = tile.autotune(tile.entry(_matmul))
+    a = Spec((4096, 4096), tile.float8_e4m3fn)
+    space = mm.configs_for(Spec((4096, 4096)), a, a)
+    assert {c.constants["BK"] for c in space} <= {64, 128, 256} and space[0].constants["BK"] == 128
+
+
+def test_the_row_kernel_spaces_keep_rows_whole():
+    sm = tile.autotune(tile.entry(_softmax))                   # reduces along axis 1
+    x = Spec((4096, 8192))
+    space = sm.configs_for(x, x)
+    assert {c.tile[1] for c in space} == {8192}
+    assert {c.tile[0] for c in space} == {1, 2, 4}            # 32K elements at most
+    assert all(c.num_ctas is None for c in space)
+    rs = tile.autotune(tile.entry(_row_scale))                 # never reads y.block[1]
+    x = Spec((300, 1000), tile.float32)
+    space = rs.configs_for(x, x, 1.5)
+    assert {c.tile[1] for c in space} == {1024}
+    assert max(c.tile[0] for c in space) == 32 and min(c.tile[0] for c in space) == 1
+
+
+def test_the_attention_like_space_fixes_unread_axes():
+    hd = tile.autotune(tile.entry(_heads))
+    space = hd.configs_for(Spec((512, 8, 64)), Spec((8, 512, 64)))
+    assert {c.tile[1:] for c in space} == {(1, 64)}           # extent unread: 1; block unread: whole
+    assert all("SCALE" not in c.constants or c.constants["SCALE"] == 2.0 for c in space)
+
+
+def test_a_1d_kernel_searches_256_to_4096():
+    va = tile.autotune(tile.entry(_vadd))
+    x = Spec((1 << 20,), tile.float32)
+    assert {c.tile for c in va.configs_for(x, x, x)} == {(256,), (512,), (1024,), (2048,),
+                                                         (4096,)}
+
+
+def test_pruning_bounds_the_count_and_space_overrides():
+    mm = tile.autotune(space={"max_configs": 5})(tile.entry(_matmul))
+    big = Spec((4096, 4096))
+    assert len(mm.configs_for(big, big, big)) == 5
+    mm = tile.autotune(space={"tile": (128, None), "BK": (32,), "occupancy": (2,),
+                              "num_ctas": (1,)})(tile.entry(_matmul))
+    space = mm.configs_for(big, big, big)
+    assert {c.tile[0] for c in space} == {128} and {c.constants["BK"] for c in space} == {32}
+    assert {c.occupancy for c in space} == {2}
+    sm = tile.autotune(space={"tile": (None, "whole")})(tile.entry(_matmul))
+    assert {c.tile[1] for c in sm.configs_for(Spec((64, 100)), big, big)} == {128}
+    with pytest.raises(TypeError, match="unknown entry BQ"):
+        tile.autotune(space={"BQ": (1,)})(tile.entry(_matmul)).configs_for(big, big, big)
+    with pytest.raises(TypeError, match="configs= or space="):
+        tile.autotune(configs=[tile.Config(BK=32)], space={})(tile.entry(_matmul))
+
+
+def test_constants_without_a_rule_must_be_passed_and_are_part_of_the_key():
+    @tile.entry
+    def scaled(z, x, FACTOR: tile.Constant[int]):
+        z.store(tile.load_tile_like(x, z) * FACTOR)
+
+    tuned = tile.autotune(scaled)
+    x = api.from_numpy(np.arange(512, dtype=np.float32)).sync()
+    z = zeros((512,), tile.float32)
+    with pytest.raises(TypeError, match="no candidates for the tile.Constant 'FACTOR'"):
+        tuned(z, x)
+    tuned(z, x, FACTOR=3).sync()
+    np.testing.assert_array_equal(z.to_host().sync(), np.arange(512) * 3)
+    tuned(z, x, FACTOR=5).sync()
+    np.testing.assert_array_equal(z.to_host().sync(), np.arange(512) * 5)
+    assert len(tuned._tuned) == 2 and any("FACTOR=5" in k for k in tuned._tuned)
+
+
+def test_a_constant_set_by_the_configs_cannot_be_passed():
+    mm = tile.autotune(configs=[tile.Config(tile=(32, 32), BK=16)])(tile.entry(_matmul))
+    a = zeros((64, 64))
+    with pytest.raises(TypeError, match="'BK' is set by the configs"):
+        mm(a, a, a, BK=32)
+
+
+def test_explicit_grid_searches_every_read_axis():
+    @tile.entry
+    def rows(out, x, BLOCK: tile.Constant[int]):
+        i = tile.bid(0)
+        t = x.load((i, 0), (1, BLOCK), padding=tile.PaddingMode.ZERO)
+        tile.store(out.partition((1, BLOCK)), (i, 0), t + 1.0)
+
+    seen = []
+
+    def grid(cfg, args):
+        seen.append(cfg.constants["BLOCK"])
+        return (args["x"].shape[0], 1, 1)
+
+    tuned = tile.autotune(grid=grid)(rows)
+    x = api.from_numpy(np.ones((4, 256), np.float32)).sync()
+    out = zeros((4, 256), tile.float32)
+    space = tuned.configs_for(tile.atomic(out), x)
+    assert {c.constants["BLOCK"] for c in space} == {256, 1024, 4096} and seen
+    assert all(c.tile is None for c in space)
+
+
+def test_default_space_winners_load_from_disk_without_building_the_space(tmp_path, monkeypatch):
+    monkeypatch.setenv("TILEJIT_CACHE_DIR", str(tmp_path))
+    from tilejit.autotune import Trial, Tuning
+    mm = tile.autotune(tile.entry(_matmul))
+    big = zeros((256, 256))
+    space = mm.configs_for(big, big, big)
+    key = mm._key(mm._bind((big, big, big), {}))
+    mm._save(key, Tuning(2, [Trial(c, 0.1 * (i + 1)) for i, c in enumerate(space)]))
+    (f,) = (tmp_path / "autotune").glob("_matmul-*.json")
+    assert json.loads(f.read_text())[key]["configs"][2]["tile"] == list(space[2].tile)
+
+    def no_space(*a, **k):
+        raise AssertionError("the space was rebuilt")
+    monkeypatch.setattr(tuning_space, "build", no_space)
+    fresh = tile.autotune(tile.entry(_matmul))
+    t = fresh._load(key)
+    assert t.source == "disk" and repr(t.config) == repr(space[2])
+    # a config list (not the default space) never reads a default-space file
+    assert tile.autotune(configs=space)(tile.entry(_matmul))._load(key) is None
+
+
+def test_source_analysis():
+    facts = tuning_space.analyze(_matmul, "c")
+    assert facts.block_axes == {0, 1} and not facts.block_wholesale
+    facts = tuning_space.analyze(_softmax, "z")
+    assert facts.block_wholesale and facts.reduced_axes == {1}
+    facts = tuning_space.analyze(_heads, "o")
+    assert facts.block_axes == {0, 1} and facts.extent_axes == {0, 2}
+    assert tuning_space.find_partition(_row_scale, ("y", "x", "s")) == "y"
+    assert tuning_space.constant_role("BLOCK_K") == "k_extent"
+    assert tuning_space.constant_role("TILE_N") == "extent"
+    assert tuning_space.constant_role("GROUP_SIZE_M") == "group"
+    assert tuning_space.constant_role("KV_SPLITS") == "split"
+    assert tuning_space.constant_role("V_LATENCY") == "latency"
+    assert tuning_space.constant_role("CAUSAL") is None
+
+
+@pytest.mark.skipif(not tileiras.available(), reason="tileiras is not installed")
+def test_the_default_space_compiles_for_sm_90(monkeypatch):
+    monkeypatch.setenv("TILEJIT_CACHE_DIR", "0")
+    mm = tile.autotune(space={"max_configs": 3})(tile.entry(_matmul))
+    big = zeros((1024, 1024))
+    cubins = mm.precompile(big, big, big, target="sm_90")
+    assert len(cubins) == 3 and all(c.cubin[:4] == b"\x7fELF" for c in cubins)
+
+
+def test_configs_compile_in_threads_without_fighting_over_the_output(monkeypatch):
+    """A tilejit tensor's partitions are exclusive: configs compiled side by side (as on a GPU)
+    must not build their launches at the same time."""
+    import concurrent.futures
+    import time as _time
+    mm = tile.autotune(space={"max_configs": 4})(tile.entry(_matmul))
+    keys_for = mm.kernel._keys_for
+
+    def slow_keys_for(*a, **k):          # hold the partition long enough for a rival to try
+        _time.sleep(0.05)
+        return keys_for(*a, **k)
+    monkeypatch.setattr(mm.kernel, "_keys_for", slow_keys_for)
+    a = zeros((64, 64))
+    c = zeros((64, 64))
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        futs = mm.precompile(c, a, a, pool=pool)
+        assert len(futs) == 4 and all(f.result().target == "sim" for f in futs)

@@ -1,0 +1,280 @@
+"""The performance variants of the gallery (issue 26) against NumPy on the simulator, at small
+and ragged sizes, and compiled for sm_90 by tileiras at the keys benchmarks/vendor.py launches
+(so a GPU run never meets a kernel tileiras rejects or one that computes the wrong thing)."""
+import math
+import os
+import sys
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import tilejit as tile
+from tilejit import api
+from tilejit.toolchain import tileiras
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
+import attention_backward as AB  # noqa: E402
+import attention_decode as AD  # noqa: E402
+import flash_attention as FA  # noqa: E402
+import fp8_matmul as F8  # noqa: E402
+import layernorm as LN  # noqa: E402
+import matmul as MM  # noqa: E402
+import matmul_splitk as SK  # noqa: E402
+import rmsnorm as RN  # noqa: E402
+import softmax as SM  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("simulator_backend")
+rng = np.random.default_rng(26)
+
+
+def dev(a):
+    return api.from_numpy(a).sync()
+
+
+def rel(got, ref):
+    return np.abs(got.to_numpy().astype(np.float64) - ref).max() / np.abs(ref).max()
+
+
+def mm_ref(a, b):
+    return a.astype(np.float64) @ b.astype(np.float64)
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+@pytest.mark.parametrize("group", [1, 3])
+def test_scheduled_matmul(persistent, group):
+    an = rng.standard_normal((100, 70)).astype(np.float16)     # ragged in every dimension
+    bn = rng.standard_normal((70, 90)).astype(np.float16)
+    c = api.zeros((100, 90), tile.float16).sync()
+    cfg = tile.Config(BM=32, BN=16, BK=16, GROUP=group, PERSISTENT=persistent, occupancy=1)
+    tuned = tile.autotune(configs=[cfg], grid=lambda cf, args: MM.scheduled_grid(cf, args, sms=3))(
+        MM.matmul_scheduled)
+    tuned(tile.atomic(c), dev(an), dev(bn)).sync()
+    assert rel(c, mm_ref(an, bn)) < 5e-3
+
+
+@pytest.mark.parametrize("splits", [1, 4])
+def test_splitk_with_an_empty_split(splits):
+    an = rng.standard_normal((16, 80)).astype(np.float16)      # 5 K tiles of 16: 2+2+1+0
+    bn = rng.standard_normal((80, 48)).astype(np.float16)
+    c = api.zeros((16, 48), tile.float16).sync()
+    ws = api.full((splits, 16, 48), np.nan, tile.float32).sync()   # every element rewritten
+    SK.splitk_matmul(c, dev(an), dev(bn), ws, (16, 16), 16).sync()
+    assert rel(c, mm_ref(an, bn)) < 5e-3
+
+
+def test_fp8_matmul_column_major_b():
+    a8, sa = F8.quantize(rng.standard_normal((64, 96)).astype(np.float32))
+    bt8, sb = F8.quantize(rng.standard_normal((48, 96)).astype(np.float32))
+    c = api.zeros((64, 48), tile.bfloat16).sync()
+    scales = [dev(np.array([s], np.float32)) for s in (sa, sb)]
+    F8.fp8_matmul(c.partition((32, 16)), dev(a8), dev(bt8).permute(1, 0), *scales, 32).sync()
+    ref = mm_ref(a8.astype(np.float32), bt8.astype(np.float32).T) * sa * sb
+    assert rel(c, ref) < 1e-2
+
+
+def softmax_ref(x):
+    e = np.exp(x - x.max(1, keepdims=True))
+    return e / e.sum(1, keepdims=True)
+
+
+def run_rows(kernel, cfg, *args):
+    tuned = tile.autotune(configs=[cfg], grid=lambda cf, a: SM.rows_grid(cf, a, sms=3))(kernel)
+    tuned(*args).sync()
+
+
+@pytest.mark.parametrize("variant", ["persistent", "chunked"])
+def test_softmax_variants(variant):
+    x = (rng.standard_normal((37, 300)) * 4).astype(np.float16)
+    z = api.full((37, 300), np.nan, tile.float16).sync()
+    cfg = tile.Config(ROWS=4, WIDTH=512, LATENCY=2) if variant == "persistent" else \
+        tile.Config(ROWS=2, CHUNK=64)
+    run_rows(SM.softmax_persistent if variant == "persistent" else SM.softmax_chunked, cfg,
+             tile.atomic(z), dev(x))
+    np.testing.assert_allclose(z.to_numpy().astype(np.float64),
+                               softmax_ref(x.astype(np.float64)), atol=2e-3)
+
+
+def ln_ref(x, w, b, eps):
+    x = x.astype(np.float64)
+    mu = x.mean(1, keepdims=True)
+    rs = 1 / np.sqrt(x.var(1, keepdims=True) + eps)
+    return (x - mu) * rs * w + b, mu[:, 0], rs[:, 0]
+
+
+@pytest.mark.parametrize("variant", ["persistent", "chunked"])
+def test_layernorm_variants(variant):
+    # a mean far from zero: the chunked statistics must not cancel
+    x = (rng.standard_normal((21, 300)) + 50).astype(np.float32)
+    w, b = rng.standard_normal(300).astype(np.float32), rng.standard_normal(300).astype(np.float32)
+    y = api.full((21, 300), np.nan, tile.float32).sync()
+    mean, rstd = api.zeros((21,)).sync(), api.zeros((21,)).sync()
+    if variant == "persistent":
+        kern, cfg = LN.layernorm_fwd_persistent, tile.Config(ROWS=4, WIDTH=512, LATENCY=2)
+    else:
+        kern, cfg = LN.layernorm_fwd_chunked, tile.Config(ROWS=2, CHUNK=64)
+    run_rows(kern, cfg, tile.atomic(y), dev(x), dev(w), dev(b), tile.atomic(mean),
+             tile.atomic(rstd), 1e-5)
+    ry, rmu, rrs = ln_ref(x, w, b, 1e-5)
+    np.testing.assert_allclose(y.to_numpy(), ry, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(mean.to_numpy(), rmu, rtol=1e-6)
+    np.testing.assert_allclose(rstd.to_numpy(), rrs, rtol=1e-3)
+
+
+@pytest.mark.parametrize("variant", ["persistent", "chunked"])
+def test_rmsnorm_variants(variant):
+    x = rng.standard_normal((21, 300)).astype(np.float16)
+    w = rng.standard_normal(300).astype(np.float16)
+    y = api.full((21, 300), np.nan, tile.float16).sync()
+    if variant == "persistent":
+        kern, cfg = RN.rmsnorm_persistent, tile.Config(ROWS=4, WIDTH=512, LATENCY=2)
+    else:
+        kern, cfg = RN.rmsnorm_chunked, tile.Config(ROWS=2, CHUNK=64)
+    run_rows(kern, cfg, tile.atomic(y), dev(x), dev(w), 1e-6)
+    x64 = x.astype(np.float64)
+    ref = x64 / np.sqrt((x64 * x64).mean(1, keepdims=True) + 1e-6) * w
+    np.testing.assert_allclose(y.to_numpy().astype(np.float64), ref, rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_two_query_tiles_odd_tile_count(causal):
+    q, k, v = (rng.standard_normal((2, 96, 32)).astype(np.float16) for _ in range(3))
+    o = api.full((2, 96, 32), np.nan, tile.float16).sync()   # 3 query tiles of 32: 2 blocks
+    FA.attention_2q(o.permute(1, 0, 2).partition((64, 1, 32)), dev(q), dev(k), dev(v), 16,
+                    causal).sync()
+    np.testing.assert_allclose(o.to_numpy().astype(np.float64), FA.reference(q, k, v, causal),
+                               atol=3e-3)
+
+
+def test_attention_gqa_four_query_heads_per_kv_head():
+    q = rng.standard_normal((8, 80, 32)).astype(np.float16)
+    k, v = (rng.standard_normal((2, 80, 32)).astype(np.float16) for _ in range(2))
+    o = api.full((8, 80, 32), np.nan, tile.float16).sync()
+    FA.attention(o.permute(1, 0, 2).partition((32, 1, 32)), dev(q), dev(k), dev(v), 32,
+                 True).sync()
+    np.testing.assert_allclose(o.to_numpy().astype(np.float64), FA.reference(q, k, v, True),
+                               atol=3e-3)
+
+
+def test_attention_forward_ignores_nan_in_the_max_but_not_in_the_output():
+    q, k, v = (rng.standard_normal((1, 64, 32)).astype(np.float16) for _ in range(3))
+    q[0, 5, 3] = np.nan                                  # row 5's scores are all NaN
+    k[0, 40, 0] = np.nan                                 # column 40's score is NaN in every row
+    o = api.zeros((1, 64, 32), tile.float16).sync()
+    FA.attention(o.permute(1, 0, 2).partition((32, 1, 32)), dev(q), dev(k), dev(v), 32,
+                 False).sync()
+    assert np.isnan(o.to_numpy()).all()                  # as the reference: NaN everywhere
+    o = api.zeros((1, 64, 32), tile.float16).sync()
+    FA.attention(o.permute(1, 0, 2).partition((32, 1, 32)), dev(q), dev(k), dev(v), 32,
+                 True).sync()                            # causal: rows < 40 never see column 40
+    got = o.to_numpy()
+    assert np.isnan(got[0, 5]).all() and np.isnan(got[0, 40:]).all()
+    clean = [r for r in range(40) if r != 5]
+    np.testing.assert_allclose(got[0, clean].astype(np.float64),
+                               FA.reference(q, k, v, True)[0, clean], atol=3e-3)
+
+
+def test_decode_gqa_split_kv_with_an_empty_split():
+    groups, g, s, d = 3, 4, 288, 32                      # 9 key tiles of 32 over 4 splits: 3,3,3,0
+    q = rng.standard_normal((groups, g, d)).astype(np.float16)
+    k, v = (rng.standard_normal((groups, s, d)).astype(np.float16) for _ in range(2))
+    out = api.full((groups, g, d), np.nan, tile.float16).sync()
+    AD.decode(out, dev(q), dev(k), dev(v), *AD.workspaces(groups, g, d, 4), 32).sync()
+    np.testing.assert_allclose(out.to_numpy().astype(np.float64), AD.reference(q, k, v),
+                               atol=2e-3)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_backward_unequal_tiles(causal):
+    bh, s, d = 2, 96, 32
+    q, k, v, do = (rng.standard_normal((bh, s, d)).astype(np.float16) for _ in range(4))
+    tq, tk, tv, tdo = (dev(a) for a in (q, k, v, do))
+    o = api.zeros((bh, s, d), tile.float16).sync()
+    lse, delta = api.zeros((bh, s)).sync(), api.zeros((bh, s)).sync()
+    grads = [api.full((bh, s, d), np.nan, tile.float16).sync() for _ in range(3)]
+    AB.forward(o, lse, tq, tk, tv, 32, 16, causal).sync()
+    AB.backward(*grads, tq, tk, tv, o, tdo, lse, delta, ((16, 32), (64, 16)), causal).sync()
+    for got, ref in zip([o] + grads, AB.reference(q, k, v, do, causal)):
+        assert rel(got, ref) < 1e-2
+
+
+# --- sm_90 compiles at the benchmark's keys ---------------------------------------------------
+def empty(shape, dtype=tile.float16):
+    return api.empty(shape, dtype).sync()
+
+
+def _sm90_cases():
+    """(name, kernel, args (a function: partitions are made when compiled), constants): one
+    representative config per variant, at GPU sizes."""
+    a, c = empty((4096, 4096)), empty((4096, 4096))
+    sk, ws = empty((8192, 8192)), empty((4, 16, 8192), tile.float32)
+    f8 = api.empty((4096, 4096), tile.float8_e4m3fn).sync()
+    one = empty((1,), tile.float32)
+    x, w = empty((16384, 4096)), empty((4096,))
+    xl, wl = empty((2048, 32768)), empty((32768,))
+    st, stl = empty((16384,), tile.float32), empty((2048,), tile.float32)
+    q, kv8 = empty((64, 4096, 128)), empty((16, 4096, 128))
+    lse = empty((64, 4096), tile.float32)
+    oq, okv = empty((64, 4, 128)), empty((64, 16384, 128))
+    ows, lws = empty((8, 64 * 16, 128), tile.float32), empty((8, 64 * 16), tile.float32)
+    t = tile.atomic
+
+    def heads(u, bm):           # a fresh output each time: the compiles run side by side
+        return empty(u.shape).permute(1, 0, 2).partition((bm, 1, 128))
+
+    def part(shape, tile_shape, dtype=tile.float16):
+        return empty(shape, dtype).partition(tile_shape)
+
+    rows = dict(ROWS=2, WIDTH=4096, LATENCY=4)
+    chunks = dict(ROWS=1, CHUNK=4096)
+    return [
+        ("matmul persistent", MM.matmul_scheduled, lambda: (t(c), a, a),
+         dict(BM=128, BN=128, BK=64, GROUP=8, PERSISTENT=True)),
+        ("splitk partial", SK.matmul_partial,
+         lambda: (part(ws.shape, (1, 16, 64), tile.float32), empty((16, 8192)), sk), {"BK": 128}),
+        ("splitk sum", SK.sum_partials, lambda: (part((16, 8192), (16, 128)), ws), {}),
+        ("fp8", F8.fp8_matmul, lambda: (part((4096, 4096), (128, 256), tile.bfloat16), f8,
+                                        f8.permute(1, 0), one, one), {"BK": 128}),
+        ("softmax persistent", SM.softmax_persistent, lambda: (t(x), x), rows),
+        ("softmax chunked", SM.softmax_chunked, lambda: (t(xl), xl), chunks),
+        ("layernorm persistent", LN.layernorm_fwd_persistent,
+         lambda: (t(x), x, w, w, t(st), t(st), 1e-5), rows),
+        ("layernorm chunked", LN.layernorm_fwd_chunked,
+         lambda: (t(xl), xl, wl, wl, t(stl), t(stl), 1e-5), chunks),
+        ("rmsnorm persistent", RN.rmsnorm_persistent, lambda: (t(x), x, w, 1e-6), rows),
+        ("rmsnorm chunked", RN.rmsnorm_chunked, lambda: (t(xl), xl, wl, 1e-6), chunks),
+        ("attention gqa causal", FA.attention, lambda: (heads(q, 128), q, kv8, kv8),
+         dict(BN=64, CAUSAL=True)),
+        ("attention two query tiles", FA.attention_2q, lambda: (heads(q, 128), q, q, q),
+         dict(BN=64, CAUSAL=False)),
+        ("decode partial", AD.decode_partial,
+         lambda: (part(ows.shape, (1, 16, 128), tile.float32), t(lws), oq, okv, okv), {"BN": 128}),
+        ("decode combine", AD.decode_combine, lambda: (part(oq.shape, (1, 16, 128)), ows, lws),
+         {}),
+        ("backward fwd+lse", AB.attention_fwd_lse, lambda: (heads(q, 128), t(lse), q, q, q),
+         dict(BN=64, CAUSAL=True)),
+        ("backward delta", AB.attention_bwd_delta,
+         lambda: (part(lse.shape, (1, 128), tile.float32), q, q), {"D": 128}),
+        ("backward dkdv", AB.attention_bwd_dkdv,
+         lambda: (heads(q, 64), heads(q, 64), q, q, q, q, lse, lse), dict(BM=64, CAUSAL=True)),
+        ("backward dq", AB.attention_bwd_dq, lambda: (heads(q, 128), q, q, q, q, lse, lse),
+         dict(BN=64, CAUSAL=True)),
+    ]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not tileiras.available(), reason="tileiras is not installed")
+def test_every_variant_compiles_for_sm_90():
+    import concurrent.futures
+
+    def compile_one(case):
+        name, kernel, args, consts = case
+        try:
+            cubin = kernel.compile(*args(), arch="sm_90", **consts)
+            return None if cubin[:4] == b"\x7fELF" else f"{name}: not an ELF cubin"
+        except Exception as e:  # noqa: BLE001  (collect every failure, then report them all)
+            return f"{name}: {type(e).__name__}: {str(e).splitlines()[0]}"
+
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:   # tileiras runs in subprocesses
+        failures = [f for f in pool.map(compile_one, _sm90_cases()) if f]
+    assert not failures, "\n".join(failures)

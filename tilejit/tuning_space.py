@@ -1,0 +1,402 @@
+"""The default search space of ``tile.autotune`` (used when no ``configs=`` are given).
+
+The space is built from the kernel itself, once per key:
+
+* **the output tile** (the partitioned parameter's tile shape), axis by axis, from how the kernel's
+  source uses the partition (:func:`analyze`):
+
+  1. an axis whose tile extent the kernel never reads (``BM, _, D = o.shape``) is 1;
+  2. an axis whose block index it never reads (``i = y.block[0]``, or ``i, h, _ = o.block``) is
+     covered whole by one tile (next power of two of the extent): the kernel assumes it;
+  3. when the kernel passes the block index on as a whole (``x.load(z.block, z.shape)``,
+     ``z.store(t)``, ``tile.load_tile_like(x, z)``), an axis it reduces along with a literal
+     ``axis=`` (``tile.max(t, axis=1)``) is covered whole too;
+  4. every other axis is searched over powers of two, bounded by the tensor (next power of two of
+     the extent), by 256 where two or more axes are searched (16 at least: the tensor cores'
+     smallest) and by a budget of 32K elements per tile (a 128x256 float32 accumulator is what
+     one block's registers hold).
+
+  With an explicit ``grid=`` the kernel picks its own tile positions, so rules 2 and 3 do not
+  apply.
+* **``tile.Constant`` parameters, by name** (:data:`CONSTANT_ROLES`): ``BK``/``BLOCK_K``/``TILE_K``
+  (reduction tile: 32, 64, 128; twice that for 8-bit inputs), other ``B<X>``/``BLOCK_<X>``/
+  ``TILE_<X>`` (tile extents: 64, 128), ``BLOCK``/``TILE``/``BLOCK_SIZE`` (1-D: 256..4096),
+  ``GROUP``/``GROUP_M``/``GROUP_SIZE_M`` (1, 8), ``SPLIT_K``/``NUM_SPLITS``/``KV_SPLITS`` (1, 2, 4,
+  8), ``LATENCY``/``*_LATENCY`` (2, 4, 8), ``TMA``/``ALLOW_TMA``/``USE_TMA`` (True, False),
+  ``PERSISTENT`` (False, True). A constant with a default value in the signature keeps it
+  (unless its name says it is tunable); any other constant must be passed at the call.
+* **compile options**: occupancy 1, 2, 4 (4 only for tiles of at most 8K elements), ``num_ctas``
+  1 and 2 (2 only on sm_90 and newer, for tiles of 16K elements or more, and where the grid's
+  first axis is even: a cluster of two must divide it).
+
+Every combination is scored by a small model (:func:`score`: the tail of the last wave of blocks
+on the GPU's SMs, the data reuse of the tile, register pressure) and the best ``max_configs``
+(default :data:`MAX_CONFIGS`) are kept, best first; on the simulator the first one that compiles
+wins. ``space={...}`` overrides any part: ``{"tile": (None, "whole"), "BK": (32, 64),
+"occupancy": (1, 2), "num_ctas": (1,), "max_configs": 8}`` (a tile entry is None for the rules
+above, an int, a tuple of ints, or ``"whole"``).
+
+This module builds plain candidates (dicts); ``autotune.py`` turns them into ``Config``.
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import itertools
+import math
+import re
+import textwrap
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+#: Configs kept after pruning: tileiras takes 0.3-1.8 s per matmul config (measured with
+#: ``kernel.compile(arch="sm_90")``), so 24 configs compile in ~2 s of wall time on a 16-core
+#: host (``autotune.py`` runs tileiras in parallel threads), well inside the 10 s per key.
+MAX_CONFIGS = 24
+#: Bump when the rules change: winners on disk are kept per space version.
+SPACE_VERSION = 1
+#: The SM count assumed where no GPU says (the simulator): an H100 SXM's.
+NOMINAL_SMS = 132
+TILE_ELEMS_MAX = 32 * 1024     # 128 x 256: one block's float32 accumulator in registers
+MULTI_AXIS_MAX = 256           # per axis, where two or more axes are searched
+MULTI_AXIS_MIN = 16            # tensor-core fragments
+ONE_D_RANGE = (256, 4096)      # a 1-D searched tile (element-wise kernels)
+WHOLE = "whole"
+
+REDUCTIONS = {"sum", "prod", "max", "min", "argmax", "argmin", "reduce", "cumsum", "cumprod",
+              "scan"}
+#: (regex over the constant's name, role); the first match wins
+CONSTANT_ROLES: Tuple[Tuple[str, str], ...] = (
+    (r"(B|BLOCK_?|TILE_?)(SIZE_?)?K", "k_extent"),
+    (r"(BLOCK|TILE)(_?SIZE)?", "extent_1d"),
+    (r"(B|BLOCK_?|TILE_?)(SIZE_?)?[A-Z]", "extent"),
+    (r"GROUP(_?SIZE)?(_?[MN])?", "group"),
+    (r"(SPLIT_?K|SPLITS|NUM_SPLITS|SPLIT_?KV|KV_SPLITS|NUM_KV_SPLITS)", "split"),
+    (r"(\w+_)?LATENCY", "latency"),
+    (r"(ALLOW_|USE_)?TMA", "tma"),
+    (r"PERSISTENT", "persistent"),
+)
+ROLE_VALUES: Dict[str, tuple] = {
+    "k_extent": (64, 32, 128), "extent": (128, 64), "extent_1d": (1024, 256, 4096),
+    "group": (8, 1), "split": (1, 2, 4, 8), "latency": (4, 2, 8), "tma": (True, False),
+    "persistent": (False, True),
+}
+
+
+def constant_role(name: str) -> Optional[str]:
+    """The tuning role a ``tile.Constant`` parameter's name gives it (None: not tunable)."""
+    for pattern, role in CONSTANT_ROLES:
+        if re.fullmatch(pattern, name):
+            return role
+    return None
+
+
+# --------------------------------------------------------------------------------------------------
+# what the source says about the partitioned parameter
+ALL = frozenset({"all"})
+
+
+@dataclass
+class SourceFacts:
+    """How a kernel's source uses one partitioned parameter: the axes whose block index and tile
+    extent it reads (``ALL``: used as a whole), whether the block goes on as a whole, and the
+    literal axes it reduces along."""
+    name: Optional[str]
+    block_axes: frozenset = frozenset()
+    extent_axes: frozenset = frozenset()
+    block_wholesale: bool = False
+    reduced_axes: frozenset = frozenset()
+
+    def reads(self, which: str, axis: int) -> bool:
+        s = self.block_axes if which == "block" else self.extent_axes
+        return s is ALL or "all" in s or axis in s
+
+
+_META = {"dtype", "ndim"}
+
+
+def _function_node(py_func) -> Optional[ast.FunctionDef]:
+    try:
+        src = textwrap.dedent(inspect.getsource(py_func))
+    except (OSError, TypeError):
+        return None
+    for node in ast.walk(ast.parse(src)):
+        if isinstance(node, ast.FunctionDef) and node.name == py_func.__name__:
+            return node
+    return None
+
+
+def find_partition(py_func, runtime_names: Sequence[str]) -> Optional[str]:
+    """The first runtime parameter the source uses as a partition: its ``.block`` read, or
+    ``p.store(t)`` / ``p.load()`` with the implicit block."""
+    fn = _function_node(py_func)
+    if fn is None:
+        return None
+    used = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            if node.attr == "block":
+                used.add(node.value.id)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                isinstance(node.func.value, ast.Name):
+            if (node.func.attr == "store" and len(node.args) == 1) or \
+                    (node.func.attr == "load" and not node.args):
+                used.add(node.func.value.id)
+    return next((n for n in runtime_names if n in used), None)
+
+
+def analyze(py_func, name: Optional[str]) -> SourceFacts:
+    """:class:`SourceFacts` for parameter ``name`` of ``py_func`` (all axes read when the source
+    cannot be read)."""
+    fn = _function_node(py_func) if name is not None else None
+    if fn is None:
+        return SourceFacts(name, ALL, ALL, True)
+    parent = {}
+    for node in ast.walk(fn):
+        for child in ast.iter_child_nodes(node):
+            parent[child] = node
+    axes = {"block": set(), "shape": set()}
+    whole = {"block": False, "shape": False}
+    unpacked: Dict[str, Tuple[str, int]] = {}        # local name -> (block/shape, axis)
+    wholesale = False
+    for node in ast.walk(fn):
+        if not (isinstance(node, ast.Name) and node.id == name and
+                isinstance(node.ctx, ast.Load)):
+            continue
+        up = parent.get(node)
+        if isinstance(up, ast.Attribute) and up.attr in ("block", "shape"):
+            which = up.attr
+            pp = parent.get(up)
+            if isinstance(pp, ast.Subscript) and isinstance(pp.slice, ast.Constant) and \
+                    isinstance(pp.slice.value, int):
+                axes[which].add(pp.slice.value)
+            elif isinstance(pp, ast.Assign) and len(pp.targets) == 1 and \
+                    isinstance(pp.targets[0], ast.Tuple):
+                for k, t in enumerate(pp.targets[0].elts):
+                    if isinstance(t, ast.Name):
+                        unpacked[t.id] = (which, k)
+            else:
+                whole[which] = True
+                wholesale |= which == "block"
+        elif isinstance(up, ast.Attribute) and up.attr in _META:
+            continue
+        elif isinstance(up, ast.Attribute) and up.attr == "store" and \
+                isinstance(parent.get(up), ast.Call) and len(parent[up].args) == 1:
+            continue             # p.store(t) writes the tile where it belongs: reads no index
+        else:                    # p.load(), f(..., p, ...): the implicit block
+            whole["block"] = whole["shape"] = True
+            wholesale = True
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in unpacked:
+            which, k = unpacked[node.id]
+            axes[which].add(k)
+    block = ALL if whole["block"] else frozenset(axes["block"])
+    shape = ALL if whole["shape"] else frozenset(axes["shape"])
+    return SourceFacts(name, block, shape, wholesale, frozenset(_reduced_axes(fn)))
+
+
+def _reduced_axes(fn) -> set:
+    out = set()
+    for node in ast.walk(fn):
+        if not isinstance(node, ast.Call):
+            continue
+        f = node.func
+        # bare min(a, b) / max(a, 1) are Python's builtins on scalars, not tile reductions
+        if not (isinstance(f, ast.Attribute) and f.attr in REDUCTIONS):
+            continue
+        # tile.sum(t, 1) names the axis second; the method t.sum(1) first
+        method = isinstance(f, ast.Attribute) and not (isinstance(f.value, ast.Name) and
+                                                       f.value.id in ("tile", "ct", "tl"))
+        axis = next((k.value for k in node.keywords if k.arg == "axis"), None)
+        pos = 0 if method else 1
+        if axis is None and len(node.args) > pos:
+            axis = node.args[pos]
+        if isinstance(axis, ast.Constant) and isinstance(axis.value, int):
+            out.add(axis.value)
+        elif isinstance(axis, ast.UnaryOp) and isinstance(axis.op, ast.USub) and \
+                isinstance(axis.operand, ast.Constant):
+            out.add(-axis.operand.value)
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# the space for one key
+@dataclass
+class Problem:
+    """What the space of one key depends on: the partitioned array's shape (None: no tile),
+    the smallest element size among the array arguments, the constants the call fixes, their
+    defaults, the device's SM count and architecture, and whether ``grid=`` is explicit."""
+    shape: Optional[Tuple[int, ...]]
+    itemsize: int
+    constant_names: Tuple[str, ...]
+    fixed: Dict[str, Any] = field(default_factory=dict)
+    defaults: Dict[str, Any] = field(default_factory=dict)
+    num_sms: int = NOMINAL_SMS
+    arch: Tuple[int, int] = (9, 0)
+    explicit_grid: bool = False
+
+
+def _pow2_ceil(n: int) -> int:
+    return 1 << max(0, int(n) - 1).bit_length()
+
+
+def _pow2_range(lo: int, hi: int) -> List[int]:
+    out, v = [], 1
+    while v <= hi:
+        if v >= lo:
+            out.append(v)
+        v *= 2
+    return out
+
+
+def axis_rules(facts: SourceFacts, prob: Problem) -> List[Any]:
+    """Per axis of the output tile: an int (fixed) or None (searched), by the rules above."""
+    rank = len(prob.shape)
+    reduced = {a % rank for a in facts.reduced_axes if -rank <= a < rank}
+    out: List[Any] = []
+    for k, extent in enumerate(prob.shape):
+        if not facts.reads("shape", k):
+            out.append(1)
+        elif not prob.explicit_grid and (not facts.reads("block", k) or
+                                         (facts.block_wholesale and k in reduced)):
+            out.append(_pow2_ceil(extent))
+        else:
+            out.append(None)
+    return out
+
+
+def tile_candidates(facts: SourceFacts, prob: Problem, spec=None) -> List[Tuple[int, ...]]:
+    """Every output tile shape the rules (or ``spec``, the ``space["tile"]`` override) allow."""
+    rank = len(prob.shape)
+    rules = axis_rules(facts, prob)
+    if spec is not None:
+        if len(spec) != rank:
+            raise TypeError(f"tile.autotune space['tile'] has {len(spec)} entries for a "
+                            f"{rank}-d partition")
+        for k, s in enumerate(spec):
+            if s == WHOLE:
+                rules[k] = _pow2_ceil(prob.shape[k])
+            elif s is not None:
+                rules[k] = tuple(int(v) for v in s) if isinstance(s, (tuple, list)) else int(s)
+    searched = [k for k, r in enumerate(rules) if r is None]
+    fixed_elems = math.prod(r if isinstance(r, int) else 1 for r in rules)
+    per_axis = []
+    for k, r in enumerate(rules):
+        if isinstance(r, int):
+            per_axis.append([r])
+        elif isinstance(r, tuple):
+            per_axis.append(list(r))
+        else:
+            hi = _pow2_ceil(prob.shape[k])
+            if len(searched) > 1:
+                per_axis.append(_pow2_range(min(MULTI_AXIS_MIN, hi), min(hi, MULTI_AXIS_MAX)))
+            elif rank == 1:
+                per_axis.append(_pow2_range(min(ONE_D_RANGE[0], hi), min(hi, ONE_D_RANGE[1])))
+            else:
+                per_axis.append(_pow2_range(1, max(1, min(hi, TILE_ELEMS_MAX // fixed_elems))))
+    shapes = [s for s in itertools.product(*per_axis)
+              if not searched or math.prod(s) <= max(TILE_ELEMS_MAX, fixed_elems)]
+    return shapes
+
+
+def constant_candidates(prob: Problem, overrides: Dict[str, Sequence]) -> Dict[str, tuple]:
+    """Candidate values per constant not fixed by the call (first value preferred)."""
+    out = {}
+    for name in prob.constant_names:
+        if name in prob.fixed:
+            continue
+        if name in overrides:
+            out[name] = tuple(overrides[name])
+            continue
+        role = constant_role(name)
+        if role is None:
+            if name in prob.defaults:
+                out[name] = (prob.defaults[name],)
+                continue
+            raise TypeError(
+                f"tile.autotune with no configs: no candidates for the tile.Constant '{name}'; "
+                f"pass it at the call ({name}=...), give it a default value, name it by the "
+                f"convention (BK, BLOCK_K, GROUP, SPLIT_K, LATENCY, TMA, PERSISTENT, ...; see "
+                f"docs/tooling.md) or list its values in space={{'{name}': (...)}}")
+        vals = ROLE_VALUES[role]
+        if role == "k_extent" and prob.itemsize == 1:
+            vals = tuple(2 * v for v in vals)
+        out[name] = vals
+    return out
+
+
+def option_candidates(tile: Optional[tuple], blocks0: Optional[int], prob: Problem,
+                      overrides: Dict[str, Sequence], searched: int = 2) -> Tuple[tuple, tuple]:
+    """(occupancies, num_ctas values) for one tile shape; clusters only for tiles with two
+    searched axes (matmul-like), where TMA multicast can share operand tiles."""
+    elems = math.prod(tile) if tile else 0
+    occ = tuple(overrides["occupancy"]) if "occupancy" in overrides else \
+        ((1, 2, 4) if elems <= 8 * 1024 else (1, 2))
+    if "num_ctas" in overrides:
+        ctas = tuple(overrides["num_ctas"])
+    elif prob.arch >= (9, 0) and elems >= 16 * 1024 and searched >= 2 and \
+            blocks0 is not None and blocks0 % 2 == 0:
+        ctas = (1, 2)
+    else:
+        ctas = (1,)
+    return occ, ctas
+
+
+def score(tile: Optional[tuple], blocks: Optional[int], occupancy: int, num_ctas: int,
+          num_sms: int, searched_axes: int) -> float:
+    """The model that orders candidates: the share of the last wave of blocks that is busy, the
+    data reuse of a 2-D tile (its harmonic mean extent over 128, capped at 1), and a penalty for
+    occupancy beyond what one SM's registers hold."""
+    slots = max(1, num_sms * occupancy)
+    fill = 1.0 if not blocks else blocks / (math.ceil(blocks / slots) * slots)
+    elems = math.prod(tile) if tile else 0
+    reuse = 1.0
+    if tile and searched_axes >= 2:
+        big = sorted(tile)[-2:]
+        reuse = min(1.0, 2.0 / (1.0 / big[0] + 1.0 / big[1]) / 128.0)
+    elif tile:              # row kernels and the like: bytes in flight per block
+        reuse = min(1.0, elems / 16384.0)
+    pressure = 0.5 if elems * occupancy > 2 * TILE_ELEMS_MAX else 1.0
+    cluster = 0.97 if num_ctas > 1 else 1.0       # kept, but after the same config without
+    return fill * reuse * pressure * cluster
+
+
+def build(facts: SourceFacts, prob: Problem, overrides: Optional[Dict[str, Any]] = None,
+          blocks_of: Optional[Callable[[dict], Optional[Tuple[int, int, int]]]] = None
+          ) -> List[dict]:
+    """The pruned, ordered default space: candidate dicts with ``tile``, ``occupancy``,
+    ``num_ctas`` and ``constants``. ``blocks_of(candidate)`` gives the launch grid of a
+    candidate (from ``grid=``) or None; without it the grid is the partition's."""
+    overrides = dict(overrides or {})
+    unknown = set(overrides) - {"tile", "occupancy", "num_ctas", "max_configs"} - \
+        set(prob.constant_names)
+    if unknown:
+        raise TypeError(f"tile.autotune space: unknown entr{'ies' if len(unknown) > 1 else 'y'} "
+                        f"{', '.join(sorted(unknown))} (tile, occupancy, num_ctas, max_configs or "
+                        f"a tile.Constant name)")
+    limit = int(overrides.get("max_configs", MAX_CONFIGS))
+    tiles: List[Optional[tuple]] = [None]
+    searched = 0
+    if prob.shape is not None:
+        tiles = tile_candidates(facts, prob, overrides.get("tile"))
+        searched = sum(r is None for r in axis_rules(facts, prob))
+    consts = constant_candidates(prob, overrides)
+    names = list(consts)
+    scored = []
+    for t in tiles:
+        for values in itertools.product(*(consts[n] for n in names)):
+            cand = {"tile": t, "constants": dict(zip(names, values))}
+            grid = blocks_of(cand) if blocks_of is not None else None
+            if grid is None and t is not None:
+                grid = tuple(math.ceil(e / s) for e, s in zip(prob.shape, t)) + (1,) * 3
+            blocks = math.prod(grid[:3]) if grid else None
+            occs, ctas = option_candidates(t, grid[0] if grid else None, prob, overrides,
+                                           searched if t is not None else 2)
+            rank = sum(consts[n].index(v) for n, v in zip(names, values))
+            for oi, occ in enumerate(occs):
+                for ci, nc in enumerate(ctas):
+                    s = score(t, blocks, occ, nc, prob.num_sms, searched)
+                    scored.append((-round(s, 6), rank + oi + ci, len(scored),
+                                   dict(cand, occupancy=occ, num_ctas=nc)))
+    scored.sort(key=lambda x: x[:3])
+    return [c for *_, c in scored[:limit]]
