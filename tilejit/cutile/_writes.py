@@ -4,12 +4,13 @@ cuTile Python stores into any array argument (``ct.store(C, index, t)``), so ``c
 pass those arrays as writable (``tile.atomic``) and the others as read-only, before anything is
 compiled: the keys of a launch (and a warm start's index lookup) depend on it. The analysis is
 conservative in the safe direction: a parameter is *read-only* only when every use of it is a
-read that tilejit's language defines -- the array argument of ``tile.load``, ``tile.gather`` or
-``tile.load_tile_like``, ``x.shape``/``x.dtype``/``x.ndim``/``x.strides``, ``x.partition(s)``
-followed by ``.load``/``.num_tiles``/a static attribute, or an argument of a helper (a
-``@tile.function``, a cuTile adapter or a plain function) that only reads its parameter.
-Anything else (a store, a scatter, an atomic, an assignment to another name, a use the analysis
-does not know) counts as a write. Marking a read-only array writable costs a little (its loads
+read that tilejit's language defines -- an argument of a language function other than the
+target (first argument) of ``tile.store``, ``tile.scatter`` and the atomics,
+``x.shape``/``x.dtype``/``x.ndim``/``x.strides``, ``x.partition(s)`` followed by ``.load``/
+``.num_tiles``/a static attribute, or an argument of a helper (a ``@tile.function``, a cuTile
+adapter or a plain function) that only reads its parameter. Anything else (a store target, an
+assignment to another name, a method call, a use the analysis does not know) counts as a
+write. Marking a read-only array writable costs a little (its loads
 take memory tokens; it may not alias another argument); the reverse would be a compile error.
 """
 from __future__ import annotations
@@ -24,7 +25,10 @@ from typing import Dict, FrozenSet, Optional
 
 from .. import language as L
 
-_READ_ARRAY_ARG = {L.load: 0, L.gather: 0, L.load_tile_like: 0}
+# the language's functions that write the array they are given first; every other function of
+# the language only reads its arguments (only memory operations take arrays)
+_WRITES_FIRST = frozenset([L.store, L.scatter, L.atomic_add, L.atomic_max, L.atomic_min,
+                           L.atomic_and, L.atomic_or, L.atomic_xor, L.atomic_xchg, L.atomic_cas])
 _STATIC_ATTRS = frozenset({"shape", "dtype", "ndim", "strides"})
 _VIEW_READS = frozenset({"load", "num_tiles", "tile_shape", "ndim", "dtype"})
 
@@ -116,13 +120,14 @@ def _is_read(name: ast.Name, parents, fn) -> bool:
 def _reads_argument(callee, pos: Optional[int] = None, keyword: Optional[str] = None) -> bool:
     if callee is None:
         return False
-    if callee in _READ_ARRAY_ARG:
-        target = _READ_ARRAY_ARG[callee]
+    if L.is_stub(callee):
+        if callee not in _WRITES_FIRST:
+            return True
         if keyword is not None:
-            return list(inspect.signature(callee).parameters)[target] == keyword
-        return pos == target
+            return list(inspect.signature(callee).parameters)[0] != keyword
+        return pos != 0
     py = getattr(callee, "py_func", callee) if isinstance(callee, L.TileFunction) else callee
-    if not isinstance(py, types.FunctionType) or L.is_stub(py):
+    if not isinstance(py, types.FunctionType):
         return False
     names = list(inspect.signature(py).parameters)
     if keyword is not None:
