@@ -291,3 +291,22 @@ def test_every_sample_kernel_is_covered():
     kernels = {n for n, v in vars(S).items() if isinstance(v, tile.Kernel)}
     assert kernels - set(COMPILE_CASES) == {"block_scaled_matmul_kernel"}
     assert D.float16 is S.ct.float16            # the samples module runs on tilejit.cutile
+
+
+
+def test_the_benchmark_loads_this_source_under_another_import():
+    """benchmarks/cutile_samples.py runs tests/cutile_samples.py with its import line replaced
+    (by ``import cuda.tile as ct`` on the GPU): loaded that way, the kernels still run."""
+    import importlib.util
+    import os
+    path = os.path.join(os.path.dirname(__file__), "..", "benchmarks", "cutile_samples.py")
+    spec = importlib.util.spec_from_file_location("cutile_samples_benchmark", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    again = bench.load_samples("import tilejit.cutile as ct  # loaded again", "samples_again")
+    assert again.vec_add_1d is not S.vec_add_1d
+    a, b = randn(100), randn(100)
+    c = np.zeros_like(a)
+    again.vector_add(0, a, b, c, max_tile=32)
+    np.testing.assert_array_equal(c, a + b)
+    assert len(bench.CASES) >= 20 and all(callable(setup) for _, setup in bench.CASES)
