@@ -456,7 +456,7 @@ def layout_args() -> tuple:
     prototypes = (KernelLaunch(None, ()), Partition._new(None, None, False),
                   ForeignPartition(None, None))
     return (Tensor, Partition, Storage, _FreeState, Stream, argspec.ArgInfo, KernelLaunch,
-            ForeignPartition, DeviceFuture, prototypes)
+            ForeignPartition, DeviceFuture, argspec.atomic, prototypes)
 
 
 def _install_native() -> bool:
