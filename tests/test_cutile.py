@@ -283,3 +283,59 @@ def test_function_decorator():
     ct.launch(0, (1,), k, (x, 8))
     np.testing.assert_array_equal(x, np.arange(8) * 2)
     assert ct.function(host=True)(math.sqrt) is math.sqrt
+
+
+# --- the launch hot path ---------------------------------------------------------------------------
+@ct.kernel
+def scaled_copy(x, y, SCALE: ct.Constant[float], FLAG: ct.Constant[bool], TILE: ct.Constant[int]):
+    t = ct.load(x, index=(ct.bid(0),), shape=(TILE,))
+    if FLAG:
+        t = t * SCALE
+    ct.store(y, index=(ct.bid(0),), tile=t)
+
+
+def test_constants_bind_one_kernel_per_value_set():
+    x = api.from_numpy(np.arange(64, dtype=np.float32)).sync()
+    y = api.zeros((64,)).sync()
+    s = tile.Device(0).new_stream()
+    bound = scaled_copy._bound_by_key
+
+    def run(scale, flag):
+        before = len(bound)
+        ct.launch(s, (2,), scaled_copy, (x, y, scale, flag, 32))
+        s.synchronize()
+        expect = np.arange(64) * scale if flag else np.arange(64)
+        np.testing.assert_array_equal(y.to_numpy(), expect.astype(np.float32))
+        return len(bound) - before
+
+    bound.clear()
+    assert run(2.0, True) == 1 and run(2.0, True) == 0 and run(2.0, False) == 1
+    assert run(float("nan"), True) == 1 and run(float("nan"), True) == 0   # NaN finds itself
+    assert run(-0.0, True) == 1 and run(0.0, True) == 1                    # by their bits
+    assert scaled_copy.stats.launches == 7
+    with pytest.raises(TypeError, match="'FLAG' is annotated tile.Constant\\[bool\\] but got int"):
+        ct.launch(s, (2,), scaled_copy, (x, y, 2.0, 1, 32))                # 1 is not a bool
+
+
+@pytest.mark.skipif(not tile.native.enabled(), reason="the C launch path is not built")
+def test_ct_launch_takes_the_c_path():
+    from tilejit import native
+    x = api.from_numpy(np.arange(64, dtype=np.float32)).sync()
+    y = api.zeros((64,)).sync()
+    s = tile.Device(0).new_stream()
+    ct.launch(s, (2,), scaled_copy, (x, y, 3.0, True, 32))     # compiles (Python)
+    native.reset_stats()
+    ct.launch(s, (2,), scaled_copy, (x, y, 3.0, True, 32))
+    s.synchronize()
+    assert native.stats() == {"launches": 1, "fallbacks": {}}
+    np.testing.assert_array_equal(y.to_numpy(), np.arange(64) * 3)
+
+
+def test_launch_with_cpu_torch_tensors():
+    torch = pytest.importorskip("torch")
+    a, b = torch.arange(100, dtype=torch.float32), torch.ones(100)
+    c = torch.zeros(100)
+    ct.launch(0, (4,), vec_add, (a, b, c, 32))
+    if not torch.equal(c, a + b):
+        pytest.xfail("a CPU torch tensor passed writable is not copied back yet: "
+                     "tile.atomic(cpu_tensor) (issue 23.5, engineer newcomer)")

@@ -15,6 +15,7 @@ others stay read-only. Arrays may be torch or CuPy arrays, tilejit tensors or Nu
 from __future__ import annotations
 
 import dataclasses
+import operator
 import re
 import warnings
 from typing import Optional
@@ -22,10 +23,12 @@ from typing import Optional
 import numpy as np
 
 from .. import dtypes as D
+from .. import keys as _keys
 from ..dispatcher import Kernel as _TileKernel
-from ..kernel_launch import KernelLaunch
+from ..dispatcher import _native_launcher
 from ..language import TileFunction
 from ..memo import BoundedMemo
+from ..runtime.argspec import MAX_GRID_DIM as _GRID_LIMIT
 from ..runtime.argspec import atomic, normalize_grid
 from ..runtime.device import Device
 from ..runtime.partition import ForeignPartition, Partition
@@ -98,6 +101,19 @@ class Kernel(_TileKernel):
         self.options = dataclasses.replace(self.options, plain_helpers=True)
         self._by_target = any(isinstance(v, ByTarget) for v in self._hints.values())
         self._write_positions = None
+        names = self.param_names
+        self._const_pos = tuple(i for i, n in enumerate(names) if n in self.constant_names)
+        runtime_pos = [i for i, n in enumerate(names) if n not in self.constant_names]
+        # ct.launch's getters (itemgetter: in C) of the constants' values (one value, or a
+        # tuple of several) and of the runtime values: a tuple with the first repeated at the
+        # end (so that one runtime parameter gives a tuple too), which _plain_launch drops
+        self._constants_of = operator.itemgetter(*self._const_pos) if self._const_pos else None
+        self._runtime_of = operator.itemgetter(*runtime_pos, *runtime_pos[:1]) \
+            if runtime_pos else (lambda args: ((),))
+        # the constants' values as passed -> the kernel bound to them (_Bound), and the same by
+        # their checked key (floats by bits: a NaN or -0.0 finds its own)
+        self._bound = BoundedMemo(f"{self.__name__}._bound", 256, register=False)
+        self._bound_by_key = BoundedMemo(f"{self.__name__}._bound_by_key", 256, register=False)
 
     @staticmethod
     def _scalar_annotations(pyfunc):
@@ -118,6 +134,60 @@ class Kernel(_TileKernel):
                 num_cta_in_cga=_for_target(h["num_ctas"], target),
                 opt_level=3 if level is None else level)
         return super()._compile(keys, consts, target, options, *args, **kwargs)
+
+    @property
+    def stats(self):
+        """This kernel's counters, ``ct.launch``'s launches included (the kernels bound to
+        constant values count into the same object)."""
+        for b in list(self._bound_by_key.values()):
+            _TileKernel.stats.fget(b)       # folds in what b's C launcher counted
+        return _TileKernel.stats.fget(self)
+
+    def _plain_launch(self, args):
+        """(the kernel to launch, its runtime values) of ``ct.launch(..., args)``: the kernel
+        bound to the values of its ``ct.Constant`` parameters, so the launch is a plain one (the
+        C path), with the arrays it stores into passed writable. (The launch hot path.)"""
+        if self._constants_of is not None:
+            raw = self._constants_of(args)
+            try:
+                b = self._bound.get(raw)
+            except TypeError:             # an unhashable value: constant_value explains
+                b = None
+            if b is None or b._raw_types != _types_of(raw):
+                b = self._bound_to(raw)
+            values = list(self._runtime_of(args))
+            values.pop()
+        else:
+            b, values = self, list(args)
+        wrap = b._write_positions
+        if wrap is None:
+            wrap = b._writes()
+        for i in wrap:
+            v = values[i]
+            array = _ARRAY_TYPES.get(type(v))
+            if array is None:
+                array = _ARRAY_TYPES.put(type(v), _is_plain_array(v))
+            if array:
+                w = _new_atomic(atomic)
+                w.value = v
+                values[i] = w
+        return b, values
+
+    def _bound_to(self, raw):
+        values = raw if len(self._const_pos) > 1 else (raw,)
+        consts = {n: _keys.constant_value(n, v, self._constant_types[n])
+                  for n, v in zip(self.constant_names, values)}
+        key = _keys.constant_key(consts)
+        b = self._bound_by_key.get(key)
+        if b is None:
+            b = self._bound_by_key.put(key, _Bound(self, consts))
+        b._raw_types = _types_of(raw)
+        if not _has_float(raw):     # 0.0 == -0.0 as dict keys: floats take constant_key's way
+            try:
+                self._bound.put(raw, b)
+            except TypeError:
+                pass
+        return b
 
     def replace_hints(self, **hints) -> "Kernel":
         """A new kernel with some hints replaced (it has its own compiled specializations)."""
@@ -156,10 +226,48 @@ class Kernel(_TileKernel):
         return tuple(values)
 
 
+class _Bound(Kernel):
+    """A ``ct.kernel`` with its ``ct.Constant`` parameters bound to one set of values: it has
+    only runtime parameters, so ``ct.launch`` makes a plain launch of it (the C path); it
+    compiles with the bound values, as the kernel would."""
+
+    def __init__(self, parent: Kernel, consts: dict):
+        hints = dict(parent._hints, num_worker_warps=None)     # warned once, by the parent
+        super().__init__(parent.py_func, **hints)
+        self._hints = parent._hints
+        self._stats = parent._stats         # one set of counters for the kernel
+        self._consts = consts
+        self._raw_types = ()
+        self.constant_names = ()
+        self._constant_types = {}
+        self.param_names = self.runtime_names
+        self._simple = True
+        self._write_positions = None
+        self._native = _native_launcher(self)
+
+    def _compile(self, keys, consts, target, options, *args, **kwargs):
+        return super()._compile(keys, self._consts, target, options, *args, **kwargs)
+
+
 def _is_plain_array(v) -> bool:
-    """An array that ``tile.atomic`` makes writable (not a scalar, tuple or partition)."""
+    """An array that ``tile.atomic`` makes writable (not a scalar, tuple or partition): decided
+    by its type (``_ARRAY_TYPES`` remembers it)."""
     return hasattr(v, "shape") and not isinstance(
         v, (np.generic, Partition, ForeignPartition, atomic, tuple, list))
+
+
+def _has_float(v) -> bool:
+    return type(v) is float or (type(v) is tuple and any(map(_has_float, v)))
+
+
+def _types_of(raw):
+    """The exact types of the constants' values as passed (1 and True are equal keys)."""
+    return tuple(map(type, raw)) if type(raw) is tuple else type(raw)
+
+
+# type of a written argument -> whether it is wrapped in tile.atomic (the launch hot path)
+_ARRAY_TYPES = BoundedMemo("cutile.array_types", 256)
+_new_atomic = object.__new__        # tile.atomic(v) for a plain array: its checks are done
 
 
 def kernel(function=None, /, *, num_ctas=None, occupancy=None, opt_level=3,
@@ -195,12 +303,18 @@ def _stream_of(obj) -> Stream:
     consecutive launches on one stream are ordered by the stream itself (no events)."""
     if type(obj) is Stream:
         return obj
+    handle = getattr(obj, "cuda_stream", None)       # torch, with its device (every device
+    if type(handle) is int:                          # has a default stream 0)
+        s = _streams.get((handle, getattr(obj, "device_index", None)))
+        if s is not None:
+            return s
     if obj is None or isinstance(obj, bool):
         raise TypeError(f"ct.launch() needs a stream, got {obj!r}: pass "
                         f"torch.cuda.current_stream(), a CuPy stream, an int CUstream handle or "
                         f"a tile.Stream")
     handle = _stream_handle(obj)
-    key = (handle, _object_device(obj))
+    key = (handle, getattr(obj, "device_index", None) if type(getattr(
+        obj, "cuda_stream", None)) is int else _object_device(obj))
     s = _streams.get(key)
     if s is None:
         s = Stream.borrow_raw(obj)
@@ -226,9 +340,20 @@ def launch(stream, grid, kernel, kernel_args, /) -> None:
     if len(kernel_args) != n:
         raise TypeError(f"Kernel expects {n} arguments but {len(kernel_args)} were given "
                         f"({kernel.__name__}{kernel._sig})")
-    s = _stream_of(stream)
-    KernelLaunch(kernel, kernel._launch_values(kernel_args),
-                 grid=normalize_grid(grid)).submit_on(s)
+    k, values = kernel._plain_launch(kernel_args)
+    op = k(*values)           # a KernelLaunch (made in C with the extension: the hot path)
+    op._grid = _grid3(grid)   # as op.grid(g), without a copy
+    op.submit_on(_stream_of(stream))
+
+
+def _grid3(grid) -> tuple:
+    """``grid`` as a checked 3-tuple (a 3-tuple of small ints as is)."""
+    if type(grid) is tuple and len(grid) == 3:
+        x, y, z = grid
+        if type(x) is int and type(y) is int and type(z) is int and \
+                0 <= x < _GRID_LIMIT and 0 <= y < _GRID_LIMIT and 0 <= z < _GRID_LIMIT:
+            return grid
+    return normalize_grid(grid)
 
 
 __all__ = ["ByTarget", "Kernel", "kernel", "function", "launch"]
