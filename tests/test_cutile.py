@@ -339,3 +339,22 @@ def test_launch_with_cpu_torch_tensors():
     if not torch.equal(c, a + b):
         pytest.xfail("a CPU torch tensor passed writable is not copied back yet: "
                      "tile.atomic(cpu_tensor) (issue 23.5, engineer newcomer)")
+
+
+def test_kernels_may_name_numpy_and_torch_dtypes():
+    """cuTile's samples write dtype=torch.int32 and np.float32 inside kernels; both are the
+    tilejit dtypes there (and such a kernel still has a digest for the warm-start index)."""
+    torch = pytest.importorskip("torch")
+    from tilejit import fingerprint
+
+    def body(a, c, TILE: ct.Constant[int]):
+        idx = ct.bid(0) * TILE + ct.arange(TILE, dtype=torch.int32)
+        low = ct.full((TILE,), -np.inf, dtype=np.float32)
+        keep = ct.full((TILE,), True, dtype=np.bool_) & (idx % 2 == 0)
+        ct.scatter(c, idx, ct.where(keep, ct.gather(a, idx).astype(torch.float32), low))
+
+    a = np.arange(64, dtype=np.float16)
+    c = np.zeros(64, np.float32)
+    ct.launch(0, (2,), ct.kernel(body), (a, c, 32))
+    np.testing.assert_array_equal(c, np.where(np.arange(64) % 2 == 0, a, -np.inf))
+    assert fingerprint.function_digest(body) is not None

@@ -125,6 +125,8 @@ def _value(h, v, seen: set, attr_names) -> None:
                 _value(h, getattr(v, name), seen, ())
     elif isinstance(v, _dt.DType):
         h.update(f"dtype:{v.name}".encode())
+    elif type(v).__name__ == "dtype" and type(v).__module__.startswith("torch"):
+        h.update(f"torch.dtype:{v}".encode())       # torch.float16 named in a kernel
     elif isinstance(v, enum.Enum):
         h.update(f"enum:{type(v).__module__}.{type(v).__qualname__}.{v.name}".encode())
     elif isinstance(v, type):

@@ -38,7 +38,7 @@ from .context import TileTarget, get_context
 from .diagnostics import Collector, ExprText, describe_type
 from .inline import inline_helpers
 from .keys import arg_type, check_constant, constant_type
-from .passes import apply_rewrites, freeze_constants, unify_returns
+from .passes import apply_rewrites, foreign_dtypes, freeze_constants, unify_returns
 from .static_branches import fold_static_branches
 from .reject import check_ir, check_source
 
@@ -290,6 +290,7 @@ def _build_untyped(pyfunc, entry: bool, constants: Optional[dict], stack: List) 
     check_source(pyfunc, entry)
     func_ir = _translate(pyfunc)
     freeze_constants(func_ir, constants)
+    foreign_dtypes(func_ir)
 
     def build_helper(fn, st):
         return _build_untyped(fn, False, None, st)
