@@ -467,6 +467,8 @@ def _kinds(s):
          None),
         ("tile.atomic(tensor)", copy_beside, lambda: (z.partition((32,)), tile.atomic(w), x),
          None),
+        ("tile.atomic(CuPy array)", copy_beside,
+         lambda: (z.partition((32,)), tile.atomic(_FakeCupyArray(w)), x), None),
         ("NumPy array", copy_in, lambda: (z.partition((32,)), a), "a NumPy array"),
         ("tile.atomic(NumPy array)", copy_in,
          lambda: (z.partition((32,)), tile.atomic(a.copy())), "hooks"),
@@ -506,9 +508,13 @@ def test_every_argument_kind_launches_in_c_the_second_time():
     assert set(native.ext().fallback_reasons()) >= {"a NumPy array (copied in per launch)"}
     copy_in(*_kinds(s)[0][2]()).grid((2, 1, 1)).sync_on(s)
     native.reset_stats()
-    copy_in(*_kinds(s)[0][2]()).grid((2, 1, 1)).sync_on(s)     # an explicit grid: not plain
+    copy_in(*_kinds(s)[0][2]()).grid((2, 1, 1)).sync_on(s)     # an explicit grid: C too
+    assert native.stats() == {"launches": 1, "fallbacks": {}}
+    copy_in(*_kinds(s)[0][2]()).const_grid((2, 1, 1)).sync_on(s)
+    native.reset_stats()
+    copy_in(*_kinds(s)[0][2]()).const_grid((2, 1, 1)).sync_on(s)   # baked in: Python's
     assert native.stats()["fallbacks"] == {
-        "constants, generics, compile options or an explicit grid": 1}
+        "constants, generics, compile options or a grid baked into the kernel": 1}
     for name, k, make, reason in _kinds(s):
         k(*make()).sync_on(s)
         native.reset_stats()

@@ -39,6 +39,9 @@ class CompileOptions:
     opt_level: int = 3
     #: contract ``a * b + c`` into one fused multiply-add (one rounding instead of two)
     fma: bool = True
+    #: inline undecorated Python functions the kernel calls, as ``@tile.function`` helpers
+    #: (cuTile Python's rule, used by ``tilejit.cutile`` kernels); else calling one is an error
+    plain_helpers: bool = False
 
     def __post_init__(self):
         if self.occupancy is not None and not 1 <= int(self.occupancy) <= 32:
@@ -172,7 +175,7 @@ def front_end(pyfunc, keys: Sequence, constants: dict, target: str, options: Com
     from .tileir.optimize import optimize_module
     from .typing.pipeline import type_kernel
     t0 = time.perf_counter()
-    typed = type_kernel(pyfunc, keys, constants)
+    typed = type_kernel(pyfunc, keys, constants, plain_helpers=options.plain_helpers)
     t1 = time.perf_counter()
     arch = target if target != SIM_TARGET else envvars.get("TILEJIT_ARCH")
     module = lower_kernel(structurize(typed), name=symbol(name or pyfunc.__name__), arch=arch,

@@ -295,7 +295,7 @@ class Kernel:
         changed = fingerprint.changed_globals(self._frozen or {},
                                               fingerprint.frozen_globals(self.py_func))
         changed += sorted(name for _, name, v in reads
-                          if isinstance(v, L.TileFunction) and before.get(name) is not v)
+                          if fingerprint.is_helper(v) and before.get(name) is not v)
         if (digest is not None and digest == self._digest) or (digest is None and not changed):
             self._watch(reads)              # rebound to equal values: nothing to recompile
             return
@@ -375,7 +375,7 @@ class Kernel:
         if not args and not generics and self.runtime_names:
             return self._inspect_compiled()
         keys, consts, _ = self._keys_for(args, generics)
-        typed = type_kernel(self.py_func, keys, consts)
+        typed = type_kernel(self.py_func, keys, consts, plain_helpers=self.options.plain_helpers)
         frozen = fingerprint.frozen_globals(self.py_func)
         note = ("globals frozen into the compiled code (later changes are not seen): "
                 + ", ".join(f"{k} = {v!r}" for k, v in frozen.items())) if frozen else \
@@ -392,7 +392,8 @@ class Kernel:
             if sig in seen:             # the same types for two targets or grids
                 continue
             seen.add(sig)
-            typed = c.typed or type_kernel(self.py_func, list(c.keys), c.constants)
+            typed = c.typed or type_kernel(self.py_func, list(c.keys), c.constants,
+                                           plain_helpers=self.options.plain_helpers)
             parts.append(f"# {sig}\n{typed.dump()}\n\n{structurize(typed).dump()}")
         if not parts:
             return (f"# kernel '{self.__name__}' has no compiled specializations yet: launch it "
@@ -482,7 +483,7 @@ def layout_args() -> tuple:
     launch._ran = True          # lives as long as C does; each clone starts not run (C sets it)
     prototypes = (launch, Partition._new(None, None, False), ForeignPartition(None, None))
     return (Tensor, Partition, Storage, _FreeState, Stream, argspec.ArgInfo, KernelLaunch,
-            ForeignPartition, DeviceFuture, prototypes)
+            ForeignPartition, DeviceFuture, argspec.atomic, prototypes)
 
 
 def _install_native() -> bool:

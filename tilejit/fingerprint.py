@@ -125,6 +125,8 @@ def _value(h, v, seen: set, attr_names) -> None:
                 _value(h, getattr(v, name), seen, ())
     elif isinstance(v, _dt.DType):
         h.update(f"dtype:{v.name}".encode())
+    elif type(v).__name__ == "dtype" and type(v).__module__.startswith("torch"):
+        h.update(f"torch.dtype:{v}".encode())       # torch.float16 named in a kernel
     elif isinstance(v, enum.Enum):
         h.update(f"enum:{type(v).__module__}.{type(v).__qualname__}.{v.name}".encode())
     elif isinstance(v, type):
@@ -141,12 +143,19 @@ def _value(h, v, seen: set, attr_names) -> None:
         raise _Unhashable(f"{type(v).__module__}.{type(v).__qualname__}")
 
 
+def is_helper(v) -> bool:
+    """A function a kernel may call as an inlined helper: a ``@tile.function``, or a plain
+    Python function (cuTile's rule, ``CompileOptions.plain_helpers``); not a language stub."""
+    from .language import TileFunction, is_stub
+    return isinstance(v, TileFunction) or (isinstance(v, types.FunctionType) and not is_stub(v))
+
+
 def global_reads(pyfunc) -> list:
-    """``(globals dict, name, value)`` for every global ``pyfunc`` and the ``@tile.function``
-    helpers it calls read that a compile depends on: the plain values (numbers, strings, tuples,
-    dtypes, enum members) frozen into the kernel, and the helpers themselves. A launch checks
-    them by identity (``Kernel``: a changed global recompiles)."""
-    from .language import TileFunction
+    """``(globals dict, name, value)`` for every global ``pyfunc`` and the helpers it calls
+    (``@tile.function`` and plain Python functions) read that a compile depends on: the plain
+    values (numbers, strings, tuples, dtypes, enum members) frozen into the kernel, and the
+    helpers themselves. A launch checks them by identity (``Kernel``: a changed global
+    recompiles)."""
     out: list = []
     seen: set = set()
 
@@ -159,9 +168,9 @@ def global_reads(pyfunc) -> list:
             if name not in g:
                 continue
             v = g[name]
-            if isinstance(v, TileFunction):
+            if is_helper(v):
                 out.append((g, name, v))
-                visit(v.py_func)
+                visit(getattr(v, "py_func", v))
             elif isinstance(v, (float, complex, tuple, frozenset, _dt.DType, enum.Enum)
                             + _PRIMITIVES) and not isinstance(v, type):
                 out.append((g, name, v))
@@ -171,12 +180,11 @@ def global_reads(pyfunc) -> list:
 
 def frozen_globals(pyfunc) -> dict:
     """``{name: value}`` of the plain global values (numbers, strings, tuples, dtypes, enum
-    members) that ``pyfunc`` and the ``@tile.function`` helpers it calls read: the values a
-    compile freezes into the kernel."""
-    from .language import TileFunction
+    members) that ``pyfunc`` and the helpers it calls read: the values a compile freezes into
+    the kernel."""
     out: dict = {}
     for _, name, v in global_reads(pyfunc):
-        if not isinstance(v, TileFunction):
+        if not is_helper(v):
             out.setdefault(name, v)
     return out
 
@@ -218,4 +226,4 @@ def build_id() -> str:
     return _BUILD_ID
 
 
-__all__ = ["function_digest", "global_reads", "frozen_globals", "changed_globals", "build_id"]
+__all__ = ["function_digest", "is_helper", "global_reads", "frozen_globals", "changed_globals", "build_id"]

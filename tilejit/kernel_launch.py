@@ -134,11 +134,12 @@ class KernelLaunch(DeviceOp):
         return default_stream(0 if dev is None else dev)
 
     def _launch_plain(self, stream, try_native=True):
-        """Launch a kernel without constants or launch options: the native launcher when it
-        knows the arguments, else the general path (which compiles on a miss)."""
+        """Launch a kernel without constants or launch options (on its partitions' grid or an
+        explicit ``.grid()``): the native launcher when it knows the arguments, else the general
+        path (which compiles on a miss)."""
         native_launcher = self.kernel._native
-        if try_native and native_launcher is not None and self._grid is None and \
-                native_launcher.launch(self.args, stream):
+        if try_native and native_launcher is not None and \
+                native_launcher.launch(self.args, stream, self._grid):
             return self.args
         with stream.device.current():
             return self._execute(ExecutionContext(stream))

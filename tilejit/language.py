@@ -287,7 +287,8 @@ def load(x, index, shape, padding=PaddingMode.ZERO, latency=None, allow_tma=True
     element ``index`` (a 0-d tile); ``padding`` a :class:`PaddingMode`; ``latency`` None or a
     constant 1..10 hint; ``allow_tma`` a constant bool. ``order``, a permutation of ``x``'s axes,
     loads from the permuted array (``order=(1, 0)`` reads ``x.T`` without a register transpose);
-    ``index`` and ``shape`` are then in the permuted order. ``memory_order`` (``WEAK``,
+    ``index`` and ``shape`` are then in the permuted order; ``"C"`` is no permutation and ``"F"``
+    reverses the axes. ``memory_order`` (``WEAK``,
     ``RELAXED`` or ``ACQUIRE``) and ``memory_scope`` (default ``DEVICE`` when the order is not
     weak) make it an ordered load: see :class:`MemoryOrder`.
     """
@@ -297,10 +298,12 @@ def load(x, index, shape, padding=PaddingMode.ZERO, latency=None, allow_tma=True
 def store(target, index, t, order=None, memory_order=MemoryOrder.WEAK, memory_scope=None):
     """Store tile ``t`` at tile ``index`` of ``target``.
 
-    ``target`` is a partition parameter (``index`` in units of its tile shape) or the tile view
-    ``w.partition(shape)`` of a writable tensor (one passed as ``tile.atomic(t)``). ``t`` must have
-    the view's tile shape and dtype. Views of read-only tensors cannot be stored to. ``order``
-    (tile views only) stores into the permuted array, like :func:`load`. ``memory_order``
+    ``target`` is a partition parameter (``index`` in units of its tile shape), the tile view
+    ``w.partition(shape)`` of a writable tensor (one passed as ``tile.atomic(t)``), or that
+    writable tensor itself: then the tile space is that of ``t``'s shape (a scalar or 0-d tile
+    writes one element), as ``cuda.tile.store`` does. ``t`` must have the view's tile shape and
+    dtype. Read-only tensors cannot be stored to. ``order`` (tensors and tile views) stores into
+    the permuted array, like :func:`load`. ``memory_order``
     (``WEAK``, ``RELAXED`` or ``RELEASE``) and ``memory_scope`` as for :func:`load`.
     """
 

@@ -177,6 +177,28 @@ static int foreign_partition_arg(Launcher *self, Arg *a, PyObject *v, PyObject *
     return as_output(a, r);
 }
 
+/* tile.atomic(x): `x` as a writable tensor (a tilejit tensor of a layout seen before, or a
+   torch / CuPy array); anything else (NumPy arrays: copied back) is Python's. 1, 0, -1. */
+static int atomic_arg(Launcher *self, Arg *a, PyObject *v, PyObject *ann, StreamInfo *si,
+                      Py_ssize_t pos) {
+    PyObject *inner = SLOT(v, O.a_value);
+    if (!inner) return give_up(R_UNUSABLE);
+    int r = 0;
+    if (Py_TYPE(inner) == T_tensor) {
+        if (SLOT(inner, O.t_moved) != Py_False || !SLOT(inner, O.t_info))
+            return give_up(R_UNUSABLE);
+        r = tensor_from_memo(a, inner, S_kind_tensor, Py_True);
+    } else {
+        r = foreign_arg(self, a, inner, pos, si, S_kind_tensor, Py_True);
+    }
+    if (r == 0) {
+        reset_arg(a);
+        return python_classify(self, a, v, ann, si);
+    }
+    a->writable = 1;
+    return r;
+}
+
 /* A Python int/float/bool (exact types): its weak key, the value as is (tilejit/scalars.py). */
 static int python_scalar(Arg *a, PyObject *v) {
     PyObject *key;
@@ -204,6 +226,7 @@ int classify_arg(Launcher *self, Arg *a, PyObject *v, PyObject *ann, StreamInfo 
     if (tp == T_tensor) return tensor_arg(self, a, v, ann, si);
     if (tp == T_partition) return partition_arg(self, a, v, ann, si);
     if (tp == T_fpart) return foreign_partition_arg(self, a, v, ann, si, pos);
+    if (tp == T_atomic) return atomic_arg(self, a, v, ann, si, pos);
     if (ann == Py_None) {
         int r = K_int ? python_scalar(a, v) : 0;
         if (r == 0) r = foreign_arg(self, a, v, pos, si, S_kind_tensor, Py_False);

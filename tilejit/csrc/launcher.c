@@ -39,9 +39,12 @@ static int stream_info(StreamInfo *si, PyObject *stream) {
     return PyErr_Occurred() ? -1 : 1;
 }
 
-/* The grid every partition implies (all equal, within the limits) into g. 1, 0, -1. */
-static int launch_grid(Arg *a, Py_ssize_t n, PyObject **grid, unsigned g[3]) {
-    for (Py_ssize_t i = 0; i < n; i++) {
+/* The launch grid into g: `explicit_grid` (a 3-tuple given with .grid()) when not NULL, else
+   the one every partition implies (all equal); within the limits. 1, 0, -1. */
+static int launch_grid(Arg *a, Py_ssize_t n, PyObject *explicit_grid, PyObject **grid,
+                       unsigned g[3]) {
+    if (explicit_grid) *grid = explicit_grid;
+    for (Py_ssize_t i = 0; !explicit_grid && i < n; i++) {
         if (!a[i].grid) continue;
         if (!*grid) { *grid = a[i].grid; continue; }
         int eq = PyObject_RichCompareBool(*grid, a[i].grid, Py_EQ);
@@ -204,9 +207,9 @@ static int launch_on(PyObject *exe, Arg *a, Py_ssize_t n, StreamInfo *si, const 
     return r;
 }
 
-/* One plain launch of `args` (a tuple) on `stream`: 1 launched, 0 nothing done (the Python
-   path takes over), -1 error set. */
-int run_launch(Launcher *self, PyObject *args, PyObject *stream) {
+/* One plain launch of `args` (a tuple) on `stream` over `grid` (a 3-tuple, or NULL / None: the
+   partitions' grid): 1 launched, 0 nothing done (the Python path takes over), -1 error set. */
+int run_launch(Launcher *self, PyObject *args, PyObject *stream, PyObject *grid_in) {
     Py_ssize_t n = PyTuple_GET_SIZE(args);
     if (n != PyTuple_GET_SIZE(self->anns) || n > MAX_ARGS) return give_up(R_ARITY);
     StreamInfo si;
@@ -221,7 +224,7 @@ int run_launch(Launcher *self, PyObject *args, PyObject *stream) {
     for (Py_ssize_t i = 0; i < n && ok == 1; i++)
         ok = classify_arg(self, &a[i], PyTuple_GET_ITEM(args, i),
                           PyTuple_GET_ITEM(self->anns, i), &si, i);
-    if (ok == 1) ok = launch_grid(a, n, &grid, g);
+    if (ok == 1) ok = launch_grid(a, n, grid_in == Py_None ? NULL : grid_in, &grid, g);
     if (ok == 1) ok = devices_and_aliases(a, n, si.device);
     if (ok == 1 && !(exe = find_executable(self, a, n, si.device, g)))
         ok = PyErr_Occurred() ? -1 : 0;
@@ -262,11 +265,11 @@ static int Launcher_init(Launcher *self, PyObject *args, PyObject *kw) {
 }
 
 static PyObject *Launcher_launch(Launcher *self, PyObject *const *argv, Py_ssize_t nargs) {
-    if (nargs != 2 || !PyTuple_Check(argv[0])) {
-        PyErr_SetString(PyExc_TypeError, "launch(args: tuple, stream)");
+    if (nargs < 2 || nargs > 3 || !PyTuple_Check(argv[0])) {
+        PyErr_SetString(PyExc_TypeError, "launch(args: tuple, stream[, grid])");
         return NULL;
     }
-    int ok = run_launch(self, argv[0], argv[1]);
+    int ok = run_launch(self, argv[0], argv[1], nargs == 3 ? argv[2] : NULL);
     if (ok < 0) return NULL;
     return PyBool_FromLong(ok);
 }
@@ -348,7 +351,7 @@ static PyMemberDef Launcher_members[] = {
 
 static PyMethodDef Launcher_methods[] = {
     {"launch", (PyCFunction)(void (*)(void))Launcher_launch, METH_FASTCALL,
-     "launch(args, stream) -> bool: launch if the fast path applies (see tilejit/native.py)"},
+     "launch(args, stream[, grid]) -> bool: launch if the fast path applies (tilejit/native.py)"},
     {"describe", (PyCFunction)(void (*)(void))Launcher_describe, METH_FASTCALL,
      "describe(args, stream) -> list of dicts | None: the C classification, nothing launched"},
     {"take_launches", (PyCFunction)Launcher_take_launches, METH_NOARGS,

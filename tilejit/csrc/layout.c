@@ -9,7 +9,7 @@
 #include "native.h"
 
 PyTypeObject *T_tensor, *T_partition, *T_storage, *T_freestate, *T_stream, *T_arginfo,
-    *T_klaunch, *T_fpart, *T_future;
+    *T_klaunch, *T_fpart, *T_future, *T_atomic;
 struct Offsets O;
 int layout_ok;
 PyObject *P_launch, *P_partition, *P_fpart;
@@ -77,22 +77,23 @@ static const SlotSpec specs[] = {
     {&T_fpart, &O.fp_live, "_live"},
     {&T_future, &O.f_out, "_out"}, {&T_future, &O.f_stream, "stream"},
     {&T_future, &O.f_done, "_done"},
+    {&T_atomic, &O.a_value, "value"},
 };
 
 /* set_layout(Tensor, Partition, Storage, _FreeState, Stream, ArgInfo, KernelLaunch,
-              ForeignPartition, DeviceFuture, prototypes) -> bool; `prototypes`: a
+              ForeignPartition, DeviceFuture, atomic, prototypes) -> bool; `prototypes`: a
    KernelLaunch, a Partition and a ForeignPartition made by their Python constructors */
 PyObject *py_set_layout(PyObject *m, PyObject *args) {
-    PyObject *t[9], *protos;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!O!O!O!O!", &PyType_Type, &t[0], &PyType_Type, &t[1],
-                          &PyType_Type, &t[2], &PyType_Type, &t[3], &PyType_Type, &t[4],
+    PyObject *t[10], *protos;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!O!O!O!O!O!", &PyType_Type, &t[0], &PyType_Type,
+                          &t[1], &PyType_Type, &t[2], &PyType_Type, &t[3], &PyType_Type, &t[4],
                           &PyType_Type, &t[5], &PyType_Type, &t[6], &PyType_Type, &t[7],
-                          &PyType_Type, &t[8], &PyTuple_Type, &protos))
+                          &PyType_Type, &t[8], &PyType_Type, &t[9], &PyTuple_Type, &protos))
         return NULL;
-    PyTypeObject **types[9] = {&T_tensor, &T_partition, &T_storage, &T_freestate, &T_stream,
-                               &T_arginfo, &T_klaunch, &T_fpart, &T_future};
+    PyTypeObject **types[10] = {&T_tensor, &T_partition, &T_storage, &T_freestate, &T_stream,
+                                &T_arginfo, &T_klaunch, &T_fpart, &T_future, &T_atomic};
     layout_ok = 0;
-    for (int i = 0; i < 9; i++) {
+    for (int i = 0; i < 10; i++) {
         Py_INCREF(t[i]);
         Py_XSETREF(*types[i], (PyTypeObject *)t[i]);
     }
@@ -215,7 +216,7 @@ int use_storage(PyObject *st, PyObject *stream, int fast, PyObject *epoch) {
 const char *const reason_names[R_COUNT] = {
     [R_LAYOUT] = "runtime classes changed shape (set_layout failed)",
     [R_STREAM] = "not a tilejit Stream, or a graph capture",
-    [R_NOT_PLAIN] = "constants, generics, compile options or an explicit grid",
+    [R_NOT_PLAIN] = "constants, generics, compile options or a grid baked into the kernel",
     [R_REENTRANT] = "launched inside a running op",
     [R_ARITY] = "argument count",
     [R_GLOBALS] = "a global the kernel reads changed",

@@ -75,7 +75,7 @@ PyObject *py_use_driver(PyObject *self, PyObject *path);
 /* --- layout.c --------------------------------------------------------------------------- */
 #define SLOT(o, off) (*(PyObject **)((char *)(o) + (off)))
 extern PyTypeObject *T_tensor, *T_partition, *T_storage, *T_freestate, *T_stream, *T_arginfo,
-    *T_klaunch, *T_fpart, *T_future;
+    *T_klaunch, *T_fpart, *T_future, *T_atomic;
 extern struct Offsets {
     Py_ssize_t t_moved, t_info, t_storage, t_shape, t_strides, t_offset, t_dtype, t_extent,
         t_share, t_pinfo;
@@ -87,6 +87,7 @@ extern struct Offsets {
     Py_ssize_t k_kernel, k_args, k_arity, k_simple, k_grid, k_ran;
     Py_ssize_t fp_value, fp_tile, fp_live;
     Py_ssize_t f_out, f_stream, f_done;
+    Py_ssize_t a_value;
 } O;
 extern int layout_ok;
 extern PyObject *P_launch, *P_partition, *P_fpart;   /* prototypes made by the Python ctors */
@@ -212,7 +213,7 @@ void clear_args(Arg *a, Py_ssize_t n);
 void release_partitions(Arg *a, Py_ssize_t n, int leases);
 
 /* --- launcher.c / prepared.c ------------------------------------------------------------ */
-int run_launch(Launcher *self, PyObject *args, PyObject *stream);
+int run_launch(Launcher *self, PyObject *args, PyObject *stream, PyObject *grid);
 PyObject *py_install(PyObject *m, PyObject *args);
 PyObject *py_install_finalizer(PyObject *m, PyObject *del);
 PyObject *py_partition(PyObject *m, PyObject *const *argv, Py_ssize_t nargs, PyObject *kwnames);

@@ -80,8 +80,7 @@ static PyObject *kernel_call(PyObject *kernel, PyObject *args, PyObject *kw) {
 static int plain_launch(PyObject *op, PyObject *stream) {
     if (!layout_ok) return give_up(R_LAYOUT);
     if (Py_TYPE(stream) != T_stream) return give_up(R_STREAM);
-    if (Py_TYPE(op) != T_klaunch || SLOT(op, O.k_simple) != Py_True ||
-        SLOT(op, O.k_grid) != Py_None)
+    if (Py_TYPE(op) != T_klaunch || SLOT(op, O.k_simple) != Py_True)
         return give_up(R_NOT_PLAIN);
     if (tl_executing) return give_up(R_REENTRANT);
     return 1;
@@ -123,7 +122,7 @@ static PyObject *submit_common(PyObject *op, PyObject *stream, int wait) {
     int ok = nat ? 0 : -1;
     if (nat && Py_IS_TYPE(nat, &LauncherType)) {
         tl_executing = 1;
-        ok = run_launch((Launcher *)nat, args, stream);
+        ok = run_launch((Launcher *)nat, args, stream, SLOT(op, O.k_grid));
         tl_executing = 0;
     }
     if (ok == 1)

@@ -521,8 +521,10 @@ class Lowering(ControlFlow):
             t = em.broadcast(self.tv(ix, idx_dt), shape)
             term = em.binary("*", t, em.broadcast(arr.stride(i, self.hoist_em), shape), idx_dt)
             offset = term if offset is None else em.binary("+", offset, term, idx_dt)
-            ok = em.binary("&", em.compare(">=", t, em.const(0, idx_dt, shape)),
-                           em.compare("<", t, em.broadcast(arr.shape[i], shape)), D.bool_)
+            # 0 <= t < shape[i] as one unsigned compare (shapes are never negative; a negative
+            # index reads as a huge unsigned one), as cuTile does: half the mask's work
+            ok = TV(self.b.cmpi("less_than", t.value, em.broadcast(arr.shape[i], shape).value,
+                                "unsigned"), D.bool_)
             mask = ok if mask is None else em.binary("&", mask, ok, D.bool_)
         base = self.b.broadcast(self.b.reshape(arr.base, (1,) * len(shape)), shape) if shape else arr.base
         ptrs = self.b.offset(base, offset.value)

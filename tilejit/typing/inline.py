@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 import itertools
 import types as pytypes
+import weakref
 from typing import Callable, Dict, List, Optional
 
 from numba.core import ir, ir_utils
@@ -48,18 +49,20 @@ def _is_entry(obj) -> bool:
 
 
 def inline_helpers(func_ir, build_ir: Callable, stack: List, funcname: str,
-                   sites: Optional[dict] = None) -> bool:
+                   sites: Optional[dict] = None, plain: bool = False) -> bool:
     """Inline every helper call in ``func_ir`` (mutated). ``build_ir(pyfunc, stack)`` returns a
     helper's untyped IR with its own helpers already inlined. ``sites`` receives
-    ``site id -> (helper name, call ir.Loc, caller name)``. Returns True if anything changed."""
-    changed_any = False
+    ``site id -> (helper name, call ir.Loc, caller name)``. ``plain``: undecorated Python
+    functions are helpers too (``CompileOptions.plain_helpers``, cuTile's rule); otherwise
+    calling one is an error. Returns True if anything changed."""
+    changed_any = plain and _wrap_plain_functions(func_ir)
     while True:
         defs = {}
         for block in func_ir.blocks.values():
             for stmt in block.body:
                 if isinstance(stmt, ir.Assign):
                     defs.setdefault(stmt.target.name, stmt)
-        site = _find_call_site(func_ir, defs, stack, funcname)
+        site = _find_call_site(func_ir, defs, stack, funcname, plain)
         if site is None:
             return changed_any
         label, index, helper = site
@@ -69,7 +72,49 @@ def inline_helpers(func_ir, build_ir: Callable, stack: List, funcname: str,
         changed_any = True
 
 
-def _find_call_site(func_ir, defs, stack, funcname):
+# plain Python function -> the @tile.function that inlines it (one per function, so its type is
+# one type wherever it appears)
+_plain_helpers: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+# functions of these packages are never helpers (reject.check_ir explains NumPy's)
+_LIBRARIES = frozenset({"numpy", "numba", "math", "operator", "builtins"})
+
+
+def _as_helper(fn) -> language.TileFunction:
+    h = _plain_helpers.get(fn)
+    if h is None:
+        h = _plain_helpers[fn] = language.TileFunction(fn)
+    return h
+
+
+def _wrap_plain_functions(func_ir) -> bool:
+    """Make every plain Python function the IR names (a global, a closure variable or a module
+    attribute) a ``@tile.function``: calls to it are then inlined, and the name types as a
+    helper. Language stubs and kernels stay as they are."""
+    defs = {}
+    for block in func_ir.blocks.values():
+        for stmt in block.body:
+            if isinstance(stmt, ir.Assign):
+                defs.setdefault(stmt.target.name, stmt)
+    changed = False
+    for block in func_ir.blocks.values():
+        for stmt in block.body:
+            if not isinstance(stmt, ir.Assign):
+                continue
+            v = stmt.value
+            if isinstance(v, (ir.Global, ir.FreeVar)) or (isinstance(v, ir.Expr) and
+                                                            v.op == "getattr"):
+                fn = _static_callee(defs, stmt.target)
+                if isinstance(fn, pytypes.FunctionType) and not language.is_stub(fn) and \
+                        (fn.__module__ or "").split(".")[0] not in _LIBRARIES:
+                    name = v.name if isinstance(v, (ir.Global, ir.FreeVar)) else fn.__name__
+                    stmt.value = ir.Global(name, _as_helper(fn), v.loc)
+                    changed = True
+    return changed
+
+
+def _find_call_site(func_ir, defs, stack, funcname, plain=False):
     for label in sorted(func_ir.blocks):
         block = func_ir.blocks[label]
         for i, stmt in enumerate(block.body):

@@ -2,6 +2,7 @@
 
 * :func:`freeze_constants` (``FreezeConstexprArgs``): ``BM = arg(3)`` becomes ``BM = const(64)``
   before branch pruning, so ``if CONST:`` branches that are dead are removed before typing.
+* :func:`foreign_dtypes`: ``torch.int32`` named in a kernel becomes ``tile.int32``.
 * :func:`apply_rewrites`: the Numba rewrites the kernel language needs (``x[0]`` with a constant
   index becomes ``static_getitem`` so ``t.shape[0]`` stays a literal; ``print(...)`` becomes
   ``ir.Print``), applied explicitly instead of Numba's whole global rewrite registry.
@@ -11,6 +12,7 @@
 from __future__ import annotations
 
 import enum
+import types
 from types import SimpleNamespace
 
 from numba.core import ir
@@ -18,7 +20,7 @@ from numba.core.rewrites.ir_print import RewritePrintCalls
 from numba.core.rewrites.static_binop import DetectStaticBinops
 from numba.core.rewrites.static_getitem import RewriteConstGetitems, RewriteConstSetitems
 
-from ..dtypes import DType
+from ..dtypes import DType, as_dtype
 
 
 def constant_assignments(value, target: ir.Var, scope, loc, name: str):
@@ -36,6 +38,44 @@ def constant_assignments(value, target: ir.Var, scope, loc, name: str):
     if isinstance(value, (DType, enum.Enum)):
         return [ir.Assign(ir.Global(name, value, loc), target, loc)]
     return [ir.Assign(ir.Const(value, loc), target, loc)]
+
+
+def _torch_dtype(value):
+    """The tilejit dtype of a ``torch.dtype`` object (torch need not be imported), else None."""
+    tp = type(value)
+    if tp.__name__ != "dtype" or not tp.__module__.startswith("torch"):
+        return None
+    try:
+        return as_dtype(value)
+    except (TypeError, ValueError, KeyError):
+        return None
+
+
+def foreign_dtypes(func_ir) -> None:
+    """Make ``torch.float16`` (a global, closure variable or module attribute holding a
+    ``torch.dtype``) the tilejit dtype, so kernels written for cuTile or with PyTorch at hand
+    may name torch's dtypes (NumPy's are Numba number classes already)."""
+    defs = {}
+    for block in func_ir.blocks.values():
+        for stmt in block.body:
+            if isinstance(stmt, ir.Assign):
+                defs[stmt.target.name] = stmt.value
+    for block in func_ir.blocks.values():
+        for stmt in block.body:
+            if not isinstance(stmt, ir.Assign):
+                continue
+            v = stmt.value
+            if isinstance(v, (ir.Global, ir.FreeVar)):
+                dt = _torch_dtype(v.value)
+            elif isinstance(v, ir.Expr) and v.op == "getattr":
+                base = defs.get(v.value.name)
+                module = base.value if isinstance(base, (ir.Global, ir.FreeVar)) else None
+                dt = _torch_dtype(getattr(module, v.attr, None)) \
+                    if isinstance(module, types.ModuleType) else None
+            else:
+                continue
+            if dt is not None:
+                stmt.value = ir.Global(dt.name, dt, v.loc)
 
 
 def freeze_constants(func_ir, constants: dict) -> None:

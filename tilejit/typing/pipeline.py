@@ -38,7 +38,7 @@ from .context import TileTarget, get_context
 from .diagnostics import Collector, ExprText, describe_type
 from .inline import inline_helpers
 from .keys import arg_type, check_constant, constant_type
-from .passes import apply_rewrites, freeze_constants, unify_returns
+from .passes import apply_rewrites, foreign_dtypes, freeze_constants, unify_returns
 from .static_branches import fold_static_branches
 from .reject import check_ir, check_source
 
@@ -290,12 +290,15 @@ def _build_untyped(pyfunc, entry: bool, constants: Optional[dict], stack: List) 
     check_source(pyfunc, entry)
     func_ir = _translate(pyfunc)
     freeze_constants(func_ir, constants)
+    foreign_dtypes(func_ir)
 
     def build_helper(fn, st):
         return _build_untyped(fn, False, None, st)
 
-    sites = _build.stack[-1].setdefault("sites", {}) if _build.stack else None
-    if inline_helpers(func_ir, build_helper, stack, pyfunc.__name__, sites):
+    state = _build.stack[-1] if _build.stack else {}
+    sites = state.setdefault("sites", {}) if _build.stack else None
+    if inline_helpers(func_ir, build_helper, stack, pyfunc.__name__, sites,
+                      plain=state.get("plain_helpers", False)):
         postproc.PostProcessor(func_ir).run(emit_dels=False)
     check_ir(func_ir, pyfunc.__name__)
     apply_rewrites(func_ir)
@@ -370,13 +373,13 @@ def _infer(func_ir, arg_types: Dict[str, types.Type], pyfunc):
 
 
 # --------------------------------------------------------------------------------------------------
-def _run(pyfunc, params, is_kernel: bool) -> TypedKernel:
+def _run(pyfunc, params, is_kernel: bool, plain_helpers: bool = False) -> TypedKernel:
     timings = {}
     t0 = time.perf_counter()
     constants = {p.name: p.value for p in params if p.kind == "constant"}
     arg_types = {p.name: p.type for p in params if p.kind != "constant"}
     param_types = {p.name: p.type for p in params}
-    state = {"subfunctions": {}}
+    state = {"subfunctions": {}, "plain_helpers": plain_helpers}
     _build.stack.append(state)
     try:
         with global_compiler_lock, Collector.active():
@@ -413,16 +416,18 @@ def _unwrap(fn):
     return fn
 
 
-def type_kernel(pyfunc, arg_keys: Sequence, constants: Optional[dict] = None) -> TypedKernel:
+def type_kernel(pyfunc, arg_keys: Sequence, constants: Optional[dict] = None,
+                plain_helpers: bool = False) -> TypedKernel:
     """Type one specialization of a kernel.
 
     ``arg_keys``: the C2 key tuples of the non-constant parameters, in parameter order.
     ``constants``: parameter name -> value for the ``tile.Constant[...]`` parameters (any other
-    parameter named here is treated as constant too).
+    parameter named here is treated as constant too). ``plain_helpers``: undecorated Python
+    functions the kernel calls are inlined like ``@tile.function`` helpers (cuTile's rule).
     """
     pyfunc = _unwrap(pyfunc)
     params = _bind_params(pyfunc, arg_keys, constants)
-    return _run(pyfunc, params, True)
+    return _run(pyfunc, params, True, plain_helpers)
 
 
 def type_function(pyfunc, arg_types: Sequence[types.Type]) -> TypedKernel:

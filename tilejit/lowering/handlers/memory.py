@@ -36,9 +36,12 @@ def access_semantics(lw, info, args):
     return ORDER[order], SCOPE[getattr(scope, "name", "DEVICE")]
 
 
-def _order(lw, info, args):
+def _order(lw, info, args, ndim: int):
+    """The ``order=`` permutation (None: the array's own order; ``"F"`` reverses the axes)."""
     order = lw.static_arg(info, args, "order")
-    return None if order is None else tuple(order)
+    if order is None or order == "C":
+        return None
+    return tuple(range(ndim - 1, -1, -1)) if order == "F" else tuple(order)
 
 
 @handles("tile.load_tile_like")
@@ -70,7 +73,7 @@ def _tensor_load(lw, info, args, rty):
         view = x.partition_view(lw.hoist, ones, unneeded_padding(x, ones, padding_arg(
             lw, info, args)))
         return lw.em.reshape(lw.load_view(x, view, index, hints, *sem), ())
-    order = _order(lw, info, args)
+    order = _order(lw, info, args, x.ndim)
     padding = unneeded_padding(x, shape, padding_arg(lw, info, args), order)
     view = x.partition_view(lw.hoist, shape, padding, dim_map=order)
     return lw.load_view(x, view, index, hints, *sem)
@@ -127,7 +130,8 @@ def _view_load(lw, info, args, rty):
 @handles("TileView.store")
 def _view_store(lw, info, args, rty):
     v: ViewRef = lw.value(info.receiver)
-    view = v.array.partition_view(lw.hoist, v.tile_shape, None, dim_map=_order(lw, info, args))
+    view = v.array.partition_view(lw.hoist, v.tile_shape, None,
+                                  dim_map=_order(lw, info, args, v.array.ndim))
     t = lw.tv(lw.arg(args, "t") if "t" in args else lw.arg(args, "tile"), v.array.dtype)
     lw.store_view(v.array, view, lw.index_tvs(lw.arg(args, "index"), D.int32), t, None,
                   *access_semantics(lw, info, args))
@@ -168,13 +172,18 @@ def _store(lw, info, args, rty):
     index = lw.arg(args, "index")
     if isinstance(target, ViewRef):
         arr, shape = target.array, target.tile_shape
-    elif isinstance(target, ArrayParam) and target.tile_shape is not None:
+    elif isinstance(target, ArrayParam) and (target.tile_shape is not None or target.written):
         arr, shape = target, target.tile_shape
     else:
-        raise lw.error("tile.store(view, index, t) needs a partition or a view of a writable "
-                       "tensor")
-    t = lw.em.broadcast(lw.tv(lw.arg(args, "t"), arr.dtype), shape)
-    view = arr.partition_view(lw.hoist, shape, None, dim_map=_order(lw, info, args))
+        raise lw.error("tile.store(target, index, t) needs a partition, a writable tensor or a "
+                       "view of one")
+    t = lw.tv(lw.arg(args, "t"), arr.dtype)
+    if shape is None:
+        # a writable tensor: the tile space of the stored tile's shape (one element per axis
+        # for a scalar), as cuTile's store
+        shape = t.shape or (1,) * arr.ndim
+    t = lw.em.broadcast(t, shape)
+    view = arr.partition_view(lw.hoist, shape, None, dim_map=_order(lw, info, args, arr.ndim))
     lw.store_view(arr, view, lw.index_tvs(index, D.int32), t, None,
                   *access_semantics(lw, info, args))
     return None

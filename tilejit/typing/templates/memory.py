@@ -7,10 +7,12 @@
 ``x.ndim`` / ``x.dtype``                int literal / ``DTypeType``
 ``load_tile_like(x, z)``                ``Tile[x.dtype, z.shape]``
 ``x.load(index, shape, padding=ZERO, latency=None, allow_tma=True, order=None)``
-                                        ``Tile[x.dtype, shape]`` (``shape=()``: one element)
+                                        ``Tile[x.dtype, shape]`` (``shape=()``: one element;
+                                        ``order``: a permutation, ``"C"`` or ``"F"``)
 ``x.partition(shape, padding=None)``    ``TensorPartitionViewType``; ``v.load(index)``,
                                         ``v.num_tiles(axis)`` (int32), ``tile.store(v, index, t)``
 ``z.load()`` / ``z.store(t)``           the block's own tile of a partition
+``tile.store(w, index, t)``             a writable tensor ``w``: the tile space of ``t``'s shape
 ``gather`` / ``scatter``                element-wise through index tiles (see language.py)
 ``memory_order=``, ``memory_scope=``    on every load and store above: loads WEAK, RELAXED or
                                         ACQUIRE, stores WEAK, RELAXED or RELEASE (Tile IR's rule)
@@ -194,10 +196,15 @@ def _tile_shape_arg(ty, x, what: str, allow_element: bool = False):
 
 
 def order_arg(ty, ndim: int, what: str):
-    """``order=``: None or a static permutation of ``range(ndim)``."""
+    """``order=``: None or a static permutation of ``range(ndim)``; ``"C"`` is None (no
+    permutation) and ``"F"`` reverses the axes (NumPy's and cuTile's spellings)."""
     if is_none(ty):
         return None
     v = static_value(ty)
+    if isinstance(v, str):
+        if v not in ("C", "F"):
+            raise TileTypingError(f"{what}: order must be 'C', 'F' or a tuple of axes, got {v!r}")
+        return None if v == "C" else tuple(range(ndim - 1, -1, -1))
     if not (isinstance(v, tuple) and all(isinstance(i, int) for i in v)):
         raise TileTypingError(f"{what}: order must be a constant tuple of axes such as (1, 0), "
                               f"got {describe_type(ty)}")
@@ -285,22 +292,36 @@ def _view_num_tiles(b):
     return types.int32
 
 
+def stored_shape(t, ndim: int, what: str):
+    """The tile shape a store of ``t`` into a rank-``ndim`` tensor writes: ``t``'s own shape,
+    or one element per axis for a scalar or 0-d tile (cuTile's ``store``)."""
+    if isinstance(t, TileType) and t.ndim:
+        if t.ndim != ndim:
+            raise TileTypingError(f"{what}: the stored tile has rank {t.ndim} but the tensor has "
+                                  f"rank {ndim}; reshape the tile (t.reshape(...)) to the "
+                                  f"tensor's rank")
+        return t.shape
+    if isinstance(t, TileType) or is_scalar(t):
+        return (1,) * ndim
+    raise TileTypingError(f"{what}: the stored value must be a tile or scalar, got "
+                          f"{describe_type(t)}")
+
+
 def _store_rule(b):
     target = b.target
     if isinstance(target, TensorType):
         if not target.writable:
             raise read_only_error("store to", target)
-        raise TileTypingError("store(target, index, t): to store tiles into a writable tensor "
-                              "pass its tile view w.partition(shape) as target")
-    if isinstance(target, TensorPartitionViewType):
+        shape = stored_shape(b.t, target.ndim, "store")
+    elif isinstance(target, TensorPartitionViewType):
         if not target.writable:
             raise read_only_error("store to a view of", target.source)
         shape = target.tile_shape
     elif isinstance(target, PartitionType):
         shape = target.tile_shape
     else:
-        raise TileTypingError(f"store: target must be a partition argument or a tile view, got "
-                              f"{describe_type(target)}")
+        raise TileTypingError(f"store: target must be a partition argument, a writable tensor "
+                              f"or a tile view, got {describe_type(target)}")
     index_arg(b.index, target.ndim, "store: index")
     order = order_arg(getattr(b, "order", types.none), target.ndim, "store")
     if order is not None and isinstance(target, PartitionType):

@@ -256,6 +256,13 @@ def _getitem(context, args, kws):
         raise _index_error(value)
     if isinstance(value, (TensorType, PartitionType, TensorPartitionViewType)):
         return _subscript_static(value, None)
+    if isinstance(value, types.BaseTuple) and isinstance(index, types.IntegerLiteral):
+        # a constant index computed in the kernel (x.shape[x.ndim - 1 - axis]): the item
+        i = index.literal_value
+        if not -len(value.types) <= i < len(value.types):
+            raise TileTypingError(f"tuple index {i} is out of range for a tuple of "
+                                  f"{len(value.types)} items")
+        return signature(value.types[i], value, index)
     return None
 
 

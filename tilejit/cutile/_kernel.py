@@ -1,0 +1,359 @@
+"""cuTile Python's host side over tilejit: ``@ct.kernel``, ``ct.function``, ``ct.ByTarget`` and
+``ct.launch(stream, grid, kernel, args)``.
+
+A ``ct.kernel`` is a :class:`tilejit.Kernel` compiled with cuTile's rules: undecorated Python
+functions it calls are inlined (``CompileOptions.plain_helpers``), ``int``/``float``/``bool``
+annotations of scalar parameters mean int32/float32/bool (cuTile's scalar types), and hints may
+be :class:`ByTarget` values (resolved for each architecture it compiles for).
+
+``ct.launch`` stores into arrays as cuTile does, without partitions: the kernel's source says
+which array parameters it stores into (``_writes.written_parameters``, read once per kernel
+without compiling anything), and those arguments are passed writable (``tile.atomic``); the
+others stay read-only. Arrays may be torch or CuPy arrays, tilejit tensors or NumPy arrays
+(copied in, and back when written).
+"""
+from __future__ import annotations
+
+import dataclasses
+import operator
+import re
+import warnings
+from typing import Optional
+
+import numpy as np
+
+from .. import dtypes as D
+from .. import keys as _keys
+from ..dispatcher import Kernel as _TileKernel
+from ..dispatcher import _native_launcher
+from ..language import TileFunction
+from ..memo import BoundedMemo
+from ..runtime.argspec import MAX_GRID_DIM as _GRID_LIMIT
+from ..runtime.argspec import atomic, normalize_grid
+from ..runtime.device import Device
+from ..runtime.partition import ForeignPartition, Partition
+from ..runtime.stream import Stream, _object_device, _stream_handle
+from ._writes import written_parameters
+
+_UNSPECIFIED = object()
+_SM = re.compile(r"sm_\d+[a-z]?")
+
+
+class ByTarget:
+    """A hint that depends on the GPU architecture: ``ByTarget(sm_100=2, default=1)``."""
+
+    __slots__ = ("_default", "_by_target")
+
+    def __init__(self, *, default=_UNSPECIFIED, **value_by_target):
+        for sm in value_by_target:
+            if not _SM.fullmatch(sm):
+                raise ValueError(f"Invalid GPU architecture name: {sm}, expected "
+                                 f"sm_<major><minor>")
+        self._default = default
+        self._by_target = dict(value_by_target)
+
+    def resolve(self, target: Optional[str]):
+        """The value for ``target`` (``"sm_90"``; None or ``"sim"``: the default), None when
+        unspecified (the compiler's choice)."""
+        v = self._by_target.get(target, self._default)
+        return None if v is _UNSPECIFIED else v
+
+    def __repr__(self):
+        items = [f"{k}={v!r}" for k, v in self._by_target.items()]
+        if self._default is not _UNSPECIFIED:
+            items.append(f"default={self._default!r}")
+        return f"ByTarget({', '.join(items)})"
+
+    def __eq__(self, other):
+        return isinstance(other, ByTarget) and self._default == other._default and \
+            self._by_target == other._by_target
+
+    def __hash__(self):
+        return hash((repr(self._default), tuple(sorted(self._by_target.items()))))
+
+
+def _for_target(value, target: Optional[str]):
+    return value.resolve(target) if isinstance(value, ByTarget) else value
+
+
+# cuTile's scalar parameter types for Python annotations
+_SCALAR_ANNOTATIONS = {int: D.int32, float: D.float32, bool: D.bool_}
+
+
+class Kernel(_TileKernel):
+    """A ``@ct.kernel``: launch it with ``ct.launch(stream, grid, kernel, args)``.
+
+    It is also a tilejit kernel: ``kernel(*args).grid(g)`` is a lazy launch (pass the arrays it
+    stores into as ``tile.atomic(a)``), and ``inspect_tileir`` / ``compile(arch=...)`` work."""
+
+    def __init__(self, pyfunc, *, num_ctas=None, occupancy=None, opt_level=3,
+                 num_worker_warps=None):
+        self._hints = {"num_ctas": num_ctas, "occupancy": occupancy, "opt_level": opt_level,
+                       "num_worker_warps": num_worker_warps}
+        if num_worker_warps is not None:
+            warnings.warn("ct.kernel(num_worker_warps=...) is a hint tilejit does not take "
+                          "(tileiras chooses the warps); it is ignored", RuntimeWarning,
+                          stacklevel=3)
+        level = _for_target(opt_level, None)
+        super().__init__(pyfunc, occupancy=_for_target(occupancy, None),
+                         num_ctas=_for_target(num_ctas, None),
+                         opt_level=3 if level is None else level)
+        self.options = dataclasses.replace(self.options, plain_helpers=True)
+        self._by_target = any(isinstance(v, ByTarget) for v in self._hints.values())
+        self._write_positions = None
+        names = self.param_names
+        self._const_pos = tuple(i for i, n in enumerate(names) if n in self.constant_names)
+        runtime_pos = [i for i, n in enumerate(names) if n not in self.constant_names]
+        # ct.launch's getters (itemgetter: in C) of the constants' values (one value, or a
+        # tuple of several) and of the runtime values: a tuple with the first repeated at the
+        # end (so that one runtime parameter gives a tuple too), which _plain_launch drops
+        self._constants_of = operator.itemgetter(*self._const_pos) if self._const_pos else None
+        self._runtime_of = operator.itemgetter(*runtime_pos, *runtime_pos[:1]) \
+            if runtime_pos else (lambda args: ((),))
+        # the constants' values as passed -> the kernel bound to them (_Bound), and the same by
+        # their checked key (floats by bits: a NaN or -0.0 finds its own)
+        self._bound = BoundedMemo(f"{self.__name__}._bound", 256, register=False)
+        self._bound_by_key = BoundedMemo(f"{self.__name__}._bound_by_key", 256, register=False)
+
+    @staticmethod
+    def _scalar_annotations(pyfunc):
+        out = {}
+        for name, ann in getattr(pyfunc, "__annotations__", {}).items():
+            if isinstance(ann, D.DType):
+                out[name] = ann
+            elif ann in _SCALAR_ANNOTATIONS:
+                out[name] = _SCALAR_ANNOTATIONS[ann]
+        return out
+
+    def _compile(self, keys, consts, target, options, *args, **kwargs):
+        if self._by_target and options == self.options:
+            h = self._hints
+            level = _for_target(h["opt_level"], target)
+            options = dataclasses.replace(
+                options, occupancy=_for_target(h["occupancy"], target),
+                num_cta_in_cga=_for_target(h["num_ctas"], target),
+                opt_level=3 if level is None else level)
+        return super()._compile(keys, consts, target, options, *args, **kwargs)
+
+    @property
+    def stats(self):
+        """This kernel's counters, ``ct.launch``'s launches included (the kernels bound to
+        constant values count into the same object)."""
+        for b in list(self._bound_by_key.values()):
+            _TileKernel.stats.fget(b)       # folds in what b's C launcher counted
+        return _TileKernel.stats.fget(self)
+
+    def _plain_launch(self, args):
+        """(the kernel to launch, its runtime values) of ``ct.launch(..., args)``: the kernel
+        bound to the values of its ``ct.Constant`` parameters, so the launch is a plain one (the
+        C path), with the arrays it stores into passed writable. (The launch hot path.)"""
+        if self._constants_of is not None:
+            raw = self._constants_of(args)
+            try:
+                b = self._bound.get(raw)
+            except TypeError:             # an unhashable value: constant_value explains
+                b = None
+            if b is None or b._raw_types != _types_of(raw):
+                b = self._bound_to(raw)
+            values = list(self._runtime_of(args))
+            values.pop()
+        else:
+            b, values = self, list(args)
+        wrap = b._write_positions
+        if wrap is None:
+            wrap = b._writes()
+        for i in wrap:
+            v = values[i]
+            array = _ARRAY_TYPES.get(type(v))
+            if array is None:
+                array = _ARRAY_TYPES.put(type(v), _is_plain_array(v))
+            if array:
+                w = _new_atomic(atomic)
+                w.value = v
+                values[i] = w
+        return b, values
+
+    def _bound_to(self, raw):
+        values = raw if len(self._const_pos) > 1 else (raw,)
+        consts = {n: _keys.constant_value(n, v, self._constant_types[n])
+                  for n, v in zip(self.constant_names, values)}
+        key = _keys.constant_key(consts)
+        b = self._bound_by_key.get(key)
+        if b is None:
+            b = self._bound_by_key.put(key, _Bound(self, consts))
+        b._raw_types = _types_of(raw)
+        if not _has_float(raw):     # 0.0 == -0.0 as dict keys: floats take constant_key's way
+            try:
+                self._bound.put(raw, b)
+            except TypeError:
+                pass
+        return b
+
+    def replace_hints(self, **hints) -> "Kernel":
+        """A new kernel with some hints replaced (it has its own compiled specializations)."""
+        bad = set(hints) - set(self._hints)
+        if bad:
+            raise TypeError(f"replace_hints(): unknown hint(s) {', '.join(sorted(bad))}; hints: "
+                            f"{', '.join(self._hints)}")
+        return Kernel(self.py_func, **{**self._hints, **hints})
+
+    @property
+    def written_parameters(self) -> tuple:
+        """The parameters ``ct.launch`` passes writable (the kernel may store into them)."""
+        return tuple(self.param_names[i] for i in self._writes())
+
+    def _writes(self) -> tuple:
+        w = self._write_positions
+        if w is None:
+            names = written_parameters(self.py_func)
+            w = self._write_positions = tuple(i for i, n in enumerate(self.param_names)
+                                              if n in names and n not in self.constant_names)
+        return w
+
+    def _keys_for(self, args, generics=None):
+        # inspect_tileir / inspect_types / compile(arch=...) take the arguments ct.launch takes
+        if len(args) == len(self.param_names):
+            args = self._launch_values(args)
+        return super()._keys_for(args, generics)
+
+    def _launch_values(self, args) -> tuple:
+        """``args`` with the arrays the kernel stores into passed writable."""
+        values = list(args)
+        for i in self._writes():
+            v = values[i]
+            if _is_plain_array(v):
+                values[i] = atomic(v)
+        return tuple(values)
+
+
+class _Bound(Kernel):
+    """A ``ct.kernel`` with its ``ct.Constant`` parameters bound to one set of values: it has
+    only runtime parameters, so ``ct.launch`` makes a plain launch of it (the C path); it
+    compiles with the bound values, as the kernel would."""
+
+    def __init__(self, parent: Kernel, consts: dict):
+        hints = dict(parent._hints, num_worker_warps=None)     # warned once, by the parent
+        super().__init__(parent.py_func, **hints)
+        self._hints = parent._hints
+        self._stats = parent._stats         # one set of counters for the kernel
+        self._consts = consts
+        self._raw_types = ()
+        self.constant_names = ()
+        self._constant_types = {}
+        self.param_names = self.runtime_names
+        self._simple = True
+        self._write_positions = None
+        self._native = _native_launcher(self)
+
+    def _compile(self, keys, consts, target, options, *args, **kwargs):
+        return super()._compile(keys, self._consts, target, options, *args, **kwargs)
+
+
+def _is_plain_array(v) -> bool:
+    """An array that ``tile.atomic`` makes writable (not a scalar, tuple or partition): decided
+    by its type (``_ARRAY_TYPES`` remembers it)."""
+    return hasattr(v, "shape") and not isinstance(
+        v, (np.generic, Partition, ForeignPartition, atomic, tuple, list))
+
+
+def _has_float(v) -> bool:
+    return type(v) is float or (type(v) is tuple and any(map(_has_float, v)))
+
+
+def _types_of(raw):
+    """The exact types of the constants' values as passed (1 and True are equal keys)."""
+    return tuple(map(type, raw)) if type(raw) is tuple else type(raw)
+
+
+# type of a written argument -> whether it is wrapped in tile.atomic (the launch hot path)
+_ARRAY_TYPES = BoundedMemo("cutile.array_types", 256)
+_new_atomic = object.__new__        # tile.atomic(v) for a plain array: its checks are done
+
+
+def kernel(function=None, /, *, num_ctas=None, occupancy=None, opt_level=3,
+           num_worker_warps=None):
+    """``@ct.kernel`` or ``@ct.kernel(num_ctas=, occupancy=, opt_level=)``: a tile kernel in
+    cuTile Python's language; hints may be :class:`ByTarget` values."""
+    def wrap(f):
+        if isinstance(f, _TileKernel):
+            f = f.py_func
+        if not callable(f) or not hasattr(f, "__code__"):
+            raise TypeError("`kernel` decorator must be applied to a Python function")
+        return Kernel(f, num_ctas=num_ctas, occupancy=occupancy, opt_level=opt_level,
+                      num_worker_warps=num_worker_warps)
+    return wrap if function is None else wrap(function)
+
+
+def function(func=None, /, *, host=False, tile=True):
+    """``@ct.function``: a helper callable from kernels (inlined). Undecorated functions are
+    helpers too; ``host=True`` keeps the function callable on the host as well."""
+    def wrap(f):
+        return f if host else TileFunction(f)
+    return wrap if func is None else wrap(func)
+
+
+# --------------------------------------------------------------------------------------------------
+# ct.launch
+_streams = BoundedMemo("cutile.streams", 64)
+
+
+def _stream_of(obj) -> Stream:
+    """A tilejit Stream for ``obj``: a tile.Stream, a torch or CuPy stream, a ``cuda.core``
+    stream or an int handle. Foreign streams get one long-lived wrapper per handle, so
+    consecutive launches on one stream are ordered by the stream itself (no events)."""
+    if type(obj) is Stream:
+        return obj
+    handle = getattr(obj, "cuda_stream", None)       # torch, with its device (every device
+    if type(handle) is int:                          # has a default stream 0)
+        s = _streams.get((handle, getattr(obj, "device_index", None)))
+        if s is not None:
+            return s
+    if obj is None or isinstance(obj, bool):
+        raise TypeError(f"ct.launch() needs a stream, got {obj!r}: pass "
+                        f"torch.cuda.current_stream(), a CuPy stream, an int CUstream handle or "
+                        f"a tile.Stream")
+    handle = _stream_handle(obj)
+    key = (handle, getattr(obj, "device_index", None) if type(getattr(
+        obj, "cuda_stream", None)) is int else _object_device(obj))
+    s = _streams.get(key)
+    if s is None:
+        s = Stream.borrow_raw(obj)
+        if not s.is_simulated:
+            s = Stream.of_producer(handle, s.device)
+        s = _streams.put(key, s)
+    return s
+
+
+def launch(stream, grid, kernel, kernel_args, /) -> None:
+    """``ct.launch(stream, grid, kernel, args)``: queue ``kernel`` on ``stream`` over ``grid``
+    (1 to 3 dimensions) with the arguments ``args`` (a tuple: arrays, scalars and the values of
+    the ``ct.Constant`` parameters, in parameter order). Arrays the kernel stores into are
+    written in place (NumPy arrays are copied in and back before this returns)."""
+    if not isinstance(kernel, Kernel):
+        hint = (" (a tilejit @tile.entry kernel runs with kernel(*args).grid(g).sync())"
+                if isinstance(kernel, _TileKernel) else "")
+        raise TypeError(f"ct.launch() expects a @ct.kernel, got {type(kernel).__name__}{hint}")
+    if not isinstance(kernel_args, (tuple, list)):
+        raise TypeError(f"ct.launch(): the kernel arguments must be a tuple, got "
+                        f"{type(kernel_args).__name__}")
+    n = len(kernel.param_names)
+    if len(kernel_args) != n:
+        raise TypeError(f"Kernel expects {n} arguments but {len(kernel_args)} were given "
+                        f"({kernel.__name__}{kernel._sig})")
+    k, values = kernel._plain_launch(kernel_args)
+    op = k(*values)           # a KernelLaunch (made in C with the extension: the hot path)
+    op._grid = _grid3(grid)   # as op.grid(g), without a copy
+    op.submit_on(_stream_of(stream))
+
+
+def _grid3(grid) -> tuple:
+    """``grid`` as a checked 3-tuple (a 3-tuple of small ints as is)."""
+    if type(grid) is tuple and len(grid) == 3:
+        x, y, z = grid
+        if type(x) is int and type(y) is int and type(z) is int and \
+                0 <= x < _GRID_LIMIT and 0 <= y < _GRID_LIMIT and 0 <= z < _GRID_LIMIT:
+            return grid
+    return normalize_grid(grid)
+
+
+__all__ = ["ByTarget", "Kernel", "kernel", "function", "launch"]

@@ -1,0 +1,429 @@
+"""cuTile Python's kernel language over tilejit's: each ``ct.*`` function is tilejit's own op
+(an alias, where the signatures agree) or a ``@tile.function`` adapter that binds cuTile's
+signature and defaults and calls tilejit's op. Adapters are inlined into the kernel before
+typing, so they add no code: there is one definition of every op (typing, lowering, simulator),
+tilejit's.
+
+cuTile's defaults that differ from tilejit's are kept here: ``max``/``min``/``maximum``/
+``minimum``/``argmax``/``argmin`` ignore NaNs unless ``propagate_nan=True``; loads pad with an
+unspecified value unless ``padding_mode`` says otherwise; ``arange``, ``full``, ``zeros`` and
+``ones`` take their dtype as cuTile does.
+
+``flush_to_zero=True`` allows subnormal float32 values to be flushed to zero; where tilejit's op
+has no such mode (``max``, ``min``, ``maximum``, ``minimum``, and ``add``/``sub``/``mul``/``sum``
+until they get one) the result is computed without flushing (it differs from cuTile's only for
+subnormal values). A ``rounding_mode`` other than the default that tilejit cannot honour is a
+compile error, never ignored.
+"""
+from __future__ import annotations
+
+import inspect
+
+from .. import language as L
+from ..language import MemoryOrder, MemoryScope, PaddingMode, RoundingMode, TileFunction
+
+_WEAK, _ACQ_REL, _DEVICE = MemoryOrder.WEAK, MemoryOrder.ACQ_REL, MemoryScope.DEVICE
+
+
+def _helper(fn) -> TileFunction:
+    """A cuTile op as a ``@tile.function`` adapter (named ``ct.<name>`` in messages)."""
+    return TileFunction(fn)
+
+
+def _accepts(stub, *names) -> bool:
+    """Whether tilejit's ``stub`` takes every keyword in ``names`` (the core grows: forward
+    cuTile's keywords as soon as it does)."""
+    return stub is not None and all(n in inspect.signature(stub).parameters for n in names)
+
+
+# --------------------------------------------------------------------------------------------------
+# Aliases: tilejit's op has cuTile's positional signature (and accepts cuTile's keywords)
+bid = L.bid
+num_blocks = L.num_blocks
+cdiv = L.cdiv
+where = L.where
+abs = L.abs
+isnan = L.isnan
+atan2 = L.atan2
+exp = L.exp
+exp2 = L.exp2
+log = L.log
+log2 = L.log2
+sqrt = L.sqrt
+rsqrt = L.rsqrt
+sin, cos, tan = L.sin, L.cos, L.tan
+sinh, cosh, tanh = L.sinh, L.cosh, L.tanh
+floor, ceil = L.floor, L.ceil
+truediv = L.truediv
+astype = L.astype
+bitcast = L.bitcast
+reshape = L.reshape
+permute = L.permute
+broadcast_to = L.broadcast_to
+expand_dims = L.expand_dims
+extract = L.extract
+matmul = L.matmul
+zeros = L.zeros
+ones = L.ones
+printf = L.printf
+static_assert = L.static_assert
+
+
+# --------------------------------------------------------------------------------------------------
+# Memory
+@_helper
+def load(array, /, index, shape, *, order="C", padding_mode=PaddingMode.UNDETERMINED,
+         check_bounds=True, latency=None, allow_tma=None, memory_order=_WEAK,
+         memory_scope=None):
+    """``ct.load``: the tile of ``shape`` at tile ``index`` of ``array`` (``shape=()``: the one
+    element at element ``index``). ``check_bounds=False`` only promises the tile is in bounds:
+    tilejit checks anyway (the same values)."""
+    if allow_tma is None:
+        return L.load(array, index, shape, padding=padding_mode, latency=latency, order=order,
+                      memory_order=memory_order, memory_scope=memory_scope)
+    return L.load(array, index, shape, padding=padding_mode, latency=latency,
+                  allow_tma=allow_tma, order=order, memory_order=memory_order,
+                  memory_scope=memory_scope)
+
+
+@_helper
+def store(array, /, index, tile, *, order="C", check_bounds=True, latency=None, allow_tma=None,
+          memory_order=_WEAK, memory_scope=None):
+    """``ct.store``: ``tile`` into the tile space of its shape of ``array`` at tile ``index``
+    (a scalar or 0-d tile writes one element). ``latency``/``allow_tma`` are hints tilejit's
+    stores do not take yet."""
+    L.store(array, index, tile, order=order, memory_order=memory_order,
+            memory_scope=memory_scope)
+
+
+@_helper
+def num_tiles(array, /, axis, shape, order="C"):
+    """``ct.num_tiles``: the number of tiles of ``shape`` along ``axis`` of ``array`` (of the
+    axes permuted by ``order``), an int32."""
+    if order == "C":
+        return array.partition(shape).num_tiles(axis)
+    if order == "F":
+        return L.cdiv(array.shape[array.ndim - 1 - axis], shape[axis])
+    return L.cdiv(array.shape[order[axis]], shape[axis])
+
+
+@_helper
+def gather(array, indices, /, *, mask=None, padding_value=0, check_bounds=True, latency=None):
+    """``ct.gather``: ``array[indices]`` element-wise; out-of-bounds and masked-off elements
+    read as ``padding_value``."""
+    return L.gather(array, indices, mask=mask, other=padding_value)
+
+
+@_helper
+def scatter(array, indices, value, /, *, mask=None, check_bounds=True, latency=None):
+    """``ct.scatter``: ``array[indices] = value`` element-wise; out-of-bounds and masked-off
+    elements are skipped."""
+    L.scatter(array, indices, value, mask=mask)
+
+
+def _atomic(core):
+    def adapter(array, indices, update, /, *, check_bounds=True, memory_order=_ACQ_REL,
+                memory_scope=_DEVICE):
+        return core(array, indices, update, memory_order=memory_order,
+                    memory_scope=memory_scope)
+    adapter.__name__ = adapter.__qualname__ = core.__name__
+    adapter.__doc__ = f"``ct.{core.__name__}``: {core.__doc__}"
+    return _helper(adapter)
+
+
+atomic_add = _atomic(L.atomic_add)
+atomic_max = _atomic(L.atomic_max)
+atomic_min = _atomic(L.atomic_min)
+atomic_and = _atomic(L.atomic_and)
+atomic_or = _atomic(L.atomic_or)
+atomic_xor = _atomic(L.atomic_xor)
+atomic_xchg = _atomic(L.atomic_xchg)
+
+
+@_helper
+def atomic_cas(array, indices, expected, desired, /, *, check_bounds=True,
+               memory_order=_ACQ_REL, memory_scope=_DEVICE):
+    """``ct.atomic_cas``: where ``array[indices] == expected`` store ``desired``; returns the
+    old values."""
+    return L.atomic_cas(array, indices, expected, desired, memory_order=memory_order,
+                        memory_scope=memory_scope)
+
+
+# --------------------------------------------------------------------------------------------------
+# Creation
+@_helper
+def arange(size, /, *, dtype, start=0, step=1):
+    """``ct.arange``: ``start, start + step, ..., start + (size - 1) * step`` as ``dtype``."""
+    t = L.arange(size, dtype=dtype)
+    if step != 1:
+        t = (t * step).astype(dtype)
+    if start != 0:
+        t = (t + start).astype(dtype)
+    return t
+
+
+@_helper
+def full(shape, fill_value, dtype):
+    """``ct.full``: a tile of ``shape`` filled with ``fill_value`` as ``dtype``."""
+    return L.full(shape, fill_value, dtype)
+
+
+# --------------------------------------------------------------------------------------------------
+# Matmul and shape
+@_helper
+def mma(x, y, /, acc, *, use_fast_acc=False):
+    """``ct.mma``: ``x @ y + acc`` in ``acc``'s dtype. ``use_fast_acc`` (fp8 on Hopper) is a
+    speed hint tilejit does not take: it accumulates at full precision."""
+    return L.mma(x, y, acc)
+
+
+@_helper
+def transpose(x, /, axis0=None, axis1=None):
+    """``ct.transpose``: swap the two axes of a 2-d tile (tilejit reverses the axes of a tile
+    of higher rank when none are given; for those, ``ct.permute`` says which)."""
+    if axis0 is None and axis1 is None:
+        return L.transpose(x)
+    return L.permute(x, (1, 0))
+
+
+@_helper
+def cat(tiles, /, axis):
+    """``ct.cat``: the two tiles of the pair ``tiles`` joined along ``axis``."""
+    return L.cat(tiles[0], tiles[1], axis)
+
+
+# --------------------------------------------------------------------------------------------------
+# Reductions and scans (cuTile: NaNs are ignored unless propagate_nan=True)
+@_helper
+def max(x, /, axis=None, *, keepdims=False, flush_to_zero=False, propagate_nan=False):
+    """``ct.max``: the maximum over ``axis``; NaNs are ignored unless ``propagate_nan``."""
+    return L.max(x, axis, keepdims, propagate_nan=propagate_nan)
+
+
+@_helper
+def min(x, /, axis=None, *, keepdims=False, flush_to_zero=False, propagate_nan=False):
+    """``ct.min``: the minimum over ``axis``; NaNs are ignored unless ``propagate_nan``."""
+    return L.min(x, axis, keepdims, propagate_nan=propagate_nan)
+
+
+@_helper
+def argmax(x, /, axis=None, *, keepdims=False, propagate_nan=False):
+    """``ct.argmax``: the int32 index of the first maximum; NaNs ignored unless
+    ``propagate_nan``."""
+    return L.argmax(x, axis, keepdims, propagate_nan=propagate_nan)
+
+
+@_helper
+def argmin(x, /, axis=None, *, keepdims=False, propagate_nan=False):
+    """``ct.argmin``: the int32 index of the first minimum; NaNs ignored unless
+    ``propagate_nan``."""
+    return L.argmin(x, axis, keepdims, propagate_nan=propagate_nan)
+
+
+@_helper
+def maximum(x, y, /, *, flush_to_zero=False, propagate_nan=False):
+    """``ct.maximum``: element-wise maximum; a NaN operand gives the other one unless
+    ``propagate_nan``."""
+    return L.maximum(x, y, propagate_nan=propagate_nan)
+
+
+@_helper
+def minimum(x, y, /, *, flush_to_zero=False, propagate_nan=False):
+    """``ct.minimum``: element-wise minimum; a NaN operand gives the other one unless
+    ``propagate_nan``."""
+    return L.minimum(x, y, propagate_nan=propagate_nan)
+
+
+@_helper
+def reduce(x, /, axis, func, identity, *, keepdims=False):
+    """``ct.reduce``: reduce ``x`` over ``axis`` with ``func`` (a helper of two scalars)."""
+    return L.reduce(x, axis, func, identity, keepdims)
+
+
+@_helper
+def scan(x, /, axis, func, identity, *, reverse=False):
+    """``ct.scan``: inclusive scan of ``x`` along ``axis`` with ``func``."""
+    return L.scan(x, axis, func, identity, reverse)
+
+
+def _rounded(core, name: str, verb: str, kind: str):
+    """``ct.<name>``: tilejit's ``core`` itself when it takes ``rounding_mode``/
+    ``flush_to_zero``, else an adapter calling it without them; a ``rounding_mode`` it cannot
+    honour is then a compile error (``flush_to_zero`` only permits flushing)."""
+    if _accepts(core, "rounding_mode", "flush_to_zero"):
+        return core
+    message = f"ct.{name}: tilejit {verb} with round-to-nearest only; drop rounding_mode"
+
+    def reduction(x, /, axis=None, *, keepdims=False, rounding_mode=None, flush_to_zero=False):
+        if rounding_mode is not None:
+            L.static_assert(False, message)
+        return core(x, axis, keepdims)
+
+    def scan(x, /, axis=0, *, reverse=False, rounding_mode=None, flush_to_zero=False):
+        if rounding_mode is not None:
+            L.static_assert(False, message)
+        return core(x, axis, reverse)
+
+    def binary(x, y, /, *, rounding_mode=None, flush_to_zero=False):
+        if rounding_mode is not None:
+            L.static_assert(False, message)
+        return core(x, y)
+
+    fn = {"reduction": reduction, "scan": scan, "binary": binary}[kind]
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"``ct.{name}``: tilejit's ``{getattr(core, 'name', core.__name__)}`` with " \
+                 f"cuTile's signature."
+    return _helper(fn)
+
+sum = _rounded(L.sum, "sum", "sums", "reduction")
+prod = _rounded(L.prod, "prod", "multiplies", "reduction")
+cumsum = _rounded(L.cumsum, "cumsum", "sums", "scan")
+cumprod = _rounded(L.cumprod, "cumprod", "multiplies", "scan")
+@_helper
+def _plus(x, y):
+    return x + y
+
+
+@_helper
+def _minus(x, y):
+    return x - y
+
+
+@_helper
+def _times(x, y):
+    return x * y
+
+
+add = _rounded(getattr(L, "add", _plus), "add", "adds", "binary")
+sub = _rounded(getattr(L, "sub", _minus), "sub", "subtracts", "binary")
+mul = _rounded(getattr(L, "mul", _times), "mul", "multiplies", "binary")
+
+
+@_helper
+def floordiv(x, y, /):
+    """``ct.floordiv``: ``x // y``."""
+    return x // y
+
+
+@_helper
+def mod(x, y, /):
+    """``ct.mod``: ``x % y`` (the sign of ``y``, as Python)."""
+    return x % y
+
+
+@_helper
+def pow(x, y, /):
+    """``ct.pow``: ``x ** y``."""
+    return x ** y
+
+
+@_helper
+def negative(x, /):
+    """``ct.negative``: ``-x``."""
+    return -x
+
+
+@_helper
+def bitwise_and(x, y, /):
+    """``ct.bitwise_and``: ``x & y``."""
+    return x & y
+
+
+@_helper
+def bitwise_or(x, y, /):
+    """``ct.bitwise_or``: ``x | y``."""
+    return x | y
+
+
+@_helper
+def bitwise_xor(x, y, /):
+    """``ct.bitwise_xor``: ``x ^ y``."""
+    return x ^ y
+
+
+@_helper
+def bitwise_lshift(x, y, /):
+    """``ct.bitwise_lshift``: ``x << y``."""
+    return x << y
+
+
+@_helper
+def bitwise_rshift(x, y, /):
+    """``ct.bitwise_rshift``: ``x >> y``."""
+    return x >> y
+
+
+@_helper
+def bitwise_not(x, /):
+    """``ct.bitwise_not``: ``~x``."""
+    return ~x
+
+
+@_helper
+def equal(x, y, /):
+    """``ct.equal``: ``x == y``."""
+    return x == y
+
+
+@_helper
+def not_equal(x, y, /):
+    """``ct.not_equal``: ``x != y``."""
+    return x != y
+
+
+@_helper
+def less(x, y, /):
+    """``ct.less``: ``x < y``."""
+    return x < y
+
+
+@_helper
+def less_equal(x, y, /):
+    """``ct.less_equal``: ``x <= y``."""
+    return x <= y
+
+
+@_helper
+def greater(x, y, /):
+    """``ct.greater``: ``x > y``."""
+    return x > y
+
+
+@_helper
+def greater_equal(x, y, /):
+    """``ct.greater_equal``: ``x >= y``."""
+    return x >= y
+
+
+# --------------------------------------------------------------------------------------------------
+# Misc
+@_helper
+def assert_(cond, /, message=None):
+    """``ct.assert_``: trap when an element of ``cond`` is False."""
+    L.assert_(cond, message)
+
+
+@_helper
+def assume_divisible_by(x, divisor):
+    """``ct.assume_divisible_by``: promise that the integer ``x`` is a multiple of
+    ``divisor``; returns ``x``."""
+    return L.assume_divisible_by(x, divisor)
+
+
+# What tilejit's core gets with issue 25.1 (engineer `language`): the core's own op when this
+# build has it, else a compile error that says so.
+@_helper
+def _static_iter_missing(iterable):
+    L.static_assert(False, "ct.static_iter is not in this tilejit build yet (issue 25.1)")
+
+
+@_helper
+def _mma_scaled_missing(x, x_scale, y, y_scale, /, acc):
+    L.static_assert(False, "ct.mma_scaled is not in this tilejit build yet (issue 25.1)")
+
+
+static_iter = getattr(L, "static_iter", _static_iter_missing)
+mma_scaled = getattr(L, "mma_scaled", _mma_scaled_missing)
+
+__all__ = sorted(n for n, v in globals().items() if not n.startswith("_") and
+                 (isinstance(v, TileFunction) or L.is_stub(v)))
