@@ -43,6 +43,9 @@ __all__ = [
     # elementwise
     "where", "minimum", "maximum", "truediv", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos",
     "tan", "sinh", "cosh", "tanh", "floor", "ceil", "isnan", "atan2", "fma",
+    "erf", "erfc", "erfinv", "log1p", "expm1", "log10", "sigmoid", "cbrt", "asin", "acos", "atan",
+    "asinh", "acosh", "atanh", "trunc", "round", "rint", "isinf", "isfinite", "signbit", "pow",
+    "fmod", "copysign", "add", "sub", "mul",
     # reductions and scans
     "sum", "max", "min", "prod", "argmax", "argmin", "reduce", "cumsum", "cumprod", "scan",
     # matmul
@@ -417,6 +420,21 @@ MATH_ROUNDING = {"sqrt": ("RN", "RZ", "RM", "RP", "APPROX"), "exp": ("FULL", "AP
 MATH_FLUSH_TO_ZERO = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt")
 
 
+#: Accuracy of the math functions Tile IR has no op for, in ulp of the result: (float32,
+#: float64), measured on the simulator against float64 NumPy / ``math`` (tests/math_cases.py).
+#: On the GPU add the error of the Tile IR ops they are built from (exp, log, atan2, sqrt).
+#: float16 and bfloat16 compute in float32 and round once.
+MATH_ACCURACY = {
+    "erf": (2, 2), "erfc": (5, 4), "erfinv": (3, 3), "log1p": (3, 2), "expm1": (3, 2),
+    "log10": (2, 2), "sigmoid": (3, 2), "cbrt": (1, 1), "asin": (2, 2), "acos": (2, 2),
+    "atan": (1, 1), "asinh": (3, 2), "acosh": (3, 2), "atanh": (3, 2), "trunc": (0, 0),
+    "round": (0, 0), "rint": (0, 0),
+}
+#: Math functions that keep integer inputs as they are (NumPy's ``trunc``/``round`` of an int);
+#: the others compute integers in float32.
+KEEPS_INTEGERS = ("trunc", "round")
+
+
 def _unary_math(name, what):
     def f(x, rounding_mode=None, flush_to_zero=False):
         pass
@@ -429,9 +447,16 @@ def _unary_math(name, what):
         extra += " It takes no ``rounding_mode`` (only None)."
     if name in MATH_FLUSH_TO_ZERO:
         extra += " ``flush_to_zero=True`` treats float32 subnormals as zero."
-    return _named_stub(f, name, f"Element-wise {what}. Float tiles keep their dtype; integer "
-                                f"and bool inputs compute in float32. Scalars give scalars."
-                                + extra)
+    ulps = MATH_ACCURACY.get(name)
+    if ulps == (0, 0):
+        extra += " Exact."
+    elif ulps:
+        extra += (f" Accuracy: {ulps[0]} ulp in float32, {ulps[1]} ulp in float64 "
+                  f"(see MATH_ACCURACY).")
+    ints = ("Integer and bool inputs are returned as they are (integral already)"
+            if name in KEEPS_INTEGERS else "Integer and bool inputs compute in float32")
+    return _named_stub(f, name, f"Element-wise {what}. Float tiles keep their dtype; {ints}. "
+                                f"Scalars give scalars." + extra)
 
 
 exp = _unary_math("exp", "e**x")
@@ -448,15 +473,86 @@ cosh = _unary_math("cosh", "hyperbolic cosine")
 tanh = _unary_math("tanh", "hyperbolic tangent")
 floor = _unary_math("floor", "floor (largest integral value <= x)")
 ceil = _unary_math("ceil", "ceiling (smallest integral value >= x)")
+erf = _unary_math("erf", "error function")
+erfc = _unary_math("erfc", "complementary error function ``1 - erf(x)`` (accurate where it is "
+                           "tiny)")
+erfinv = _unary_math("erfinv", "inverse error function (``erfinv(erf(x)) == x``; +-inf at +-1, "
+                               "NaN outside [-1, 1])")
+log1p = _unary_math("log1p", "``log(1 + x)``, accurate for tiny x")
+expm1 = _unary_math("expm1", "``exp(x) - 1``, accurate for tiny x")
+log10 = _unary_math("log10", "base-10 logarithm")
+sigmoid = _unary_math("sigmoid", "logistic function ``1 / (1 + exp(-x))``")
+cbrt = _unary_math("cbrt", "cube root (negative for negative x)")
+asin = _unary_math("asin", "arc sine")
+acos = _unary_math("acos", "arc cosine")
+atan = _unary_math("atan", "arc tangent")
+asinh = _unary_math("asinh", "inverse hyperbolic sine")
+acosh = _unary_math("acosh", "inverse hyperbolic cosine")
+atanh = _unary_math("atanh", "inverse hyperbolic tangent")
+trunc = _unary_math("trunc", "truncation toward zero")
+round = _unary_math("round", "rounding to the nearest integer, halves to even (NumPy's "
+                             "``round``; C's ``round`` rounds halves away from zero)")
+rint = _unary_math("rint", "rounding to the nearest integer, halves to even")
 #: The one-argument math functions, in one place: their typing rules, lowering handlers and the
 #: emitter's check all read this tuple (a new one is added here and in ``__all__``).
 UNARY_MATH = tuple(f.__tile_stub__ for f in (exp, exp2, log, log2, sqrt, rsqrt, sin, cos, tan, sinh,
-                                             cosh, tanh, floor, ceil))
+                                             cosh, tanh, floor, ceil, erf, erfc, erfinv, log1p,
+                                             expm1, log10, sigmoid, cbrt, asin, acos, atan,
+                                             asinh, acosh, atanh, trunc, round, rint))
 
 
 @_stub
 def isnan(x):
     """Element-wise NaN test; a bool tile (always False for integer inputs)."""
+
+
+@_stub
+def isinf(x):
+    """Element-wise test for +-inf; a bool tile (always False for integer inputs)."""
+
+
+@_stub
+def isfinite(x):
+    """Element-wise test for a finite value (not inf, not NaN); a bool tile (always True for
+    integer inputs)."""
+
+
+@_stub
+def signbit(x):
+    """Element-wise sign bit: True for negative values, -0.0 and negative NaNs; a bool tile."""
+
+
+@_stub
+def pow(x, y):
+    """Element-wise ``x ** y`` with broadcasting and promotion, as the operator (an integer
+    base needs a constant non-negative integer exponent)."""
+
+
+@_stub
+def fmod(x, y):
+    """Element-wise C remainder ``x - trunc(x / y) * y`` (the sign of ``x``, like
+    ``numpy.fmod``; ``%`` takes the sign of ``y``). Integers keep their dtype and give 0 for a
+    zero divisor, as NumPy does; floats are exact (NaN for a zero divisor)."""
+
+
+@_stub
+def copysign(x, y):
+    """Element-wise magnitude of ``x`` with the sign of ``y``; computes in float."""
+
+
+def _named_arith(name, sym):
+    def f(x, y, rounding_mode=None, flush_to_zero=False):
+        pass
+    return _named_stub(f, name, f"``x {sym} y`` with broadcasting and promotion, as the operator, "
+                                f"plus an explicit rounding for floats: ``rounding_mode`` one "
+                                f"of ``RoundingMode.RN`` (None, the default), ``RZ``, ``RM``, "
+                                f"``RP``; ``flush_to_zero=True`` treats float32 subnormal "
+                                f"inputs and results as zero.")
+
+
+add = _named_arith("add", "+")
+sub = _named_arith("sub", "-")
+mul = _named_arith("mul", "*")
 
 
 @_stub
@@ -489,7 +585,16 @@ def _nan_reduction(name, what):
                                 f"``numpy.nanmax``.")
 
 
-sum = _reduction("sum", "Sum (bool and integers narrower than 32 bits accumulate in int32)")
+@_stub
+def sum(t, axis=None, keepdims=False, rounding_mode=None, flush_to_zero=False):
+    """Sum over ``axis`` (None: all axes; an int or a tuple of ints; negative counts from the
+    end). ``keepdims`` keeps reduced axes with extent 1. Bool and integers narrower than 32 bits
+    accumulate in int32. For floats, ``rounding_mode`` (``RoundingMode.RN`` the default, ``RZ``,
+    ``RM``, ``RP``) rounds each addition and ``flush_to_zero=True`` treats float32 subnormals
+    as zero."""
+
+
+
 prod = _reduction("prod", "Product (bool and integers narrower than 32 bits accumulate in int32)")
 max = _nan_reduction("max", "Maximum")
 min = _nan_reduction("min", "Minimum")

@@ -20,6 +20,7 @@ from ..dtypes import DType
 from ..errors import TypingError
 from ..tileir import Builder, TileType, Value
 from ..tileir import attrs as A
+from . import mathlib
 
 
 def elem(dt: DType) -> str:
@@ -150,21 +151,26 @@ class Emitter:
         shape = np.broadcast_shapes(x.shape, y.shape)
         return self.broadcast(x, shape), self.broadcast(y, shape)
 
-    def binary(self, op: str, x: TV, y: TV, dt: DType) -> TV:
-        """``x <op> y`` computed in ``dt`` (the promoted dtype the typing chose)."""
+    def binary(self, op: str, x: TV, y: TV, dt: DType, rounding: Optional[str] = None,
+               ftz: bool = False) -> TV:
+        """``x <op> y`` computed in ``dt`` (the promoted dtype the typing chose); ``rounding``
+        (a Tile IR keyword) and ``ftz`` apply to float ``+ - *``."""
         if op == "/" and not dt.is_float:
             dt = D.float32
         x, y = self._same(x, y, dt)
         b = self.b
         fl = dt.is_float
+        fattrs = {"rounding_mode": rounding or "nearest_even"}
+        if ftz and dt is D.float32:
+            fattrs["flush_to_zero"] = True
         if dt.is_bool and op in ("+", "*"):
             op = "|" if op == "+" else "&"            # NumPy: True + True is True (logical or)
         if op == "+":
-            r = b.addf(x.value, y.value) if fl else b.binary("addi", x.value, y.value)
+            r = b.addf(x.value, y.value, **fattrs) if fl else b.binary("addi", x.value, y.value)
         elif op == "-":
-            r = b.subf(x.value, y.value) if fl else b.binary("subi", x.value, y.value)
+            r = b.subf(x.value, y.value, **fattrs) if fl else b.binary("subi", x.value, y.value)
         elif op == "*":
-            r = b.mulf(x.value, y.value) if fl else b.binary("muli", x.value, y.value)
+            r = b.mulf(x.value, y.value, **fattrs) if fl else b.binary("muli", x.value, y.value)
         elif op == "/":
             r = b.divf(x.value, y.value)
         elif op == "//":
@@ -346,6 +352,8 @@ class Emitter:
             return TV(b.cmpf("not_equal", x.value, x.value, "unordered"), D.bool_)
         if fn not in L.UNARY_MATH:
             raise TypingError(f"unknown math function {fn!r}")
+        if fn in mathlib.FORMULAS:               # no Tile IR op: built from the ops there are
+            return mathlib.emit_formula(self, fn, x)
         if ftz and not attrs:
             x = self.flush_subnormals(x)
         if fn == "sqrt":
@@ -356,6 +364,22 @@ class Emitter:
             r = b.unary(fn, x.value, **attrs)
         out = TV(r, x.dtype)
         return self.flush_subnormals(out) if ftz and not attrs else out
+
+    def float_test(self, fn: str, x: TV) -> TV:
+        """``isnan``/``isinf``/``isfinite``/``signbit`` of ``x`` as a bool tile (integers:
+        never NaN or inf, always finite, negative when below zero)."""
+        if not x.dtype.is_float:
+            if fn == "signbit" and x.dtype.is_signed:
+                return self.compare("<", x, self.const(0, x.dtype, x.shape))
+            return self.const(fn == "isfinite", D.bool_, x.shape)
+        if x.dtype.is_fp8 or x.dtype is D.tfloat32:
+            x = self.cast(x, D.float32)                  # exact
+        if fn == "signbit":
+            return mathlib.signbit(self, x)
+        if fn == "isnan":
+            return self.math("isnan", x)
+        inf = self.const(float("inf"), x.dtype, x.shape)
+        return self.compare("==" if fn == "isinf" else "<", self.absolute(x), inf)
 
     def flush_subnormals(self, x: TV) -> TV:
         """``x`` with float32 subnormals replaced by a zero of the same sign."""
@@ -397,11 +421,15 @@ class Emitter:
         return A.TypedValue(value, elem(dt))
 
     def _combine(self, kind: str, lhs: Value, rhs: Value, dt: DType,
-                 propagate_nan: bool = True) -> Value:
+                 propagate_nan: bool = True, rounding: Optional[str] = None,
+                 ftz: bool = False) -> Value:
         b = self.b
         fl = dt.is_float
         if kind == "sum":
-            return b.addf(lhs, rhs) if fl else b.binary("addi", lhs, rhs)
+            if not fl:
+                return b.binary("addi", lhs, rhs)
+            extra = {"flush_to_zero": True} if ftz and dt is D.float32 else {}
+            return b.addf(lhs, rhs, rounding_mode=rounding or "nearest_even", **extra)
         if kind == "prod":
             return b.mulf(lhs, rhs) if fl else b.binary("muli", lhs, rhs)
         if kind in ("max", "min"):
@@ -428,24 +456,25 @@ class Emitter:
         return self.reshape(r, shape)
 
     def reduce(self, kind: str, x: TV, axis: int, keepdims: bool = False,
-               propagate_nan: bool = True) -> TV:
+               propagate_nan: bool = True, rounding: Optional[str] = None,
+               ftz: bool = False) -> TV:
         x = self._widen_sum(kind, x)
         dt = x.dtype
         op = self.b.reduce([x.value], axis, [self._typed_identity(self.identity(kind, dt), dt)])
         lhs, rhs = op.regions[0].args
         with self.b.at(op.regions[0]):
-            self.b.yield_([self._combine(kind, lhs, rhs, dt, propagate_nan)])
+            self.b.yield_([self._combine(kind, lhs, rhs, dt, propagate_nan, rounding, ftz)])
         r = TV(op.results[0], dt)
         return self.keep_dim(r, x.shape, axis) if keepdims else r
 
     def reduce_all(self, kind: str, x: TV, keepdims: bool = False,
-                   propagate_nan: bool = True) -> TV:
+                   propagate_nan: bool = True, **rounding) -> TV:
         """A reduction (``argmax``/``argmin`` included) over every element of ``x``."""
         flat = self.reshape(x, (int(np.prod(x.shape)),))
         if kind in ("argmax", "argmin"):
             r = self.arg_reduce(kind, flat, 0, propagate_nan=propagate_nan)
         else:
-            r = self.reduce(kind, flat, 0, propagate_nan=propagate_nan)
+            r = self.reduce(kind, flat, 0, propagate_nan=propagate_nan, **rounding)
         if keepdims:
             r = self.reshape(r, (1,) * len(x.shape))
         return r

@@ -17,8 +17,13 @@ def _reduction(kind):
         axis = lw.static_arg(info, args, "axis", None)
         keep = lw.static_arg(info, args, "keepdims", False)
         nan = kind not in ("sum", "prod") and lw.static_arg(info, args, "propagate_nan", True)
+        rounding = {}
+        if kind == "sum":
+            mode = lw.static_arg(info, args, "rounding_mode", None)
+            rounding = {"rounding": mode.value if mode is not None else None,
+                        "ftz": bool(lw.static_arg(info, args, "flush_to_zero", False))}
         if axis is None:
-            r = lw.em.reduce_all(kind, t, keep, propagate_nan=nan)
+            r = lw.em.reduce_all(kind, t, keep, propagate_nan=nan, **rounding)
         elif kind in ("argmax", "argmin"):
             r = lw.em.arg_reduce(kind, t, axis % len(t.shape), keep, propagate_nan=nan)
         else:
@@ -26,7 +31,7 @@ def _reduction(kind):
             axes = sorted(a % len(t.shape) for a in axes)
             r = t
             for a in reversed(axes):
-                r = lw.em.reduce(kind, r, a, keep, propagate_nan=nan)
+                r = lw.em.reduce(kind, r, a, keep, propagate_nan=nan, **rounding)
         return lw.em.cast(r, dt_of(rty))
     return handler
 

@@ -174,6 +174,12 @@ def _binary(fn, args):
     return signature(res, a, b)
 
 
+def binary_type(fn, a, b):
+    """The result type of the operator ``fn`` on ``a`` and ``b`` (for named forms such as
+    ``tile.add``)."""
+    return _binary(fn, (a, b)).return_type
+
+
 def _inplace_result(a: TileType, res, sym):
     """``a op= b`` keeps ``a``'s type (NumPy casting 'same_kind'): the result may not widen
     ``a``'s shape or change its dtype category."""

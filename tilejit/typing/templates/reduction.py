@@ -18,7 +18,8 @@ from ... import language
 from ..diagnostics import TileTypingError, describe_type
 from ..promotion import category, is_compute_only
 from ..types import TileFunctionType, TileType, dtype_of, is_scalar, scalar_type
-from ._base import axis_arg, bool_arg, function_rule, method_rule, static_value, NOT_STATIC
+from ._base import (axis_arg, bool_arg, enum_arg, function_rule, method_rule, static_value,
+                    NOT_STATIC)
 
 REDUCTIONS = ("sum", "prod", "max", "min", "argmax", "argmin")
 NAN_REDUCTIONS = ("max", "min", "argmax", "argmin")
@@ -63,6 +64,8 @@ def _reduction(name):
         keep = bool_arg(b.keepdims, f"{op}: keepdims")
         if name in NAN_REDUCTIONS:
             bool_arg(b.propagate_nan, f"{op}: propagate_nan")
+        if name == "sum":
+            _sum_rounding(b, t)
         if is_arg:
             d = dt.int32
         elif name in ("sum", "prod"):
@@ -71,6 +74,17 @@ def _reduction(name):
             d = t.dtype
         return TileType(d, reduced_shape(t.shape, axes, keep))
     return rule
+
+
+def _sum_rounding(b, t):
+    """``rounding_mode=``/``flush_to_zero=`` of ``sum``: for float tiles only."""
+    from .elementwise import NAMED_ARITH_ROUNDING, rounding_arg
+    mode = enum_arg(b.rounding_mode, language.RoundingMode, "tile.sum: rounding_mode")
+    ftz = bool_arg(b.flush_to_zero, "tile.sum: flush_to_zero")
+    if not t.dtype.is_float and (mode is not None or ftz):
+        raise TileTypingError(f"tile.sum: rounding_mode and flush_to_zero apply to float tiles "
+                              f"only, got a {t.dtype} tile")
+    rounding_arg(b.rounding_mode, "tile.sum", NAMED_ARITH_ROUNDING)
 
 
 for _name in REDUCTIONS:
