@@ -225,19 +225,21 @@ def _seed(seed: Optional[int]) -> int:
 
 
 def rand(shape, dtype=_dt.float32, seed: Optional[int] = None) -> DeviceOp:
-    """Uniform random numbers in [0, 1) (Philox-4x32-10; reproducible for the same seed)."""
+    """Uniform random numbers in [0, 1) (Philox-4x32-10; reproducible for the same seed; the
+    stream of ``tile.rand(seed, offsets)`` in kernels, element ``i`` at offset ``i``)."""
     from ._kernels import random
     dt = _dt.as_dtype(dtype)
     if not dt.is_float:
         raise TypeError(f"api.rand needs a float dtype, got {dt}")
     s = _seed(seed)
-    return _Construct(shape, dt, lambda z, ctx: random.uniform(
-        z, s & 0xFFFFFFFF, s >> 32)._execute(ctx), "rand")
+    return _Construct(shape, dt, lambda z, ctx: random.uniform(z, np.uint64(s))._execute(ctx),
+                      "rand")
 
 
 def randn(shape, mean: float = 0.0, std: float = 1.0, dtype=_dt.float32,
           seed: Optional[int] = None) -> DeviceOp:
-    """Normal random numbers N(mean, std^2) (Philox + Box-Muller; reproducible for the seed)."""
+    """Normal random numbers N(mean, std^2) (Philox + Box-Muller; reproducible for the seed;
+    ``tile.randn(seed, offsets) * std + mean`` in kernels)."""
     from ._kernels import random
     dt = _dt.as_dtype(dtype)
     if not dt.is_float:
@@ -246,7 +248,7 @@ def randn(shape, mean: float = 0.0, std: float = 1.0, dtype=_dt.float32,
         raise ValueError(f"api.randn: std must be >= 0, got {std}")
     s = _seed(seed)
     return _Construct(shape, dt, lambda z, ctx: random.normal(
-        z, s & 0xFFFFFFFF, s >> 32, float(mean), float(std))._execute(ctx), "randn")
+        z, np.uint64(s), float(mean), float(std))._execute(ctx), "randn")
 
 
 __all__ = ["zeros", "ones", "full", "fill", "arange", "linspace", "eye", "eye_rect", "convert",

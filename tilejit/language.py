@@ -46,6 +46,8 @@ __all__ = [
     "erf", "erfc", "erfinv", "log1p", "expm1", "log10", "sigmoid", "cbrt", "asin", "acos", "atan",
     "asinh", "acosh", "atanh", "trunc", "round", "rint", "isinf", "isfinite", "signbit", "pow",
     "fmod", "copysign", "add", "sub", "mul",
+    # random numbers
+    "rand", "randn", "randint", "randint4x",
     # reductions and scans
     "sum", "max", "min", "prod", "argmax", "argmin", "reduce", "cumsum", "cumprod", "scan",
     # matmul
@@ -563,6 +565,38 @@ def atan2(y, x):
 @_stub
 def fma(a, b, c):
     """Fused multiply-add ``a * b + c`` with broadcasting and promotion; computes in float."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Random numbers (Philox-4x32-10, the stream of tilejit.api.rand / api.randn)
+@_stub
+def randint4x(seed, offsets):
+    """The four 32-bit words of Philox-4x32-10 (Salmon et al., SC'11) for each offset: a tuple
+    of four ``uint32`` tiles of ``offsets``' shape.
+
+    ``seed`` is an integer scalar (its 64 bits are the key, low word first); ``offsets`` an
+    integer tile or scalar (taken as 64 bits, low word first: the counter is
+    ``(lo, hi, 0, 0)``). The same seed and offsets give the same numbers on the GPU and on the
+    simulator; ``api.rand(shape, seed=s)`` is ``rand(s, arange(n))`` over the flat elements.
+    """
+
+
+@_stub
+def randint(seed, offsets):
+    """The first word of :func:`randint4x`: a ``uint32`` tile of ``offsets``' shape."""
+
+
+@_stub
+def rand(seed, offsets):
+    """Uniform float32 numbers in [0, 1): ``(randint(seed, offsets) >> 8) * 2**-24`` (24 random
+    bits), the stream of ``api.rand`` for the same seed (element ``i`` is offset ``i``)."""
+
+
+@_stub
+def randn(seed, offsets):
+    """Standard normal float32 numbers by Box-Muller on the first two words of
+    :func:`randint4x` (``sqrt(-2 log u1) * cos(2 pi u2)``, ``u1`` in (0, 1]), the stream of
+    ``api.randn`` for the same seed."""
 
 
 # --------------------------------------------------------------------------------------------------
