@@ -275,6 +275,8 @@ class Lowering(ControlFlow):
             return self.em.compare(_COMPARES[fn], self.tv(lhs, d, lt), self.tv(rhs, d, rt), d)
         if fn in (operator.matmul, operator.imatmul):
             return self.matmul(self.tv(lhs, None, lt), self.tv(rhs, None, rt), dtype_of(rty))
+        if isinstance(lhs, tuple) or isinstance(rhs, tuple):     # (a, b) + (c,), (i,) * 3
+            return fn(lhs, rhs)
         if _is_number(lhs) and _is_number(rhs) and not isinstance(rty, NbTile):
             return self._fold(fn, lhs, rhs)
         if fn in (operator.pow, operator.ipow) and isinstance(rhs, int) and not isinstance(rhs, bool) \
@@ -321,7 +323,8 @@ class Lowering(ControlFlow):
 
     def matmul(self, a: TV, b: TV, out_dt: DType, precision: Optional[str] = None) -> TV:
         acc_dt = D.int32 if a.dtype.is_integer else (D.float64 if a.dtype is D.float64 else D.float32)
-        shape = a.shape[:-1] + (b.shape[-1],)
+        batch = max(a.shape[:-2], b.shape[:-2])          # typing checked they broadcast
+        shape = batch + (a.shape[-2], b.shape[-1])
         r = self.mma(a, b, self.em.const(0, acc_dt, shape), precision)
         return self.em.cast(r, out_dt) if out_dt is not None else r
 
@@ -331,6 +334,8 @@ class Lowering(ControlFlow):
         "tf32x3" adds the products of the high and low tf32 parts (hi*hi + hi*lo + lo*hi, the
         small terms first), which recovers about float32 accuracy on the tf32 tensor cores."""
         em = self.em
+        if len(a.shape) != len(b.shape) or a.shape[:-2] != b.shape[:-2]:
+            return self._batch_broadcast_mma(a, b, acc, precision)
         if not (a.dtype is D.float32 and b.dtype is D.float32 and precision in ("tf32", "tf32x3")):
             return em.mma(a, b, acc)
         a_hi, b_hi = em.cast(a, D.tfloat32), em.cast(b, D.tfloat32)
@@ -340,6 +345,24 @@ class Lowering(ControlFlow):
             acc = em.mma(low(a, a_hi), b_hi, acc)
             acc = em.mma(a_hi, low(b, b_hi), acc)
         return em.mma(a_hi, b_hi, acc)
+
+    def _batch_broadcast_mma(self, a: TV, b: TV, acc: TV, precision) -> TV:
+        """``mma`` whose batch axis broadcasts (typing checked the shapes). A batched ``a``
+        times an unbatched ``b`` is one 2-D product of ``(B*M, K) @ (K, N)``; otherwise the
+        operand without the batch is broadcast to it."""
+        em = self.em
+        batch = acc.shape[:-2]
+        b2 = b.shape[-2:]
+        if len(b.shape) == 2 or b.shape[0] == 1 and batch and batch[0] > 1 and \
+                a.shape[:-2] == batch:
+            m, k = a.shape[-2:]
+            rows = int(np.prod(batch)) * m
+            r = self.mma(em.reshape(a, (rows, k)), em.reshape(b, b2),
+                         em.reshape(acc, (rows, acc.shape[-1])), precision)
+            return em.reshape(r, acc.shape)
+        a = em.broadcast(em.reshape(a, (1,) * (3 - len(a.shape)) + a.shape), batch + a.shape[-2:])
+        b = em.broadcast(em.reshape(b, (1,) * (3 - len(b.shape)) + b.shape), batch + b2)
+        return self.mma(a, b, acc, precision)
 
     # --- attributes --------------------------------------------------------------------------
     def getattr_(self, e, target):

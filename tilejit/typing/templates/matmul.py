@@ -1,6 +1,7 @@
 """``mma(a, b, acc)``, ``matmul(a, b)`` and the ``@`` operator.
 
-Shapes: ``a (M, K) @ b (K, N) -> (M, N)``, or batched ``(B, M, K) @ (B, K, N) -> (B, M, N)``.
+Shapes: ``a (M, K) @ b (K, N) -> (M, N)``, or batched ``(B, M, K) @ (B, K, N) -> (B, M, N)``; the
+batch axis broadcasts like ``numpy.matmul`` (``(B, M, K) @ (K, N)``, ``(1, M, K) @ (B, K, N)``).
 Input dtypes (``a`` and ``b`` must match) and accumulators:
 
 =====================================  ======================  ====================
@@ -42,8 +43,6 @@ def _operands(a, b, op):
         if not isinstance(t, TileType) or t.ndim not in (2, 3):
             raise TileTypingError(f"{op}: {name} must be a 2-D or 3-D (batched) tile, got "
                                   f"{describe_type(t)}")
-    if a.ndim != b.ndim:
-        raise TileTypingError(f"{op}: a and b must have the same rank, got {a.shape} and {b.shape}")
     if a.dtype is not b.dtype:
         if {a.dtype, b.dtype} <= {dt.float8_e4m3fn, dt.float8_e5m2}:
             raise TileTypingError(
@@ -56,13 +55,23 @@ def _operands(a, b, op):
     if a.dtype not in _ACC:
         raise TileTypingError(f"{op}: unsupported input dtype {a.dtype} (supported: "
                               f"{', '.join(d.name for d in _ACC)})")
-    *ba, m, k = a.shape
-    *bb, k2, n = b.shape
-    if k != k2 or ba != bb:
+    return matmul_shape(a.shape, b.shape, op)
+
+
+def matmul_shape(sa, sb, op):
+    """The result shape of ``(..., M, K) @ (..., K, N)``: the batch axis broadcasts as in
+    ``numpy.matmul`` (a missing or extent-1 batch axis stretches)."""
+    *ba, m, k = sa
+    *bb, k2, n = sb
+    batch = ba or bb
+    if ba and bb and ba != bb:
+        batch = bb if ba == [1] else ba if bb == [1] else None
+    if k != k2 or batch is None:
         raise TileTypingError(
-            f"{op}: shape mismatch: a is {a.shape} and b is {b.shape}; need a=(M, K) and "
-            f"b=(K, N) (with equal leading batch extents for 3-D tiles)")
-    return tuple(ba) + (m, n)
+            f"{op}: shape mismatch: a is {tuple(sa)} and b is {tuple(sb)}; need a=(M, K) and "
+            f"b=(K, N), with a leading batch axis on either (or both: equal extents, or one of "
+            f"them 1)")
+    return tuple(batch) + (m, n)
 
 
 def _name(d) -> str:

@@ -87,6 +87,11 @@ def _tuple_binop(fn, a, b):
     if fn in (operator.add, operator.iadd) and isinstance(a, types.BaseTuple) and \
             isinstance(b, types.BaseTuple):
         return signature(types.BaseTuple.from_types(tuple(a.types) + tuple(b.types)), a, b)
+    if fn in (operator.mul, operator.imul):                   # (0,) * 3, as in Python
+        t, n = (a, b) if isinstance(a, types.BaseTuple) else (b, a)
+        if isinstance(t, types.BaseTuple) and isinstance(n, types.IntegerLiteral):
+            return signature(types.BaseTuple.from_types(tuple(t.types) *
+                                                        max(n.literal_value, 0)), a, b)
     if fn in (operator.eq, operator.ne) and isinstance(a, types.BaseTuple) and \
             isinstance(b, types.BaseTuple):
         va, vb = static_value(a), static_value(b)
@@ -100,7 +105,8 @@ def _tuple_binop(fn, a, b):
                                       f"{describe_type(a)} and {describe_type(b)}")
         return signature(types.boolean, a, b)
     raise TileTypingError(f"operator '{sym}' is not supported between {describe_type(a)} and "
-                          f"{describe_type(b)} (tuples support + (concatenation), == and !=)")
+                          f"{describe_type(b)} (tuples support + (concatenation), * by a "
+                          f"constant int, == and !=)")
 
 
 def _static_eq(fn, a, b):
@@ -400,6 +406,8 @@ def _len(context, args, kws):
     if isinstance(a, (TensorType, PartitionType)):
         raise TileTypingError(f"len() of a {a}: use x.shape[0] (runtime extent) or z.shape[0] "
                               f"(static tile extent)")
+    if isinstance(a, types.BaseTuple):
+        return signature(types.literal(len(a.types)), a)      # a constant, as tile shapes are
     return None
 
 
