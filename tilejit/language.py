@@ -51,7 +51,7 @@ __all__ = [
     # reductions and scans
     "sum", "max", "min", "prod", "argmax", "argmin", "reduce", "cumsum", "cumprod", "scan",
     # matmul
-    "mma", "matmul",
+    "mma", "matmul", "mma_scaled",
     # shape and dtype
     "reshape", "permute", "transpose", "broadcast_to", "expand_dims", "cat", "extract", "astype",
     "bitcast",
@@ -691,6 +691,34 @@ def matmul(a, b, input_precision=None):
     """``a @ b``: accumulates in float32 / int32 and returns float16, bfloat16, float32 or float64
     for those inputs, float32 for tfloat32 and float8 inputs, int32 for int8 / uint8 inputs.
     ``input_precision`` as in :func:`mma` (the ``@`` operator uses the default, float32)."""
+
+
+#: (input dtype name, scale dtype name) -> the scale block sizes along K of :func:`mma_scaled`
+MMA_SCALED_FORMATS = {("float8_e4m3fn", "float8_e8m0fnu"): (32,),
+                      ("float8_e5m2", "float8_e8m0fnu"): (32,),
+                      ("float4_e2m1fn", "float8_e8m0fnu"): (16, 32),
+                      ("float4_e2m1fn", "float8_e4m3fn"): (16,)}
+
+
+@_stub
+def mma_scaled(a, a_scale, b, b_scale, acc):
+    """Block-scaled matrix multiply-accumulate (MXFP8 / MXFP4 / NVFP4):
+    ``(a * a_scale) @ (b * b_scale) + acc``, each scale element applying to a block of ``B``
+    consecutive elements along K.
+
+    ``a (M, K)``, ``a_scale (M, K // B)``, ``b (K, N)``, ``b_scale (K // B, N)``, ``acc (M, N)``
+    float32 (or 3-D with a leading batch axis, which broadcasts as in :func:`mma`; each scale has
+    its operand's batch). Inputs and scales (``a``/``b`` one dtype, the scales one dtype):
+    float8_e4m3fn or float8_e5m2 with float8_e8m0fnu scales (B = 32); float4_e2m1fn with
+    float8_e8m0fnu (B = 16 or 32) or float8_e4m3fn scales (B = 16). Returns float32.
+
+    On Blackwell (``sm_100`` and newer) this is Tile IR's ``mmaf_scaled``; on Hopper and older,
+    which have no block-scaled tensor cores, tilejit emulates it: the scaled inputs are exact in
+    tfloat32, so it multiplies ``tf32(a * a_scale) @ tf32(b * b_scale)`` on the tf32 tensor
+    cores (the products are exact; sums are float32). Results agree to float32 rounding (the
+    order of the sums differs); a scaled input beyond float32's range overflows in the
+    emulation.
+    """
 
 
 # --------------------------------------------------------------------------------------------------

@@ -20,16 +20,21 @@ from ..dtypes import DType
 from ..errors import TypingError
 from ..tileir import Builder, TileType, Value
 from ..tileir import attrs as A
-from . import mathlib
+from . import mathlib, narrow
 
 
 def elem(dt: DType) -> str:
-    """Tile IR element type of a tile of ``dt`` (bools are i1 in tiles, i8 in memory)."""
-    return "i1" if dt.is_bool else dt.tileir
+    """Tile IR element type of a tile of ``dt`` (bools are i1 in tiles, i8 in memory; float4 and
+    e8m0 are float32 on targets without them: ``narrow.carried``)."""
+    if dt.is_bool:
+        return "i1"
+    return "f32" if narrow.carried(dt) else dt.tileir
 
 
 def mem_elem(dt: DType) -> str:
-    return "i8" if dt.is_bool else dt.tileir
+    """Tile IR element type of ``dt`` in memory: bools and float4 (one per byte) are bytes, and
+    so is e8m0 where the target has no such type."""
+    return "i8" if dt.is_bool or dt.is_fp4 or narrow.carried(dt) else dt.tileir
 
 
 @dataclass(frozen=True)
@@ -130,15 +135,30 @@ class Emitter:
         if fr.is_float and to.is_integer:
             return TV(b.ftoi(v, elem(to), signed=to.is_signed), to)
         # float -> float
-        if fr.tileir == to.tileir:
+        if to is D.float8_e8m0fnu:                   # powers of two: toward zero unless asked
+            rounding = rounding or "zero"
+        if narrow.carried(fr):                       # its exact value, in float32
+            fr = D.float32
+            if to is fr:
+                return TV(v, to)
+        if narrow.carried(to):
+            x32 = self.cast(TV(v, fr), D.float32)
+            r = narrow.round_fp4(self, x32) if to.is_fp4 else narrow.round_e8m0(self, x32,
+                                                                              rounding)
+            return TV(r.value, to)
+        if elem(fr) == elem(to):
             return TV(v, to)
-        if fr.is_fp8 and to.is_fp8:
-            v = b.ftof(v, "f16")
+        if fr.is_tiny_float and to.is_tiny_float:
+            v = b.ftof(v, "f32")                     # exact; one rounding into the target
         return TV(b.ftof(v, elem(to), rounding=rounding or "nearest_even"), to)
 
     def bitcast(self, x: TV, to: DType) -> TV:
         if x.dtype.bits != to.bits or x.dtype.is_bool or to.is_bool:
             raise TypingError(f"bitcast needs types of the same width, got {x.dtype} -> {to}")
+        if narrow.carried(x.dtype):                  # e8m0 as float32: its code
+            return self.bitcast(narrow.e8m0_to_codes(self, TV(x.value, D.float32)), to)
+        if narrow.carried(to):
+            return TV(narrow.e8m0_from_codes(self, x).value, to)
         if x.dtype.tileir == to.tileir:
             return TV(x.value, to)
         return TV(self.b.bitcast(x.value, x.type.with_element(elem(to))), to)
@@ -343,7 +363,7 @@ class Emitter:
         explicit flushes elsewhere)."""
         if not x.dtype.is_float:
             x = self.cast(x, D.float32)
-        if x.dtype.is_fp8 or x.dtype is D.tfloat32:
+        if x.dtype.is_tiny_float or x.dtype is D.tfloat32:
             raise TypingError(f"{fn} is not available for {x.dtype}; convert to float32 first")
         b = self.b
         ftz = ftz and x.dtype is D.float32           # the dialect defines flushing for f32 only
@@ -372,7 +392,7 @@ class Emitter:
             if fn == "signbit" and x.dtype.is_signed:
                 return self.compare("<", x, self.const(0, x.dtype, x.shape))
             return self.const(fn == "isfinite", D.bool_, x.shape)
-        if x.dtype.is_fp8 or x.dtype is D.tfloat32:
+        if x.dtype.is_tiny_float or x.dtype is D.tfloat32:
             x = self.cast(x, D.float32)                  # exact
         if fn == "signbit":
             return mathlib.signbit(self, x)

@@ -32,6 +32,7 @@ from ..tileir import Block, Builder, Module, OptHints, TileType, Value
 from ..typing import promotion
 from ..typing.templates._base import NOT_STATIC, static_value
 from ..typing.types import TileType as NbTile, dtype_of
+from . import narrow
 from . import regions as R
 from .abi import ArrayParam, ScalarParam, ViewRef, build_entry
 from .control import ControlFlow, _is_static_type
@@ -426,7 +427,7 @@ class Lowering(ControlFlow):
         args = []
         for v in vals:
             if isinstance(v, TV):
-                if v.dtype.is_float and v.dtype.bits < 32 or v.dtype.is_fp8 or v.dtype is D.tfloat32:
+                if v.dtype.is_float and v.dtype.bits < 32 or v.dtype is D.tfloat32:
                     v = self.em.cast(v, D.float32)
                 args.append(v.value)
         self.b.print_(fmt, args)
@@ -534,12 +535,22 @@ class Lowering(ControlFlow):
     def _to_mem(self, t: TV, arr: ArrayParam) -> TV:
         if arr.dtype.is_bool:
             return self.em.cast(self.em.cast(t, D.bool_), D.uint8)
+        if arr.dtype.is_fp4 or narrow.carried(arr.dtype):
+            on_grid = self.em.cast(self.em.cast(t, arr.dtype), D.float32)
+            codes = narrow.fp4_to_codes if arr.dtype.is_fp4 else narrow.e8m0_to_codes
+            return codes(self.em, on_grid)
         return self.em.cast(t, arr.dtype)
 
     def _from_mem(self, v: Value, arr: ArrayParam) -> TV:
-        """A value loaded from ``arr`` as a tile of its dtype (bools are bytes in memory)."""
+        """A value loaded from ``arr`` as a tile of its dtype (bools and float4 are bytes in
+        memory)."""
         if arr.dtype.is_bool:
             return self.em.cast(TV(v, D.uint8), D.bool_)
+        if arr.dtype.is_fp4 or narrow.carried(arr.dtype):
+            decode = narrow.fp4_from_codes if arr.dtype.is_fp4 else narrow.e8m0_from_codes
+            x32 = decode(self.em, TV(v, D.uint8))
+            return TV(x32.value, arr.dtype) if narrow.carried(arr.dtype) else \
+                self.em.cast(x32, arr.dtype)
         return TV(v, arr.dtype)
 
     def opt_hints(self, d: dict) -> OptHints:
@@ -584,5 +595,10 @@ class Lowering(ControlFlow):
 
 def lower_kernel(structured: R.StructuredKernel, **kw) -> Module:
     """Lower a structured, typed kernel to a Tile IR module (one entry function)."""
-    return Lowering(structured, **kw).run()
+    # float4 / e8m0 tiles are float32 on targets without them: decided before any type is made
+    token = narrow.carry_for(kw.get("arch", "sm_90"))
+    try:
+        return Lowering(structured, **kw).run()
+    finally:
+        narrow.reset(token)
 

@@ -185,6 +185,9 @@ class Builder:
     def mmaf(self, a: Value, b: Value, acc: Value, fast_acc: bool = False) -> Value:
         return self._one("mmaf", [a, b, acc], acc.type, fast_acc=fast_acc)
 
+    def mmaf_scaled(self, a: Value, b: Value, acc: Value, a_scale: Value, b_scale: Value) -> Value:
+        return self._one("mmaf_scaled", [a, b, acc, a_scale, b_scale], acc.type)
+
     def mmai(self, a: Value, b: Value, acc: Value, signed_a: bool = True,
              signed_b: bool = True) -> Value:
         return self._one("mmai", [a, b, acc], acc.type,

@@ -115,6 +115,48 @@ def matmul_result(a, b):
     return TileType(_MATMUL_OUT[a.dtype], out)
 
 
+def _scaled_operand(x, s, op, xname, sname, k_axis):
+    if not isinstance(x, TileType) or x.ndim not in (2, 3):
+        raise TileTypingError(f"{op}: {xname} must be a 2-D or 3-D (batched) tile, got "
+                              f"{describe_type(x)}")
+    if not isinstance(s, TileType) or s.ndim != x.ndim:
+        raise TileTypingError(f"{op}: {sname} must be a tile of {xname}'s rank ({x.ndim}), got "
+                              f"{describe_type(s)}")
+    other = tuple(d for i, d in enumerate(x.shape) if i != x.ndim + k_axis)
+    s_other = tuple(d for i, d in enumerate(s.shape) if i != s.ndim + k_axis)
+    if other != s_other or x.shape[k_axis] % s.shape[k_axis]:
+        raise TileTypingError(f"{op}: {sname} {s.shape} does not fit {xname} {x.shape}: it must "
+                              f"have {xname}'s shape with the K axis divided by the scale block")
+    return x.shape[k_axis] // s.shape[k_axis]
+
+
+@function_rule(language.mma_scaled)
+def _mma_scaled(bd):
+    op = "tile.mma_scaled"
+    a, sa, b, sb, acc = bd.a, bd.a_scale, bd.b, bd.b_scale, bd.acc
+    block = _scaled_operand(a, sa, op, "a", "a_scale", -1)
+    if _scaled_operand(b, sb, op, "b", "b_scale", -2) != block:
+        raise TileTypingError(f"{op}: a_scale {sa.shape} and b_scale {sb.shape} scale blocks of "
+                              f"different sizes along K")
+    if a.dtype is not b.dtype or sa.dtype is not sb.dtype:
+        raise TileTypingError(f"{op}: a and b must share a dtype, and so must the scales; got "
+                              f"{a.dtype}, {b.dtype} with {sa.dtype}, {sb.dtype} scales")
+    blocks = language.MMA_SCALED_FORMATS.get((a.dtype.name, sa.dtype.name))
+    if blocks is None:
+        ok = "; ".join(f"{i} with {s} scales" for i, s in language.MMA_SCALED_FORMATS)
+        raise TileTypingError(f"{op}: {a.dtype} inputs with {sa.dtype} scales are not supported "
+                              f"(supported: {ok})")
+    if block not in blocks:
+        raise TileTypingError(f"{op}: {a.dtype} with {sa.dtype} scales takes scale blocks of "
+                              f"{' or '.join(map(str, blocks))} elements along K, but "
+                              f"a{a.shape} / a_scale{sa.shape} gives {block}")
+    out = matmul_shape(a.shape, b.shape, op)
+    if not isinstance(acc, TileType) or acc.dtype is not dt.float32 or acc.shape != out:
+        raise TileTypingError(f"{op}: acc must be a float32 tile of shape {out}, got "
+                              f"{describe_type(acc)}")
+    return acc
+
+
 @function_rule(language.matmul)
 def _matmul(bd):
     input_precision_arg(bd.input_precision, "tile.matmul")
