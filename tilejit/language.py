@@ -18,9 +18,11 @@ Vocabulary used in the docstrings:
 """
 from __future__ import annotations
 
+import builtins as _builtins
 import enum
 import functools
 import inspect
+import operator as _operator
 import re
 import typing as _typing
 
@@ -29,7 +31,7 @@ from .errors import TileJitError
 __all__ = [
     # annotations, decorators, host helpers
     "Constant", "function", "TileFunction", "cdiv", "static_assert", "constant_parameters",
-    "constant_annotations",
+    "constant_annotations", "static_range", "static_iter",
     # enums
     "PaddingMode", "RoundingMode", "MemoryOrder", "MemoryScope",
     # grid
@@ -211,6 +213,20 @@ def static_assert(cond, msg=None):
 
 
 static_assert.__tile_stub__ = "static_assert"
+
+
+@_stub
+def static_range(*args):
+    """``for i in tile.static_range(n)`` (or ``(start, stop[, step])``, compile-time constant
+    ints): the loop is unrolled at compile time, so ``i`` is a constant in each copy of the body
+    (usable in tile shapes, ``extract`` indices, tuple indices). Only as a ``for`` iterable."""
+
+
+@_stub
+def static_iter(values):
+    """``for x in tile.static_iter(tup)``: one copy of the loop body per element of the tuple
+    ``tup`` (its length known at compile time: a tuple expression, a tuple argument of arrays or
+    a constant), so the elements may differ in type. Only as a ``for`` iterable."""
 
 
 # --------------------------------------------------------------------------------------------------
@@ -639,10 +655,16 @@ argmin = _nan_reduction("argmin", "Index (int32) of the first minimum (of the fi
 
 
 @_stub
-def reduce(t, axis, fn, identity, keepdims=False):
-    """Reduce ``t`` over ``axis`` with ``fn(a, b)``, a ``@tile.function`` of two rank-0 tiles.
+def reduce(t, axis, fn, identity=None, keepdims=False):
+    """Reduce ``t`` over ``axis`` with the combiner ``fn``; ``t`` may be a tuple of tiles
+    (broadcast to one shape), reduced together: then ``fn`` takes ``2N`` values (one element of
+    each tile, then the accumulated values of each) and returns ``N``, and the result is a tuple
+    (argmax with its value, Welford's mean and variance).
 
-    ``identity`` is ``fn``'s identity element (a constant).
+    ``fn`` is a lambda, a nested function, a ``@tile.function`` (its values are rank-0 tiles),
+    or one of :data:`BUILTIN_COMBINERS` (``operator.add``, ``max``, ...) for a single tile.
+    ``identity`` is ``fn``'s identity element (a constant, or a tuple of them): required for
+    a function, implied for the builtins. ``axis`` is a constant int (None: all axes).
     """
 
 
@@ -657,8 +679,16 @@ def cumprod(t, axis=0, reverse=False):
 
 
 @_stub
-def scan(t, axis, fn, identity, reverse=False):
-    """Inclusive scan of ``t`` along ``axis`` with the ``@tile.function`` ``fn(a, b)``."""
+def scan(t, axis, fn, identity=None, reverse=False):
+    """Inclusive scan of ``t`` (a tile or a tuple of tiles) along ``axis`` with the combiner
+    ``fn``, as in :func:`reduce`; ``reverse`` scans from the end."""
+
+
+#: Python and tilejit functions usable as :func:`reduce`/:func:`scan` combiners of one tile,
+#: and what they compute (their identities are implied; ``max``/``min`` propagate NaN)
+BUILTIN_COMBINERS = {_operator.add: "sum", _operator.mul: "prod", _builtins.max: "max",
+                     _builtins.min: "min", _operator.and_: "and", _operator.or_: "or",
+                     _operator.xor: "xor", maximum: "max", minimum: "min"}
 
 
 # --------------------------------------------------------------------------------------------------

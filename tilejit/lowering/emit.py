@@ -423,11 +423,13 @@ class Emitter:
         return TV(self.b.fma(a.value, b_.value, c.value), dt)
 
     # --- reductions and scans ------------------------------------------------------------------
-    _REDUCE_IDENTITY = {"sum": 0, "prod": 1}
+    _REDUCE_IDENTITY = {"sum": 0, "prod": 1, "or": 0, "xor": 0}
 
     def identity(self, kind: str, dt: DType):
         if kind in self._REDUCE_IDENTITY:
             return self._REDUCE_IDENTITY[kind]
+        if kind == "and":
+            return True if dt.is_bool else -1
         if dt.is_float:
             return float("-inf") if kind == "max" else float("inf")
         if dt.is_bool:
@@ -459,6 +461,8 @@ class Emitter:
                 nan = {"propagate_nan": True} if propagate_nan else {}
                 return b.binary("maxf" if kind == "max" else "minf", lhs, rhs, **nan)
             return b.binary("maxi" if kind == "max" else "mini", lhs, rhs, signedness=_sign(dt))
+        if kind in ("and", "or", "xor"):
+            return b.binary({"and": "andi", "or": "ori", "xor": "xori"}[kind], lhs, rhs)
         raise TypingError(f"unknown reduction {kind!r}")
 
     def _widen_sum(self, kind: str, x: TV) -> TV:
