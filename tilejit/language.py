@@ -275,7 +275,8 @@ def load_tile_like(x, z):
 
 
 @_stub
-def load(x, index, shape, padding=PaddingMode.ZERO, latency=None, allow_tma=True, order=None):
+def load(x, index, shape, padding=PaddingMode.ZERO, latency=None, allow_tma=True, order=None,
+         check_bounds=True):
     """``x.load(index, shape, ...)`` as a function: the tile of shape ``shape`` at tile ``index``.
 
     ``index`` is a tuple of ints (or one int for 1-D tensors) in units of tiles; ``shape`` a
@@ -284,6 +285,10 @@ def load(x, index, shape, padding=PaddingMode.ZERO, latency=None, allow_tma=True
     constant 1..10 hint; ``allow_tma`` a constant bool. ``order``, a permutation of ``x``'s axes,
     loads from the permuted array (``order=(1, 0)`` reads ``x.T`` without a register transpose);
     ``index`` and ``shape`` are then in the permuted order.
+
+    ``check_bounds=False`` promises that the tile lies inside ``x`` (no element past an edge):
+    tileiras then drops the bounds masking (Tile IR ``inbounds``, bytecode 13.4); a tile that
+    does cross an edge is undefined on the GPU and an error on the simulator.
     """
 
 
@@ -299,11 +304,12 @@ def store(target, index, t, order=None):
 
 
 @_stub
-def gather(x, indices, mask=None, other=0):
+def gather(x, indices, mask=None, other=0, padding_value=None):
     """Element-wise load: ``x[indices]`` for a tile (1-D ``x``) or tuple of tiles of indices.
 
     Index tiles broadcast together; the result has their broadcast shape and ``x.dtype``.
-    Elements where ``mask`` is False or the index is out of bounds read as ``other``.
+    Elements where ``mask`` is False or the index is out of bounds read as ``other``
+    (``padding_value``, cuTile's name, is the same; give one of them).
     """
 
 

@@ -34,6 +34,9 @@ class ArrayParam:
     strides: List[TV] = field(default_factory=list)
     tview: Optional[Value] = None
     views: Dict[tuple, Value] = field(default_factory=dict)
+    #: for in-kernel views (``x.slice``) built from runtime values: partition views are made
+    #: where they are used, by this builder, instead of once in the entry block
+    local_builder: Optional[Builder] = None
 
     @property
     def index_dtype(self) -> DType:
@@ -47,6 +50,9 @@ class ArrayParam:
                        dim_map: Optional[Sequence[int]] = None) -> Value:
         """A partition view of this array's tensor view, created once per tile shape/padding by
         ``hoist`` (a builder for the entry block, so the view dominates every use)."""
+        if self.local_builder is not None:
+            return self.local_builder.make_partition_view(self.tview, tuple(tile_shape),
+                                                          dim_map=dim_map, padding=padding)
         key = (tuple(tile_shape), padding, None if dim_map is None else tuple(dim_map))
         v = self.views.get(key)
         if v is None:

@@ -375,6 +375,8 @@ class Lowering(ControlFlow):
         if isinstance(obj, ArrayParam):
             if attr == "shape" or attr == "tensor_shape":
                 return tuple(obj.shape)
+            if attr == "strides":
+                return tuple(obj.stride(i, self.hoist_em) for i in range(obj.ndim))
             if attr == "block":
                 return tuple(self.bid(i) for i in range(obj.ndim))
             if attr == "dtype":
@@ -504,9 +506,14 @@ class Lowering(ControlFlow):
         return [self.tv(i, dtype) for i in index]
 
     # --- memory ------------------------------------------------------------------------------
-    def load_view(self, arr: ArrayParam, view: Value, index: Sequence[TV], hints=None) -> TV:
+    def load_view(self, arr: ArrayParam, view: Value, index: Sequence[TV], hints=None,
+                  inbounds: bool = False) -> TV:
+        """A tile load; ``inbounds`` promises the tile lies inside the array (``check_bounds=
+        False``; an attribute of bytecode 13.4, left out before)."""
+        extra = {"inbounds": (True,) * len(index)} if inbounds and self.version >= (13, 4) \
+            else {}
         return self.ordered_read(arr, lambda t: self.b.load_view_tko(
-            view, [i.value for i in index], token=t, hints=hints))
+            view, [i.value for i in index], token=t, hints=hints, **extra))
 
     def store_view(self, arr: ArrayParam, view: Value, index: Sequence[TV], t: TV, hints=None) -> None:
         t = self._to_mem(t, arr)
