@@ -34,7 +34,7 @@ from ..typing.templates._base import NOT_STATIC, static_value
 from ..typing.types import TileType as NbTile, dtype_of
 from . import narrow
 from . import regions as R
-from .abi import ArrayParam, ScalarParam, ViewRef, build_entry
+from .abi import ArrayParam, ScalarParam, ViewRef, build_entry, select_item
 from .control import ControlFlow, _is_static_type
 from .handlers import handler_of
 from .emit import TV, Emitter, elem
@@ -103,16 +103,15 @@ class Lowering(ControlFlow):
             if p.kind == "constant":
                 self.env[p.name] = p.value
             else:
-                q = self.params[p.name]
-                self.env[p.name] = q.value if isinstance(q, ScalarParam) else q
+                self.env[p.name] = _env_value(self.params[p.name])
         self._defs = self._definitions(structured.blocks)
         self.loc: Optional[SourceLocation] = None
         # memory tokens of written arrays: name -> [last store, last access]
         self.tokens: Dict[str, List[Value]] = {}
-        for nm, p in self.params.items():
+        for p in _flat_params(self.params.values()):
             if isinstance(p, ArrayParam) and p.written:
                 t = self.b.make_token()
-                self.tokens[nm] = [t, t]
+                self.tokens[p.name] = [t, t]
         self.loop_stack: List[list] = []       # carried names of enclosing loops
         self._touch_memo: Dict[int, bool] = {}
         # if-conditions decided at compile time inside a split loop (see loop_split.py)
@@ -406,6 +405,8 @@ class Lowering(ControlFlow):
     def getitem(self, e, target):
         obj = self.value(e.value)
         idx = e.index if e.op == "static_getitem" else self.value(e.index)
+        if isinstance(idx, TV) and isinstance(obj, tuple):
+            return select_item(self, obj, idx)               # xs[i] with i known at run time
         if isinstance(idx, TV):
             raise self.error("indexing needs a compile-time constant index")
         if isinstance(obj, tuple):
@@ -524,6 +525,8 @@ class Lowering(ControlFlow):
         """A read of ``arr``: ``emit(token)`` emits it after the last store and returns ``(memory
         value, result token)``; the read becomes part of the last access. Returns the value in
         its tile dtype."""
+        if arr.aliases:
+            return self._from_mem(self._ordered_aliases(arr, emit, False), arr)
         tok = self.tokens.get(arr.name)
         v, rtok = emit(tok[0] if tok else None)
         if tok:
@@ -533,10 +536,29 @@ class Lowering(ControlFlow):
     def ordered_write(self, arr: ArrayParam, emit):
         """A write to ``arr``: ``emit(token)`` emits it after every earlier access and returns
         ``(result, result token)``; the write becomes the last store. Returns the result."""
+        if arr.aliases:
+            return self._ordered_aliases(arr, emit, True)
         tok = self.tokens.get(arr.name)
         result, rtok = emit(tok[1] if tok else None)
         if tok is not None:
             tok[0] = tok[1] = rtok
+        return result
+
+    def _ordered_aliases(self, arr: ArrayParam, emit, write: bool):
+        """A read or write through an array chosen at run time (``xs[i]`` of a tuple argument):
+        ordered as if it touched every array it may be."""
+        toks = [self.tokens[n] for n in arr.aliases if n in self.tokens]
+        if not toks:
+            return emit(None)[0]
+        slot = 1 if write else 0
+        before = toks[0][slot] if len(toks) == 1 else \
+            self.b.join_tokens([t[slot] for t in toks])
+        result, rtok = emit(before)
+        for t in toks:
+            if write:
+                t[0] = t[1] = rtok
+            else:
+                t[1] = self.b.join_tokens([t[1], rtok])
         return result
 
     def _to_mem(self, t: TV, arr: ArrayParam) -> TV:
@@ -598,6 +620,22 @@ class Lowering(ControlFlow):
 
 
 # ====================================================================================== handlers
+
+
+def _env_value(q):
+    """A parameter as the walker sees it: scalars as their values, arrays as themselves, tuple
+    arguments as tuples of these."""
+    if isinstance(q, tuple):
+        return tuple(_env_value(x) for x in q)
+    return q.value if isinstance(q, ScalarParam) else q
+
+
+def _flat_params(params):
+    for q in params:
+        if isinstance(q, tuple):
+            yield from _flat_params(q)
+        else:
+            yield q
 
 
 def lower_kernel(structured: R.StructuredKernel, **kw) -> Module:
