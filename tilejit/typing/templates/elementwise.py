@@ -139,18 +139,20 @@ def _as_operator(fn, name):
         y = operand(b.y, f"tile.{name}: y")
         r = binary_type(fn, x, y)
         if "rounding_mode" in b._values:
-            mode = enum_arg(b.rounding_mode, language.RoundingMode, f"tile.{name}: rounding_mode")
-            ftz = bool_arg(b.flush_to_zero, f"tile.{name}: flush_to_zero")
-            if not dtype_of(r).is_float and (mode is not None or ftz):
-                raise TileTypingError(f"tile.{name}: rounding_mode and flush_to_zero apply to "
-                                      f"float operands only; these are {describe_type(x)} and "
-                                      f"{describe_type(y)}")
-            rounding_arg(b.rounding_mode, f"tile.{name}", NAMED_ARITH_ROUNDING)
+            arith_rounding(b, f"tile.{name}", dtype_of(r).is_float,
+                           f"operands only; these are {describe_type(x)} and {describe_type(y)}")
         return r
     return rule
 
 
-NAMED_ARITH_ROUNDING = ("RN", "RZ", "RM", "RP")
+def arith_rounding(b, op: str, is_float: bool, what: str) -> None:
+    """Check ``rounding_mode=``/``flush_to_zero=`` of an addition or multiplication (``tile.add``
+    ..., ``tile.sum``): an IEEE rounding, and only for floats (``what`` names the operands)."""
+    mode = enum_arg(b.rounding_mode, language.RoundingMode, f"{op}: rounding_mode")
+    ftz = bool_arg(b.flush_to_zero, f"{op}: flush_to_zero")
+    if not is_float and (mode is not None or ftz):
+        raise TileTypingError(f"{op}: rounding_mode and flush_to_zero apply to float {what}")
+    rounding_arg(b.rounding_mode, op, ("RN", "RZ", "RM", "RP"))
 function_rule(language.pow)(_as_operator(operator.pow, "pow"))
 function_rule(language.add)(_as_operator(operator.add, "add"))
 function_rule(language.sub)(_as_operator(operator.sub, "sub"))

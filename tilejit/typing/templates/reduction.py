@@ -66,7 +66,8 @@ def _reduction(name):
         if name in NAN_REDUCTIONS:
             bool_arg(b.propagate_nan, f"{op}: propagate_nan")
         if name == "sum":
-            _sum_rounding(b, t)
+            from .elementwise import arith_rounding
+            arith_rounding(b, op, t.dtype.is_float, f"tiles only, got a {t.dtype} tile")
         if is_arg:
             d = dt.int32
         elif name in ("sum", "prod"):
@@ -75,17 +76,6 @@ def _reduction(name):
             d = t.dtype
         return TileType(d, reduced_shape(t.shape, axes, keep))
     return rule
-
-
-def _sum_rounding(b, t):
-    """``rounding_mode=``/``flush_to_zero=`` of ``sum``: for float tiles only."""
-    from .elementwise import NAMED_ARITH_ROUNDING, rounding_arg
-    mode = enum_arg(b.rounding_mode, language.RoundingMode, "tile.sum: rounding_mode")
-    ftz = bool_arg(b.flush_to_zero, "tile.sum: flush_to_zero")
-    if not t.dtype.is_float and (mode is not None or ftz):
-        raise TileTypingError(f"tile.sum: rounding_mode and flush_to_zero apply to float tiles "
-                              f"only, got a {t.dtype} tile")
-    rounding_arg(b.rounding_mode, "tile.sum", NAMED_ARITH_ROUNDING)
 
 
 for _name in REDUCTIONS:
