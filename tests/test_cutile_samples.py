@@ -199,8 +199,6 @@ def test_fft_one_sequence_per_block(factors):
     run_fft(factors, batch=3, batch_tile=1, pack=2 if math.prod(factors) == 8 else 16)
 
 
-@pytest.mark.xfail(strict=True, reason="needs mma/matmul broadcasting a (1, M, K) tile against "
-                                       "(B, K, N) (issue 25.1, engineer language)")
 def test_fft_several_sequences_per_block():
     run_fft((2, 4, 8), batch=4, batch_tile=2, pack=16)
 
@@ -217,8 +215,6 @@ def block_quantize(x, block=32):
     return q, scale[..., 0].astype(ml_dtypes.float8_e8m0fnu)
 
 
-@pytest.mark.xfail(strict=True, reason="needs ct.mma_scaled and float8_e8m0fnu (issue 25.1, "
-                                       "engineer language)")
 def test_block_scaled_matmul():
     m, n, k = 64, 64, 128
     a, a_scale = block_quantize(rng.random((m, k)))

@@ -136,7 +136,7 @@ LIST_GLOBAL = [1, 2, 3]
 @pytest.mark.parametrize("body,msg", [
     ("z.store(tile.full(z.shape, LIST_GLOBAL[0], tile.float32))\n", "is a list.*use a tuple"),
     ("z.store(tile.full(z.shape, len('abc'), tile.float32))\n", "len\\(\\) of a string"),
-    ("t = (1.0, 2.0)\nz.store(tile.full(z.shape, t[i], tile.float32))\n",
+    ("t = (1.0, z)\nz.store(tile.full(z.shape, t[i], tile.float32))\n",
      "can only be indexed with a compile-time constant"),
 ])
 def test_plain_language_errors(body, msg):

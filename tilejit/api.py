@@ -285,7 +285,8 @@ def _seed(seed: Optional[int]) -> int:
 
 
 def rand(shape, dtype=_dt.float32, seed: Optional[int] = None) -> DeviceOp:
-    """Uniform random numbers in [0, 1) (Philox-4x32-10; reproducible for the same seed).
+    """Uniform random numbers in [0, 1) (Philox-4x32-10; reproducible for the same seed; the
+    stream of ``tile.rand(seed, offsets)`` in kernels, element ``i`` at offset ``i``).
 
     Args:
         shape: An int or a tuple of ints.
@@ -298,12 +299,13 @@ def rand(shape, dtype=_dt.float32, seed: Optional[int] = None) -> DeviceOp:
         raise TypeError(f"api.rand needs a float dtype, got {dt}")
     s = _seed(seed)
     return _Construct(shape, dt, lambda z, ctx: execute_input(random.uniform(
-        z, s & 0xFFFFFFFF, s >> 32), ctx), "rand", "uniform in [0, 1)")
+        z, np.uint64(s)), ctx), "rand", "uniform in [0, 1)")
 
 
 def randn(shape, mean: float = 0.0, std: float = 1.0, dtype=_dt.float32,
           seed: Optional[int] = None) -> DeviceOp:
-    """Normal random numbers N(mean, std^2) (Philox + Box-Muller; reproducible for the seed).
+    """Normal random numbers N(mean, std^2) (Philox + Box-Muller; reproducible for the seed;
+    ``tile.randn(seed, offsets) * std + mean`` in kernels).
 
     Args:
         shape: An int or a tuple of ints.
@@ -320,7 +322,7 @@ def randn(shape, mean: float = 0.0, std: float = 1.0, dtype=_dt.float32,
         raise ValueError(f"api.randn: std must be >= 0, got {std}")
     s = _seed(seed)
     return _Construct(shape, dt, lambda z, ctx: execute_input(random.normal(
-        z, s & 0xFFFFFFFF, s >> 32, float(mean), float(std)), ctx), "randn",
+        z, np.uint64(s), float(mean), float(std)), ctx), "randn",
                       f"normal (mean {mean}, std {std})")
 
 

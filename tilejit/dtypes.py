@@ -13,7 +13,8 @@ import numpy as np
 
 # DLPack DLDataTypeCode values (dlpack.h, v1.1)
 DL_INT, DL_UINT, DL_FLOAT, DL_BFLOAT, DL_BOOL = 0, 1, 2, 4, 6
-DL_FLOAT8_E4M3FN, DL_FLOAT8_E5M2 = 10, 12
+DL_FLOAT8_E4M3FN, DL_FLOAT8_E5M2, DL_FLOAT8_E8M0FNU = 10, 12, 14
+DL_NONE = -1        # no DLPack code: never exchanged (float4 tensors hold one value per byte)
 
 
 class DType:
@@ -61,6 +62,15 @@ class DType:
         return self.name.startswith("float8")
 
     @property
+    def is_fp4(self) -> bool:
+        return self.name.startswith("float4")
+
+    @property
+    def is_tiny_float(self) -> bool:
+        """float8 and float4: formats for storage and matrix inputs, without arithmetic."""
+        return self.is_fp8 or self.is_fp4
+
+    @property
     def short(self) -> str:
         """Compact spelling used in names and messages: ``f32``, ``u8``, ``bf16`` ..."""
         return self._short
@@ -99,8 +109,17 @@ float8_e4m3fn = _make("float8_e4m3fn", "f", 8, "f8E4M3FN", ml_dtypes.float8_e4m3
 float8_e5m2 = _make("float8_e5m2", "f", 8, "f8E5M2", ml_dtypes.float8_e5m2, DL_FLOAT8_E5M2,
                     "f8e5m2")
 
+# the scale and element formats of block-scaled matmuls (tile.mma_scaled): float8_e8m0fnu is a
+# power of two 2**-127..2**127 (no zero, no sign); float4_e2m1fn holds +-{0, .5, 1, 1.5, 2, 3, 4, 6}
+# and, like ml_dtypes, takes one byte per element in memory
+float8_e8m0fnu = _make("float8_e8m0fnu", "f", 8, "f8E8M0FNU", ml_dtypes.float8_e8m0fnu,
+                       DL_FLOAT8_E8M0FNU, "f8e8m0")
+float4_e2m1fn = _make("float4_e2m1fn", "f", 4, "f4E2M1FN", ml_dtypes.float4_e2m1fn, DL_NONE,
+                      "f4e2m1")
+
 ALL_DTYPES = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16,
-              float32, float64, tfloat32, float8_e4m3fn, float8_e5m2)
+              float32, float64, tfloat32, float8_e4m3fn, float8_e5m2, float8_e8m0fnu,
+              float4_e2m1fn)
 
 _BY_NAME: Dict[str, DType] = {d.name: d for d in ALL_DTYPES}
 _BY_NAME.update({"bool": bool_, "half": float16, "float": float32, "double": float64,

@@ -10,6 +10,7 @@ key                                                            ABI slots (contra
 ``TensorKey("tensor", dtype, ndim, facts, writable)``          ``u64`` base, then ``ndim`` extents and
 ``PartitionKey("partition", dtype, ndim, facts, tile_shape)``  ``ndim`` strides in ``facts.index_dtype``
 ``ScalarKey("scalar", dtype, weak)``                           one value (bool as ``i32``)
+``TupleKey("tuple", items)``                                   the slots of each item, in order
 =============================================================  =====================================
 
 ``dtype`` is a ``tilejit.dtypes`` name. ``facts`` (:class:`Facts`) are what the host knows about an
@@ -180,6 +181,49 @@ class ScalarKey(NamedTuple):
         return f"{self.dtype} scalar" + (" (weak)" if self.weak else "")
 
 
+class TupleKey(NamedTuple):
+    """A tuple of tensors and scalars passed as one argument (``kernel(z, (a0, a1, a2))``).
+
+    Tensors of one dtype, rank and writability share their facts (the weakest of them), so the
+    tuple is homogeneous and can be indexed at run time in the kernel."""
+
+    kind: str
+    items: tuple
+
+    def abi_slots(self) -> Tuple[str, ...]:
+        out: Tuple[str, ...] = ()
+        for k in self.items:
+            out += as_key(k).abi_slots()
+        return out
+
+    def describe(self) -> str:
+        """In words, for reprs: ``tuple (tensor float32 2-d, tensor float32 2-d)``."""
+        return "tuple (" + ", ".join(as_key(k).describe() for k in self.items) + ")"
+
+
+def merged_facts(facts: Sequence[Facts]) -> Facts:
+    """What holds for every one of ``facts`` (arrays of one rank)."""
+    return Facts(max(f.index_bits for f in facts), min(f.base_div for f in facts),
+                 tuple(min(d) for d in zip(*(f.shape_div for f in facts))),
+                 tuple(min(d) for d in zip(*(f.stride_div for f in facts))),
+                 tuple(all(o) for o in zip(*(f.stride_one for f in facts))))
+
+
+def tuple_key(items: Sequence) -> TupleKey:
+    """The key of a tuple argument from its items' keys (tensors of one dtype, rank and
+    writability get their merged facts)."""
+    items = tuple(as_key(k) for k in items)
+    groups: dict = {}
+    for k in items:
+        if k.kind == "tensor":
+            groups.setdefault((k.dtype, k.ndim, k.writable), []).append(k.facts)
+    merged = {g: merged_facts(fs) for g, fs in groups.items() if len(fs) > 1}
+    items = tuple(tensor_key(k.dtype, k.ndim, merged[(k.dtype, k.ndim, k.writable)], k.writable)
+                  if k.kind == "tensor" and (k.dtype, k.ndim, k.writable) in merged else k
+                  for k in items)
+    return tuple.__new__(TupleKey, ("tuple", items))
+
+
 def tensor_key(dtype_name: str, ndim: int, facts: Facts, writable: bool) -> TensorKey:
     return tuple.__new__(TensorKey, ("tensor", dtype_name, ndim, facts, writable))
 
@@ -192,14 +236,15 @@ def scalar_key(dtype_name: str, weak: bool) -> ScalarKey:
     return tuple.__new__(ScalarKey, ("scalar", dtype_name, weak))
 
 
-_KEY_CLASSES = {"tensor": TensorKey, "partition": PartitionKey, "scalar": ScalarKey}
+_KEY_CLASSES = {"tensor": TensorKey, "partition": PartitionKey, "scalar": ScalarKey,
+                "tuple": TupleKey}
 
 
 def as_key(key):
     """The named key for a plain tuple spelling of it (named keys are returned as they are).
 
     Raises ValueError for anything that is not a key."""
-    if isinstance(key, (TensorKey, PartitionKey, ScalarKey)):
+    if isinstance(key, (TensorKey, PartitionKey, ScalarKey, TupleKey)):
         return key
     if not isinstance(key, tuple) or not key or key[0] not in _KEY_CLASSES:
         raise ValueError(f"invalid argument key {key!r}: expected ('tensor', ...), "
@@ -207,6 +252,8 @@ def as_key(key):
     cls = _KEY_CLASSES[key[0]]
     if len(key) != len(cls._fields):
         raise ValueError(f"invalid {key[0]} key {key!r}: expected the fields {cls._fields}")
+    if cls is TupleKey:
+        return tuple.__new__(TupleKey, ("tuple", tuple(as_key(k) for k in key[1])))
     if cls is not ScalarKey:
         facts = key[3]
         if facts is not None and not isinstance(facts, Facts):
@@ -301,6 +348,6 @@ def _value_key(v) -> Any:
     raise TypeError(f"cannot key constant value {v!r}")
 
 
-__all__ = ["Facts", "TensorKey", "PartitionKey", "ScalarKey", "tensor_key", "partition_key",
-           "scalar_key", "as_key", "abi_slots", "array_slots", "scalar_slot", "index_bits_for",
+__all__ = ["Facts", "TensorKey", "PartitionKey", "ScalarKey", "TupleKey", "tensor_key",
+           "partition_key", "scalar_key", "tuple_key", "merged_facts", "as_key", "abi_slots", "array_slots", "scalar_slot", "index_bits_for",
            "index_dtype", "constant_key", "constant_value"]

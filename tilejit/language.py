@@ -18,18 +18,28 @@ Vocabulary used in the docstrings:
 """
 from __future__ import annotations
 
+import builtins as _builtins
 import enum
 import functools
 import inspect
+import operator as _operator
 import re
 import typing as _typing
 
 from .errors import TileJitError
+# the element-wise stubs and their tables live in language_math.py; the stub machinery in stubs.py
+from .language_math import (  # noqa: F401  (re-exported)
+    KEEPS_INTEGERS, MATH_ACCURACY, MATH_FLUSH_TO_ZERO, MATH_ROUNDING, UNARY_MATH, abs, acos, acosh,
+    add, asin, asinh, atan, atan2, atanh, cbrt, ceil, copysign, cos, cosh, erf, erfc, erfinv, exp,
+    exp2, expm1, floor, fma, fmod, isfinite, isinf, isnan, log, log1p, log2, log10, maximum,
+    minimum, mul, pow, rint, round, rsqrt, sigmoid, signbit, sin, sinh, sqrt, sub, tan, tanh,
+    trunc, truediv, where)
+from .stubs import _host_call_error, _named_stub, _stub, is_stub  # noqa: F401  (re-exported)
 
 __all__ = [
     # annotations, decorators, host helpers
     "Constant", "function", "TileFunction", "cdiv", "static_assert", "constant_parameters",
-    "constant_annotations",
+    "constant_annotations", "static_range", "static_iter",
     # enums
     "PaddingMode", "RoundingMode", "MemoryOrder", "MemoryScope",
     # grid
@@ -43,42 +53,21 @@ __all__ = [
     # elementwise
     "where", "minimum", "maximum", "truediv", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos",
     "tan", "sinh", "cosh", "tanh", "floor", "ceil", "isnan", "atan2", "fma",
+    "erf", "erfc", "erfinv", "log1p", "expm1", "log10", "sigmoid", "cbrt", "asin", "acos", "atan",
+    "asinh", "acosh", "atanh", "trunc", "round", "rint", "isinf", "isfinite", "signbit", "pow",
+    "fmod", "copysign", "add", "sub", "mul",
+    # random numbers
+    "rand", "randn", "randint", "randint4x",
     # reductions and scans
     "sum", "max", "min", "prod", "argmax", "argmin", "reduce", "cumsum", "cumprod", "scan",
     # matmul
-    "mma", "matmul",
+    "mma", "matmul", "mma_scaled",
     # shape and dtype
     "reshape", "permute", "transpose", "broadcast_to", "expand_dims", "cat", "extract", "astype",
     "bitcast",
     # misc
     "printf", "assert_", "assume_divisible_by",
 ]
-
-
-# --------------------------------------------------------------------------------------------------
-# Stub machinery
-def _host_call_error(name: str) -> TileJitError:
-    return TileJitError(
-        f"tile.{name}() is part of the kernel language: it can only be called inside a @tile.entry "
-        f"kernel or a @tile.function helper, not on the host. On the host use tilejit.api "
-        f"(tensors) or NumPy.")
-
-
-def _stub(fn):
-    """Mark ``fn`` as a kernel-language function: keep its signature and docstring, fail on host."""
-    name = fn.__name__
-
-    @functools.wraps(fn)
-    def stub(*args, **kwargs):
-        raise _host_call_error(name)
-
-    stub.__tile_stub__ = name
-    return stub
-
-
-def is_stub(obj) -> bool:
-    """True for the kernel-language functions of this module (cdiv and static_assert too)."""
-    return getattr(obj, "__tile_stub__", None) is not None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -208,6 +197,20 @@ def static_assert(cond, msg=None):
 static_assert.__tile_stub__ = "static_assert"
 
 
+@_stub
+def static_range(*args):
+    """``for i in tile.static_range(n)`` (or ``(start, stop[, step])``, compile-time constant
+    ints): the loop is unrolled at compile time, so ``i`` is a constant in each copy of the body
+    (usable in tile shapes, ``extract`` indices, tuple indices). Only as a ``for`` iterable."""
+
+
+@_stub
+def static_iter(values):
+    """``for x in tile.static_iter(tup)``: one copy of the loop body per element of the tuple
+    ``tup`` (its length known at compile time: a tuple expression, a tuple argument of arrays or
+    a constant), so the elements may differ in type. Only as a ``for`` iterable."""
+
+
 # --------------------------------------------------------------------------------------------------
 # Enums (values are the Tile IR spellings; lowering should match on members, not values)
 class PaddingMode(enum.Enum):
@@ -279,7 +282,7 @@ def load_tile_like(x, z):
 
 @_stub
 def load(x, index, shape, padding=PaddingMode.ZERO, latency=None, allow_tma=True, order=None,
-         memory_order=MemoryOrder.WEAK, memory_scope=None):
+         memory_order=MemoryOrder.WEAK, memory_scope=None, check_bounds=True):
     """``x.load(index, shape, ...)`` as a function: the tile of shape ``shape`` at tile ``index``.
 
     ``index`` is a tuple of ints (or one int for 1-D tensors) in units of tiles; ``shape`` a
@@ -291,6 +294,10 @@ def load(x, index, shape, padding=PaddingMode.ZERO, latency=None, allow_tma=True
     reverses the axes. ``memory_order`` (``WEAK``,
     ``RELAXED`` or ``ACQUIRE``) and ``memory_scope`` (default ``DEVICE`` when the order is not
     weak) make it an ordered load: see :class:`MemoryOrder`.
+
+    ``check_bounds=False`` promises that the tile lies inside ``x`` (no element past an edge):
+    tileiras then drops the bounds masking (Tile IR ``inbounds``, bytecode 13.4); a tile that
+    does cross an edge is undefined on the GPU and an error on the simulator.
     """
 
 
@@ -309,11 +316,13 @@ def store(target, index, t, order=None, memory_order=MemoryOrder.WEAK, memory_sc
 
 
 @_stub
-def gather(x, indices, mask=None, other=0, memory_order=MemoryOrder.WEAK, memory_scope=None):
+def gather(x, indices, mask=None, other=0, padding_value=None, memory_order=MemoryOrder.WEAK,
+           memory_scope=None):
     """Element-wise load: ``x[indices]`` for a tile (1-D ``x``) or tuple of tiles of indices.
 
     Index tiles broadcast together; the result has their broadcast shape and ``x.dtype``.
-    Elements where ``mask`` is False or the index is out of bounds read as ``other``.
+    Elements where ``mask`` is False or the index is out of bounds read as ``other``
+    (``padding_value``, cuTile's name, is the same; give one of them).
     ``memory_order``/``memory_scope`` as for :func:`load`.
     """
 
@@ -328,14 +337,6 @@ def scatter(target, indices, values, mask=None, memory_order=MemoryOrder.WEAK,
     masked-off elements are skipped. Blocks writing the same element race.
     ``memory_order``/``memory_scope`` as for :func:`store`.
     """
-
-
-def _named_stub(f, name: str, doc: str):
-    """A stub made from the prototype ``f`` (each name needs its own function object: calls bind
-    against the stub's own signature)."""
-    f.__name__ = f.__qualname__ = name
-    f.__doc__ = doc
-    return _stub(f)
 
 
 def _atomic(name, op):
@@ -401,93 +402,35 @@ def arange(start, stop=None, step=None, dtype=None):
 
 
 # --------------------------------------------------------------------------------------------------
-# Elementwise (Python operators map onto the same rules)
+# Random numbers (Philox-4x32-10, the stream of tilejit.api.rand / api.randn)
 @_stub
-def where(cond, x, y):
-    """``x`` where ``cond`` (a bool tile or scalar) is True, else ``y``; broadcasting; promotion."""
+def randint4x(seed, offsets):
+    """The four 32-bit words of Philox-4x32-10 (Salmon et al., SC'11) for each offset: a tuple
+    of four ``uint32`` tiles of ``offsets``' shape.
 
-
-@_stub
-def abs(x):
-    """Element-wise absolute value (the builtin ``abs(t)`` is the same operation)."""
-
-
-@_stub
-def minimum(x, y, propagate_nan=True):
-    """Element-wise minimum with broadcasting and promotion. A NaN operand gives NaN (as in
-    NumPy); ``propagate_nan=False`` returns the other operand instead (like ``numpy.fmin``)."""
+    ``seed`` is an integer scalar (its 64 bits are the key, low word first); ``offsets`` an
+    integer tile or scalar (taken as 64 bits, low word first: the counter is
+    ``(lo, hi, 0, 0)``). The same seed and offsets give the same numbers on the GPU and on the
+    simulator; ``api.rand(shape, seed=s)`` is ``rand(s, arange(n))`` over the flat elements.
+    """
 
 
 @_stub
-def maximum(x, y, propagate_nan=True):
-    """Element-wise maximum with broadcasting and promotion. A NaN operand gives NaN (as in
-    NumPy); ``propagate_nan=False`` returns the other operand instead (like ``numpy.fmax``)."""
+def randint(seed, offsets):
+    """The first word of :func:`randint4x`: a ``uint32`` tile of ``offsets``' shape."""
 
 
 @_stub
-def truediv(x, y, rounding_mode=None, flush_to_zero=False):
-    """``x / y`` in float (integers divide as float32), with an explicit rounding:
-    ``RoundingMode.RN`` (default), ``RZ``, ``RM``, ``RP``, or ``APPROX`` (fast, about 2 ulp);
-    ``flush_to_zero=True`` treats float32 subnormal inputs and results as zero."""
-
-
-#: Which ``rounding_mode`` each math function accepts (None is always the default).
-MATH_ROUNDING = {"sqrt": ("RN", "RZ", "RM", "RP", "APPROX"), "exp": ("FULL", "APPROX"),
-                 "tanh": ("FULL", "APPROX")}
-#: Math functions that take ``flush_to_zero`` (float32 subnormals read and written as zero).
-MATH_FLUSH_TO_ZERO = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt")
-
-
-def _unary_math(name, what):
-    def f(x, rounding_mode=None, flush_to_zero=False):
-        pass
-    modes = MATH_ROUNDING.get(name)
-    extra = ""
-    if modes:
-        extra += (" ``rounding_mode``: " + ", ".join(f"``RoundingMode.{m}``" for m in modes)
-                  + " (None: the default).")
-    else:
-        extra += " It takes no ``rounding_mode`` (only None)."
-    if name in MATH_FLUSH_TO_ZERO:
-        extra += " ``flush_to_zero=True`` treats float32 subnormals as zero."
-    return _named_stub(f, name, f"Element-wise {what}. Float tiles keep their dtype; integer "
-                                f"and bool inputs compute in float32. Scalars give scalars."
-                                + extra)
-
-
-exp = _unary_math("exp", "e**x")
-exp2 = _unary_math("exp2", "2**x")
-log = _unary_math("log", "natural logarithm")
-log2 = _unary_math("log2", "base-2 logarithm")
-sqrt = _unary_math("sqrt", "square root")
-rsqrt = _unary_math("rsqrt", "reciprocal square root 1/sqrt(x)")
-sin = _unary_math("sin", "sine")
-cos = _unary_math("cos", "cosine")
-tan = _unary_math("tan", "tangent")
-sinh = _unary_math("sinh", "hyperbolic sine")
-cosh = _unary_math("cosh", "hyperbolic cosine")
-tanh = _unary_math("tanh", "hyperbolic tangent")
-floor = _unary_math("floor", "floor (largest integral value <= x)")
-ceil = _unary_math("ceil", "ceiling (smallest integral value >= x)")
-#: The one-argument math functions, in one place: their typing rules, lowering handlers and the
-#: emitter's check all read this tuple (a new one is added here and in ``__all__``).
-UNARY_MATH = tuple(f.__tile_stub__ for f in (exp, exp2, log, log2, sqrt, rsqrt, sin, cos, tan, sinh,
-                                             cosh, tanh, floor, ceil))
+def rand(seed, offsets):
+    """Uniform float32 numbers in [0, 1): ``(randint(seed, offsets) >> 8) * 2**-24`` (24 random
+    bits), the stream of ``api.rand`` for the same seed (element ``i`` is offset ``i``)."""
 
 
 @_stub
-def isnan(x):
-    """Element-wise NaN test; a bool tile (always False for integer inputs)."""
-
-
-@_stub
-def atan2(y, x):
-    """Element-wise ``atan2(y, x)`` with broadcasting; computes in float."""
-
-
-@_stub
-def fma(a, b, c):
-    """Fused multiply-add ``a * b + c`` with broadcasting and promotion; computes in float."""
+def randn(seed, offsets):
+    """Standard normal float32 numbers by Box-Muller on the first two words of
+    :func:`randint4x` (``sqrt(-2 log u1) * cos(2 pi u2)``, ``u1`` in (0, 1]), the stream of
+    ``api.randn`` for the same seed."""
 
 
 # --------------------------------------------------------------------------------------------------
@@ -510,7 +453,16 @@ def _nan_reduction(name, what):
                                 f"``numpy.nanmax``.")
 
 
-sum = _reduction("sum", "Sum (bool and integers narrower than 32 bits accumulate in int32)")
+@_stub
+def sum(t, axis=None, keepdims=False, rounding_mode=None, flush_to_zero=False):
+    """Sum over ``axis`` (None: all axes; an int or a tuple of ints; negative counts from the
+    end). ``keepdims`` keeps reduced axes with extent 1. Bool and integers narrower than 32 bits
+    accumulate in int32. For floats, ``rounding_mode`` (``RoundingMode.RN`` the default, ``RZ``,
+    ``RM``, ``RP``) rounds each addition and ``flush_to_zero=True`` treats float32 subnormals
+    as zero."""
+
+
+
 prod = _reduction("prod", "Product (bool and integers narrower than 32 bits accumulate in int32)")
 max = _nan_reduction("max", "Maximum")
 min = _nan_reduction("min", "Minimum")
@@ -521,10 +473,16 @@ argmin = _nan_reduction("argmin", "Index (int32) of the first minimum (of the fi
 
 
 @_stub
-def reduce(t, axis, fn, identity, keepdims=False):
-    """Reduce ``t`` over ``axis`` with ``fn(a, b)``, a ``@tile.function`` of two rank-0 tiles.
+def reduce(t, axis, fn, identity=None, keepdims=False):
+    """Reduce ``t`` over ``axis`` with the combiner ``fn``; ``t`` may be a tuple of tiles
+    (broadcast to one shape), reduced together: then ``fn`` takes ``2N`` values (one element of
+    each tile, then the accumulated values of each) and returns ``N``, and the result is a tuple
+    (argmax with its value, Welford's mean and variance).
 
-    ``identity`` is ``fn``'s identity element (a constant).
+    ``fn`` is a lambda, a nested function, a ``@tile.function`` (its values are rank-0 tiles),
+    or one of :data:`BUILTIN_COMBINERS` (``operator.add``, ``max``, ...) for a single tile.
+    ``identity`` is ``fn``'s identity element (a constant, or a tuple of them): required for
+    a function, implied for the builtins. ``axis`` is a constant int (None: all axes).
     """
 
 
@@ -539,8 +497,16 @@ def cumprod(t, axis=0, reverse=False):
 
 
 @_stub
-def scan(t, axis, fn, identity, reverse=False):
-    """Inclusive scan of ``t`` along ``axis`` with the ``@tile.function`` ``fn(a, b)``."""
+def scan(t, axis, fn, identity=None, reverse=False):
+    """Inclusive scan of ``t`` (a tile or a tuple of tiles) along ``axis`` with the combiner
+    ``fn``, as in :func:`reduce`; ``reverse`` scans from the end."""
+
+
+#: Python and tilejit functions usable as :func:`reduce`/:func:`scan` combiners of one tile,
+#: and what they compute (their identities are implied; ``max``/``min`` propagate NaN)
+BUILTIN_COMBINERS = {_operator.add: "sum", _operator.mul: "prod", _builtins.max: "max",
+                     _builtins.min: "min", _operator.and_: "and", _operator.or_: "or",
+                     _operator.xor: "xor", maximum: "max", minimum: "min"}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -573,6 +539,34 @@ def matmul(a, b, input_precision=None):
     """``a @ b``: accumulates in float32 / int32 and returns float16, bfloat16, float32 or float64
     for those inputs, float32 for tfloat32 and float8 inputs, int32 for int8 / uint8 inputs.
     ``input_precision`` as in :func:`mma` (the ``@`` operator uses the default, float32)."""
+
+
+#: (input dtype name, scale dtype name) -> the scale block sizes along K of :func:`mma_scaled`
+MMA_SCALED_FORMATS = {("float8_e4m3fn", "float8_e8m0fnu"): (32,),
+                      ("float8_e5m2", "float8_e8m0fnu"): (32,),
+                      ("float4_e2m1fn", "float8_e8m0fnu"): (16, 32),
+                      ("float4_e2m1fn", "float8_e4m3fn"): (16,)}
+
+
+@_stub
+def mma_scaled(a, a_scale, b, b_scale, acc):
+    """Block-scaled matrix multiply-accumulate (MXFP8 / MXFP4 / NVFP4):
+    ``(a * a_scale) @ (b * b_scale) + acc``, each scale element applying to a block of ``B``
+    consecutive elements along K.
+
+    ``a (M, K)``, ``a_scale (M, K // B)``, ``b (K, N)``, ``b_scale (K // B, N)``, ``acc (M, N)``
+    float32 (or 3-D with a leading batch axis, which broadcasts as in :func:`mma`; each scale has
+    its operand's batch). Inputs and scales (``a``/``b`` one dtype, the scales one dtype):
+    float8_e4m3fn or float8_e5m2 with float8_e8m0fnu scales (B = 32); float4_e2m1fn with
+    float8_e8m0fnu (B = 16 or 32) or float8_e4m3fn scales (B = 16). Returns float32.
+
+    On Blackwell (``sm_100`` and newer) this is Tile IR's ``mmaf_scaled``; on Hopper and older,
+    which have no block-scaled tensor cores, tilejit emulates it: the scaled inputs are exact in
+    tfloat32, so it multiplies ``tf32(a * a_scale) @ tf32(b * b_scale)`` on the tf32 tensor
+    cores (the products are exact; sums are float32). Results agree to float32 rounding (the
+    order of the sums differs); a scaled input beyond float32's range overflows in the
+    emulation.
+    """
 
 
 # --------------------------------------------------------------------------------------------------

@@ -60,7 +60,9 @@ class TilejitDocstrings(griffe.Extension):
     def on_package(self, *, pkg, **kwargs) -> None:
         if pkg.name != "tilejit":
             return
-        self._inspect_generated_stubs(pkg["language"])
+        # the element-wise stubs live in language_math and are re-exported by language
+        for module in ("language", "language_math"):
+            self._inspect_generated_stubs(pkg[module], f"tilejit.{module}")
         _unshadow(pkg)
         for obj in _walk(pkg):
             if obj.docstring is not None:
@@ -72,10 +74,10 @@ class TilejitDocstrings(griffe.Extension):
                                                      parent=obj)
 
     @staticmethod
-    def _inspect_generated_stubs(static) -> None:
+    def _inspect_generated_stubs(static, module: str) -> None:
         # mkdocs_hooks.on_config put this checkout first on sys.path, so this is its tilejit
         from tilejit import language
-        inspected = griffe.inspect("tilejit.language", docstring_parser=static.docstring.parser)
+        inspected = griffe.inspect(module, docstring_parser=static.docstring.parser)
         for name in language.__all__:
             member = static.members.get(name)
             if member is not None and member.is_attribute and name in inspected.members:

@@ -234,15 +234,11 @@ def test_fft(torch, batch, factors, pack):
     run_fft(torch, batch, factors, pack, batch_tile=1)
 
 
-@pytest.mark.xfail(strict=True, reason="needs mma/matmul broadcasting a (1, M, K) tile against "
-                                       "(B, K, N) (issue 25.1, engineer language)")
 def test_fft_several_sequences_per_block(torch):
     run_fft(torch, 64, (4, 8, 8), 64, batch_tile=4)
 
 
 # --- BlockScaledMatMul (512x768 @ 768x512, MXFP8 with 32-element scale blocks) -----------------
-@pytest.mark.xfail(strict=True, reason="needs ct.mma_scaled and float8_e8m0fnu (issue 25.1, "
-                                       "engineer language)")
 def test_block_scaled_matmul(torch):
     m, k, n, block = 512, 768, 512, 32
 

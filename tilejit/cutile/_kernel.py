@@ -168,6 +168,9 @@ class Kernel(_TileKernel):
             if array is None:
                 array = _ARRAY_TYPES.put(type(v), _is_plain_array(v))
             if array:
+                if getattr(v, "is_cpu", False):     # a CPU torch tensor: written back through NumPy
+                    values[i] = atomic(v)
+                    continue
                 w = _new_atomic(atomic)
                 w.value = v
                 values[i] = w

@@ -134,8 +134,11 @@ class ControlFlow(MemoryTokens):
 
     # --- carried values ----------------------------------------------------------------------
     def value_as(self, operand, nbtype) -> Value:
-        """``operand`` materialized as a Tile IR value of the (Numba) type ``nbtype``."""
-        return self.tv(self.value(operand), dtype_of(nbtype), nbtype).value
+        """``operand`` materialized as a Tile IR value of the (Numba) type ``nbtype`` (a scalar
+        joined with a tile is broadcast to its shape)."""
+        v = self.tv(self.value(operand), dtype_of(nbtype), nbtype)
+        shape = getattr(nbtype, "shape", ())
+        return (self.em.broadcast(v, shape) if v.shape != shape else v).value
 
     def result_types(self, results) -> list:
         """Tile IR result types of an ``if``/``loop`` defining ``results``, plus the tokens."""

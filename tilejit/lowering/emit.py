@@ -20,15 +20,21 @@ from ..dtypes import DType
 from ..errors import TypingError
 from ..tileir import Builder, TileType, Value
 from ..tileir import attrs as A
+from . import mathlib, narrow
 
 
 def elem(dt: DType) -> str:
-    """Tile IR element type of a tile of ``dt`` (bools are i1 in tiles, i8 in memory)."""
-    return "i1" if dt.is_bool else dt.tileir
+    """Tile IR element type of a tile of ``dt`` (bools are i1 in tiles, i8 in memory; float4 and
+    e8m0 are float32 on targets without them: ``narrow.carried``)."""
+    if dt.is_bool:
+        return "i1"
+    return "f32" if narrow.carried(dt) else dt.tileir
 
 
 def mem_elem(dt: DType) -> str:
-    return "i8" if dt.is_bool else dt.tileir
+    """Tile IR element type of ``dt`` in memory: bools and float4 (one per byte) are bytes, and
+    so is e8m0 where the target has no such type."""
+    return "i8" if dt.is_bool or dt.is_fp4 or narrow.carried(dt) else dt.tileir
 
 
 @dataclass(frozen=True)
@@ -140,15 +146,30 @@ class Emitter:
         if fr.is_float and to.is_integer:
             return TV(b.ftoi(v, elem(to), signed=to.is_signed), to)
         # float -> float
-        if fr.tileir == to.tileir:
+        if to is D.float8_e8m0fnu:                   # powers of two: toward zero unless asked
+            rounding = rounding or "zero"
+        if narrow.carried(fr):                       # its exact value, in float32
+            fr = D.float32
+            if to is fr:
+                return TV(v, to)
+        if narrow.carried(to):
+            x32 = self.cast(TV(v, fr), D.float32)
+            r = narrow.round_fp4(self, x32) if to.is_fp4 else narrow.round_e8m0(self, x32,
+                                                                              rounding)
+            return TV(r.value, to)
+        if elem(fr) == elem(to):
             return TV(v, to)
-        if fr.is_fp8 and to.is_fp8:
-            v = b.ftof(v, "f16")
+        if fr.is_tiny_float and to.is_tiny_float:
+            v = b.ftof(v, "f32")                     # exact; one rounding into the target
         return TV(b.ftof(v, elem(to), rounding=rounding or "nearest_even"), to)
 
     def bitcast(self, x: TV, to: DType) -> TV:
         if x.dtype.bits != to.bits or x.dtype.is_bool or to.is_bool:
             raise TypingError(f"bitcast needs types of the same width, got {x.dtype} -> {to}")
+        if narrow.carried(x.dtype):                  # e8m0 as float32: its code
+            return self.bitcast(narrow.e8m0_to_codes(self, TV(x.value, D.float32)), to)
+        if narrow.carried(to):
+            return TV(narrow.e8m0_from_codes(self, x).value, to)
         if x.dtype.tileir == to.tileir:
             return TV(x.value, to)
         return TV(self.b.bitcast(x.value, x.type.with_element(elem(to))), to)
@@ -161,21 +182,26 @@ class Emitter:
         shape = np.broadcast_shapes(x.shape, y.shape)
         return self.broadcast(x, shape), self.broadcast(y, shape)
 
-    def binary(self, op: str, x: TV, y: TV, dt: DType) -> TV:
-        """``x <op> y`` computed in ``dt`` (the promoted dtype the typing chose)."""
+    def binary(self, op: str, x: TV, y: TV, dt: DType, rounding: Optional[str] = None,
+               ftz: bool = False) -> TV:
+        """``x <op> y`` computed in ``dt`` (the promoted dtype the typing chose); ``rounding``
+        (a Tile IR keyword) and ``ftz`` apply to float ``+ - *``."""
         if op == "/" and not dt.is_float:
             dt = D.float32
         x, y = self._same(x, y, dt)
         b = self.b
         fl = dt.is_float
+        fattrs = {"rounding_mode": rounding or "nearest_even"}
+        if ftz and dt is D.float32:
+            fattrs["flush_to_zero"] = True
         if dt.is_bool and op in ("+", "*"):
             op = "|" if op == "+" else "&"            # NumPy: True + True is True (logical or)
         if op == "+":
-            r = b.addf(x.value, y.value) if fl else b.binary("addi", x.value, y.value)
+            r = b.addf(x.value, y.value, **fattrs) if fl else b.binary("addi", x.value, y.value)
         elif op == "-":
-            r = b.subf(x.value, y.value) if fl else b.binary("subi", x.value, y.value)
+            r = b.subf(x.value, y.value, **fattrs) if fl else b.binary("subi", x.value, y.value)
         elif op == "*":
-            r = b.mulf(x.value, y.value) if fl else b.binary("muli", x.value, y.value)
+            r = b.mulf(x.value, y.value, **fattrs) if fl else b.binary("muli", x.value, y.value)
         elif op == "/":
             r = b.divf(x.value, y.value)
         elif op == "//":
@@ -388,7 +414,7 @@ class Emitter:
         explicit flushes elsewhere)."""
         if not x.dtype.is_float:
             x = self.cast(x, D.float32)
-        if x.dtype.is_fp8 or x.dtype is D.tfloat32:
+        if x.dtype.is_tiny_float or x.dtype is D.tfloat32:
             raise TypingError(f"{fn} is not available for {x.dtype}; convert to float32 first")
         b = self.b
         ftz = ftz and x.dtype is D.float32           # the dialect defines flushing for f32 only
@@ -397,6 +423,8 @@ class Emitter:
             return TV(b.cmpf("not_equal", x.value, x.value, "unordered"), D.bool_)
         if fn not in L.UNARY_MATH:
             raise TypingError(f"unknown math function {fn!r}")
+        if fn in mathlib.FORMULAS:               # no Tile IR op: built from the ops there are
+            return mathlib.emit_formula(self, fn, x)
         if ftz and not attrs:
             x = self.flush_subnormals(x)
         if fn == "sqrt":
@@ -407,6 +435,22 @@ class Emitter:
             r = b.unary(fn, x.value, **attrs)
         out = TV(r, x.dtype)
         return self.flush_subnormals(out) if ftz and not attrs else out
+
+    def float_test(self, fn: str, x: TV) -> TV:
+        """``isnan``/``isinf``/``isfinite``/``signbit`` of ``x`` as a bool tile (integers:
+        never NaN or inf, always finite, negative when below zero)."""
+        if not x.dtype.is_float:
+            if fn == "signbit" and x.dtype.is_signed:
+                return self.compare("<", x, self.const(0, x.dtype, x.shape))
+            return self.const(fn == "isfinite", D.bool_, x.shape)
+        if x.dtype.is_tiny_float or x.dtype is D.tfloat32:
+            x = self.cast(x, D.float32)                  # exact
+        if fn == "signbit":
+            return mathlib.signbit(self, x)
+        if fn == "isnan":
+            return self.math("isnan", x)
+        inf = self.const(float("inf"), x.dtype, x.shape)
+        return self.compare("==" if fn == "isinf" else "<", self.absolute(x), inf)
 
     def flush_subnormals(self, x: TV) -> TV:
         """``x`` with float32 subnormals replaced by a zero of the same sign."""
@@ -430,11 +474,13 @@ class Emitter:
         return TV(self.b.fma(a.value, b_.value, c.value), dt)
 
     # --- reductions and scans ------------------------------------------------------------------
-    _REDUCE_IDENTITY = {"sum": 0, "prod": 1}
+    _REDUCE_IDENTITY = {"sum": 0, "prod": 1, "or": 0, "xor": 0}
 
     def identity(self, kind: str, dt: DType):
         if kind in self._REDUCE_IDENTITY:
             return self._REDUCE_IDENTITY[kind]
+        if kind == "and":
+            return True if dt.is_bool else -1
         if dt.is_float:
             return float("-inf") if kind == "max" else float("inf")
         if dt.is_bool:
@@ -448,11 +494,15 @@ class Emitter:
         return A.TypedValue(value, elem(dt))
 
     def _combine(self, kind: str, lhs: Value, rhs: Value, dt: DType,
-                 propagate_nan: bool = True) -> Value:
+                 propagate_nan: bool = True, rounding: Optional[str] = None,
+                 ftz: bool = False) -> Value:
         b = self.b
         fl = dt.is_float
         if kind == "sum":
-            return b.addf(lhs, rhs) if fl else b.binary("addi", lhs, rhs)
+            if not fl:
+                return b.binary("addi", lhs, rhs)
+            extra = {"flush_to_zero": True} if ftz and dt is D.float32 else {}
+            return b.addf(lhs, rhs, rounding_mode=rounding or "nearest_even", **extra)
         if kind == "prod":
             return b.mulf(lhs, rhs) if fl else b.binary("muli", lhs, rhs)
         if kind in ("max", "min"):
@@ -462,6 +512,8 @@ class Emitter:
                 nan = {"propagate_nan": True} if propagate_nan else {}
                 return b.binary("maxf" if kind == "max" else "minf", lhs, rhs, **nan)
             return b.binary("maxi" if kind == "max" else "mini", lhs, rhs, signedness=_sign(dt))
+        if kind in ("and", "or", "xor"):
+            return b.binary({"and": "andi", "or": "ori", "xor": "xori"}[kind], lhs, rhs)
         raise TypingError(f"unknown reduction {kind!r}")
 
     def _widen_sum(self, kind: str, x: TV) -> TV:
@@ -479,24 +531,25 @@ class Emitter:
         return self.reshape(r, shape)
 
     def reduce(self, kind: str, x: TV, axis: int, keepdims: bool = False,
-               propagate_nan: bool = True) -> TV:
+               propagate_nan: bool = True, rounding: Optional[str] = None,
+               ftz: bool = False) -> TV:
         x = self._widen_sum(kind, x)
         dt = x.dtype
         op = self.b.reduce([x.value], axis, [self._typed_identity(self.identity(kind, dt), dt)])
         lhs, rhs = op.regions[0].args
         with self.b.at(op.regions[0]):
-            self.b.yield_([self._combine(kind, lhs, rhs, dt, propagate_nan)])
+            self.b.yield_([self._combine(kind, lhs, rhs, dt, propagate_nan, rounding, ftz)])
         r = TV(op.results[0], dt)
         return self.keep_dim(r, x.shape, axis) if keepdims else r
 
     def reduce_all(self, kind: str, x: TV, keepdims: bool = False,
-                   propagate_nan: bool = True) -> TV:
+                   propagate_nan: bool = True, **rounding) -> TV:
         """A reduction (``argmax``/``argmin`` included) over every element of ``x``."""
         flat = self.reshape(x, (int(np.prod(x.shape)),))
         if kind in ("argmax", "argmin"):
             r = self.arg_reduce(kind, flat, 0, propagate_nan=propagate_nan)
         else:
-            r = self.reduce(kind, flat, 0, propagate_nan=propagate_nan)
+            r = self.reduce(kind, flat, 0, propagate_nan=propagate_nan, **rounding)
         if keepdims:
             r = self.reshape(r, (1,) * len(x.shape))
         return r

@@ -30,8 +30,9 @@ from ..tileir import Block, Builder, Module, OptHints, TileType, Value
 from ..typing import promotion
 from ..typing.templates._base import NOT_STATIC, static_value
 from ..typing.types import TileType as NbTile, dtype_of
+from . import narrow
 from . import regions as R
-from .abi import ArrayParam, ScalarParam, ViewRef, build_entry
+from .abi import ArrayParam, ScalarParam, ViewRef, build_entry, select_item
 from .control import ControlFlow, _is_static_type
 from .handlers import handler_of
 from .emit import TV, Emitter, elem
@@ -100,8 +101,7 @@ class Lowering(ControlFlow):
             if p.kind == "constant":
                 self.env[p.name] = p.value
             else:
-                q = self.params[p.name]
-                self.env[p.name] = q.value if isinstance(q, ScalarParam) else q
+                self.env[p.name] = _env_value(self.params[p.name])
         self._defs = self._definitions(structured.blocks)
         self.loc: Optional[SourceLocation] = None
         self.init_tokens()      # memory tokens: name -> [last store, last access] (tokens.py)
@@ -276,6 +276,8 @@ class Lowering(ControlFlow):
                                           self._operand(rhs, rt), d)
         if fn in (operator.matmul, operator.imatmul):
             return self.matmul(self.tv(lhs, None, lt), self.tv(rhs, None, rt), dtype_of(rty))
+        if isinstance(lhs, tuple) or isinstance(rhs, tuple):     # (a, b) + (c,), (i,) * 3
+            return fn(lhs, rhs)
         if _is_number(lhs) and _is_number(rhs) and not isinstance(rty, NbTile):
             return self._fold(fn, lhs, rhs)
         if fn in (operator.pow, operator.ipow) and isinstance(rhs, int) and not isinstance(rhs, bool) \
@@ -322,7 +324,8 @@ class Lowering(ControlFlow):
 
     def matmul(self, a: TV, b: TV, out_dt: DType, precision: Optional[str] = None) -> TV:
         acc_dt = D.int32 if a.dtype.is_integer else (D.float64 if a.dtype is D.float64 else D.float32)
-        shape = a.shape[:-1] + (b.shape[-1],)
+        batch = max(a.shape[:-2], b.shape[:-2])          # typing checked they broadcast
+        shape = batch + (a.shape[-2], b.shape[-1])
         r = self.mma(a, b, self.em.const(0, acc_dt, shape), precision)
         return self.em.cast(r, out_dt) if out_dt is not None else r
 
@@ -332,6 +335,8 @@ class Lowering(ControlFlow):
         "tf32x3" adds the products of the high and low tf32 parts (hi*hi + hi*lo + lo*hi, the
         small terms first), which recovers about float32 accuracy on the tf32 tensor cores."""
         em = self.em
+        if len(a.shape) != len(b.shape) or a.shape[:-2] != b.shape[:-2]:
+            return self._batch_broadcast_mma(a, b, acc, precision)
         if not (a.dtype is D.float32 and b.dtype is D.float32 and precision in ("tf32", "tf32x3")):
             return em.mma(a, b, acc)
         a_hi, b_hi = em.cast(a, D.tfloat32), em.cast(b, D.tfloat32)
@@ -341,6 +346,24 @@ class Lowering(ControlFlow):
             acc = em.mma(low(a, a_hi), b_hi, acc)
             acc = em.mma(a_hi, low(b, b_hi), acc)
         return em.mma(a_hi, b_hi, acc)
+
+    def _batch_broadcast_mma(self, a: TV, b: TV, acc: TV, precision) -> TV:
+        """``mma`` whose batch axis broadcasts (typing checked the shapes). A batched ``a``
+        times an unbatched ``b`` is one 2-D product of ``(B*M, K) @ (K, N)``; otherwise the
+        operand without the batch is broadcast to it."""
+        em = self.em
+        batch = acc.shape[:-2]
+        b2 = b.shape[-2:]
+        if len(b.shape) == 2 or b.shape[0] == 1 and batch and batch[0] > 1 and \
+                a.shape[:-2] == batch:
+            m, k = a.shape[-2:]
+            rows = int(np.prod(batch)) * m
+            r = self.mma(em.reshape(a, (rows, k)), em.reshape(b, b2),
+                         em.reshape(acc, (rows, acc.shape[-1])), precision)
+            return em.reshape(r, acc.shape)
+        a = em.broadcast(em.reshape(a, (1,) * (3 - len(a.shape)) + a.shape), batch + a.shape[-2:])
+        b = em.broadcast(em.reshape(b, (1,) * (3 - len(b.shape)) + b.shape), batch + b2)
+        return self.mma(a, b, acc, precision)
 
     # --- attributes --------------------------------------------------------------------------
     def getattr_(self, e, target):
@@ -352,6 +375,8 @@ class Lowering(ControlFlow):
         if isinstance(obj, ArrayParam):
             if attr == "shape" or attr == "tensor_shape":
                 return tuple(obj.shape)
+            if attr == "strides":
+                return tuple(obj.stride(i, self.hoist_em) for i in range(obj.ndim))
             if attr == "block":
                 return tuple(self.bid(i) for i in range(obj.ndim))
             if attr == "dtype":
@@ -381,6 +406,8 @@ class Lowering(ControlFlow):
     def getitem(self, e, target):
         obj = self.value(e.value)
         idx = e.index if e.op == "static_getitem" else self.value(e.index)
+        if isinstance(idx, TV) and isinstance(obj, tuple):
+            return select_item(self, obj, idx)               # xs[i] with i known at run time
         if isinstance(idx, TV):
             raise self.error("indexing needs a compile-time constant index")
         if isinstance(obj, tuple):
@@ -404,7 +431,7 @@ class Lowering(ControlFlow):
         args = []
         for v in vals:
             if isinstance(v, TV):
-                if v.dtype.is_float and v.dtype.bits < 32 or v.dtype.is_fp8 or v.dtype is D.tfloat32:
+                if v.dtype.is_float and v.dtype.bits < 32 or v.dtype is D.tfloat32:
                     v = self.em.cast(v, D.float32)
                 args.append(v.value)
         self.b.print_(fmt, args)
@@ -484,12 +511,22 @@ class Lowering(ControlFlow):
     def _to_mem(self, t: TV, arr: ArrayParam) -> TV:
         if arr.dtype.is_bool:
             return self.em.cast(self.em.cast(t, D.bool_), D.uint8)
+        if arr.dtype.is_fp4 or narrow.carried(arr.dtype):
+            on_grid = self.em.cast(self.em.cast(t, arr.dtype), D.float32)
+            codes = narrow.fp4_to_codes if arr.dtype.is_fp4 else narrow.e8m0_to_codes
+            return codes(self.em, on_grid)
         return self.em.cast(t, arr.dtype)
 
     def _from_mem(self, v: Value, arr: ArrayParam) -> TV:
-        """A value loaded from ``arr`` as a tile of its dtype (bools are bytes in memory)."""
+        """A value loaded from ``arr`` as a tile of its dtype (bools and float4 are bytes in
+        memory)."""
         if arr.dtype.is_bool:
             return self.em.cast(TV(v, D.uint8), D.bool_)
+        if arr.dtype.is_fp4 or narrow.carried(arr.dtype):
+            decode = narrow.fp4_from_codes if arr.dtype.is_fp4 else narrow.e8m0_from_codes
+            x32 = decode(self.em, TV(v, D.uint8))
+            return TV(x32.value, arr.dtype) if narrow.carried(arr.dtype) else \
+                self.em.cast(x32, arr.dtype)
         return TV(v, arr.dtype)
 
     def opt_hints(self, d: dict) -> OptHints:
@@ -534,7 +571,20 @@ class Lowering(ControlFlow):
 # ====================================================================================== handlers
 
 
+def _env_value(q):
+    """A parameter as the walker sees it: scalars as their values, arrays as themselves, tuple
+    arguments as tuples of these."""
+    if isinstance(q, tuple):
+        return tuple(_env_value(x) for x in q)
+    return q.value if isinstance(q, ScalarParam) else q
+
+
 def lower_kernel(structured: R.StructuredKernel, **kw) -> Module:
     """Lower a structured, typed kernel to a Tile IR module (one entry function)."""
-    return Lowering(structured, **kw).run()
+    # float4 / e8m0 tiles are float32 on targets without them: decided before any type is made
+    token = narrow.carry_for(kw.get("arch", "sm_90"))
+    try:
+        return Lowering(structured, **kw).run()
+    finally:
+        narrow.reset(token)
 

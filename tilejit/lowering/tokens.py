@@ -29,7 +29,7 @@ from numba.core import ir
 from ..tileir import Value
 from ..typing.templates._base import NOT_STATIC, static_value
 from ..typing.types import PartitionType, TensorPartitionViewType, TensorType
-from .abi import ArrayParam
+from .abi import ArrayParam, flat_params
 
 ACQUIRES = frozenset(["acquire", "acq_rel"])
 RELEASES = frozenset(["release", "acq_rel"])
@@ -63,10 +63,10 @@ class MemoryTokens:
         """One fresh token pair per array that takes tokens (see the module docstring)."""
         self.tokens: Dict[str, List[Value]] = {}
         self.ordered_reads = self._has_ordered_reads()
-        for nm, p in self.params.items():
+        for p in flat_params(self.params.values()):        # a tuple argument's items too
             if isinstance(p, ArrayParam) and (p.written or self.ordered_reads):
                 t = self.b.make_token()
-                self.tokens[nm] = [t, t]
+                self.tokens[p.name] = [t, t]
 
     def _has_ordered_reads(self) -> bool:
         """Whether some read-only array is read with a memory order other than weak."""
@@ -131,39 +131,49 @@ class MemoryTokens:
                 pair[0], pair[1] = self.join([pair[0], rtok]), self.join([pair[1], rtok])
 
     # --- ordered accesses ----------------------------------------------------------------------
+    def _pairs(self, arr) -> List[List[Value]]:
+        """The token pairs of ``arr``: its own, or for an array chosen at run time (``xs[i]`` of a
+        tuple argument) those of every array it may be."""
+        return [self.tokens[n] for n in (arr.aliases or (arr.name,)) if n in self.tokens]
+
     def ordered_read(self, arr, emit, ordering: str = "weak"):
         """A read of ``arr``: ``emit(token)`` emits it after the last store and returns ``(memory
         value, result token)``; the read becomes part of the last access (and with an acquire
         ``ordering`` every later operation waits for it). Returns the value in its tile dtype."""
-        tok = self.tokens.get(arr.name)
-        v, rtok = emit(tok[0] if tok else None)
+        pairs = self._pairs(arr)
+        v, rtok = emit(self.join([p[0] for p in pairs]))
         if ordering in ACQUIRES and self.ordering_edges:
             self._acquired(rtok, released=False)      # joins rtok into this array's pair too
-        elif tok:
-            tok[1] = self.join([tok[1], rtok])
+        else:
+            for p in pairs:
+                p[1] = self.join([p[1], rtok])
         return self._from_mem(v, arr)
 
     def ordered_write(self, arr, emit, ordering: str = "weak"):
         """A write to ``arr`` (a store or an atomic): ``emit(token)`` emits it after every earlier
         access of ``arr`` (of every array for a release ``ordering``) and returns ``(result,
         result token)``; the write becomes the last store. Returns the result."""
-        tok = self.tokens.get(arr.name)
+        pairs = self._pairs(arr)
         if ordering in RELEASES and self.ordering_edges:
             t_in = self._all_accesses()
         else:
-            t_in = tok[1] if tok else None
+            t_in = self.join([p[1] for p in pairs])
         result, rtok = emit(t_in)
-        if tok is not None:
-            tok[0] = tok[1] = rtok
+        for p in pairs:
+            p[0] = p[1] = rtok
         if ordering in ACQUIRES and self.ordering_edges:
             self._acquired(rtok, released=ordering in RELEASES)
         return result
 
     def load_view(self, arr, view: Value, index, hints=None, ordering: str = "weak",
-                  scope: Optional[str] = None):
+                  scope: Optional[str] = None, inbounds: bool = False):
+        """A tile load; ``inbounds`` promises the tile lies inside the array (``check_bounds=
+        False``; an attribute of bytecode 13.4, left out before)."""
+        extra = {"inbounds": (True,) * len(index)} if inbounds and self.version >= (13, 4) \
+            else {}
         return self.ordered_read(arr, lambda t: self.b.load_view_tko(
             view, [i.value for i in index], token=t, hints=hints, ordering=ordering,
-            scope=scope), ordering)
+            scope=scope, **extra), ordering)
 
     def store_view(self, arr, view: Value, index, t, hints=None, ordering: str = "weak",
                    scope: Optional[str] = None) -> None:

@@ -136,6 +136,67 @@ class ForeignPartitionInfo(ForeignInfo):
     kind = "partition"
 
 
+class TupleInfo(_LightInfo):
+    """A tuple of tensors and scalars passed as one argument: ``items`` are its elements' infos.
+    Its ``prepare`` hook runs theirs (NumPy copies), orders their storages on the stream and
+    gathers their parameters; ``finish`` runs theirs (so the C launcher leaves it to Python)."""
+
+    __slots__ = ("items", "writable", "prepare", "finish")
+    kind = "tuple"
+    extent = None
+
+
+def _tuple_info(value: tuple, stream) -> TupleInfo:
+    items = []
+    for j, v in enumerate(value):
+        if type(v) in (Partition, ForeignPartition, tuple, list):
+            raise TypeError(f"a tuple argument holds tensors and scalars; element {j} is a "
+                            f"{type(v).__name__}: pass partitions (and nested tuples) as separate "
+                            f"arguments")
+        items.append(classify(v, None, stream))
+    info = TupleInfo()
+    info.items = tuple(items)
+    info.key = _keys.tuple_key([i.key for i in items])
+    info.slots = info.key.abi_slots()
+    info.value = value
+    info.params = None
+    info.writable = any(i.writable for i in items)
+
+    def prepare(stream, info=info):
+        from .memory import use_all
+        params = ()
+        for i in info.items:
+            if i.prepare is not None:
+                i.prepare(stream)
+            params += i.params
+        use_all([i.storage for i in info.items if i.storage is not None], stream)
+        info.params = params
+
+    def finish(stream, info=info):
+        for i in info.items:
+            if i.finish is not None:
+                i.finish(stream)
+
+    info.prepare, info.finish = prepare, finish
+    return info
+
+
+def flat_infos(infos, names=None):
+    """``infos`` with each tuple argument replaced by its items, and the matching names
+    (``xs[1]``), for the checks that look at every array of a launch."""
+    out, out_names = [], []
+    for k, info in enumerate(infos):
+        name = names[k] if names is not None and k < len(names) else str(k)
+        if info.kind == "tuple":
+            for j, i in enumerate(info.items):
+                out.append(i)
+                out_names.append(f"{name}[{j}]")
+        else:
+            out.append(info)
+            out_names.append(name)
+    return out, out_names
+
+
 # --- keys of array arguments, memoized -----------------------------------------------------------
 # (kind, dtype name, shape, strides, ptr % 16, writable or tile shape) -> (key, slots, span, grid).
 # Shared with the C launcher (tilejit/csrc/memo.c looks keys up here and calls array_key_named on
@@ -368,6 +429,8 @@ def classify(value, annotation=None, stream=None) -> ArgInfo:
         return _tensor_info(t, True, value)
     if tp is bool or tp is int or tp is float or isinstance(value, (np.generic, bool, int, float)):
         return _scalar_info(value, annotation)
+    if tp is tuple:
+        return _tuple_info(value, stream)
     if isinstance(value, np.ndarray):
         return _numpy_info(value, False, value)
     if tp is HostPartition:                 # tile.partition(np_array, tile): copied in and out
@@ -384,7 +447,7 @@ def classify(value, annotation=None, stream=None) -> ArgInfo:
         return _tensor_info(t, False, value)
     raise TypeError(f"cannot pass {type(value).__name__} to a kernel: expected a tile.Tensor, a "
                     f"partition (t.partition(shape)), a DLPack / __cuda_array_interface__ array, a "
-                    f"NumPy array, tile.atomic(...) or a scalar")
+                    f"NumPy array, tile.atomic(...), a scalar or a tuple of these")
 
 
 # --- foreign arrays (runtime.foreign) ----------------------------------------------------------------
@@ -608,6 +671,8 @@ def release_partitions(values) -> None:
 
 def check_launch_devices(infos, device, names: Optional[Sequence[str]] = None) -> None:
     """TensorError when an array argument lives on another device than the launch's."""
+    if any(i.kind == "tuple" for i in infos):
+        infos, names = flat_infos(infos, names)
     for k, info in enumerate(infos):
         st = info.storage
         if st is not None and st.device is not device:
@@ -624,6 +689,9 @@ def check_launch_aliasing(infos, names: Optional[Sequence[str]] = None) -> None:
     outs = [k for k, i in enumerate(infos) if i.writable]
     if not outs:
         return
+    if any(i.kind == "tuple" for i in infos):
+        infos, names = flat_infos(infos, names)
+        outs = [k for k, i in enumerate(infos) if i.writable]
     for k in outs:
         a = infos[k]
         for j, b in enumerate(infos):

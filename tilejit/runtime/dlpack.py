@@ -131,6 +131,10 @@ def _host_pointer(t) -> int:
 
 def export_capsule(t, stream=None, max_version=None, dl_device=None, copy=None):
     t._check_usable("export (DLPack)")
+    if t.dtype.dlpack_code < 0:
+        raise BufferError(f"{t.dtype} tensors (one value per byte, as ml_dtypes stores them) "
+                          f"have no DLPack form; use t.to_numpy(), or export the bytes: "
+                          f"t.reinterpret(tile.uint8, t.shape)")
     dev = device_tuple(t)
     if dl_device is not None and tuple(dl_device) != dev:
         raise BufferError(f"tile.Tensor lives on DLPack device {dev}, not {tuple(dl_device)}; "

@@ -7,6 +7,7 @@ Conversions to fp8 saturate to the largest finite value (PTX's mandatory ``.satf
 """
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 from .elements import F32, F64, bits, signed, storage, unsigned, wrap
@@ -34,12 +35,28 @@ def _trunci(op, c):
 def _ftof(op, c):
     src, dst = elem_of(op.operands[0]), elem_of(op.result)
     mode = ieee_mode(op)
+    if dst == "f8E8M0FNU":
+        return map1(op, c, lambda x: to_e8m0(x, mode))
     if dst == "tf32" and src in ("f32", "tf32"):
         return map1(op, c, lambda x: round_tf32(x, mode))
     if mode == "nearest_even" and src != "f64":
         # every narrower format is exact in float32, and float32 -> dst rounds once
         return map1(op, c, lambda x: to_elem(np.asarray(x).astype(F32), dst))
     return map1(op, c, lambda x: from_f64(np.asarray(x).astype(F64), dst, mode))
+
+
+def to_e8m0(x, mode: str) -> np.ndarray:
+    """Floats to float8_e8m0fnu (powers of two 2**-127..2**127): toward zero (``zero``, the
+    default) or up (``positive_inf``), saturating; the format has no zero or sign, so values
+    <= 0 and NaN give its NaN (0xFF)."""
+    x = np.asarray(x).astype(F64)
+    with np.errstate(all="ignore"):
+        m, e = np.frexp(x)                          # x = m * 2**e, m in [0.5, 1)
+        e = e - 1 + ((mode == "positive_inf") & (m != 0.5))
+        code = np.clip(e, -127, 127) + 127
+    code = np.where((x > 0) & ~np.isnan(x), code, 255)
+    code = np.where(np.isinf(x) & (x > 0), 254, code)
+    return code.astype(np.uint8).view(ml_dtypes.float8_e8m0fnu)
 
 
 def _ftoi_fn(dst: str, is_signed: bool):

@@ -168,6 +168,9 @@ def _fma(op, c):
         with np.errstate(all="ignore"):
             if wide:
                 p, pe = two_prod(a, b)
+                # Dekker's split overflows for factors near the largest double: the product's
+                # error term is then lost (a sub-ulp difference), not the value
+                pe = np.where(np.isfinite(p) & ~np.isfinite(pe), 0.0, pe)
                 s, e1 = two_sum(p, acc)
                 s, e = two_sum(s, e1 + pe)
             else:

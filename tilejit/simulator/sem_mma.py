@@ -40,3 +40,22 @@ def _mmai(op, c):
         r = np.matmul(va(a, ea).astype(F64), vb(b, eb).astype(F64)).astype(np.int64)
         return (r + np.asarray(acc).astype(np.int64)).astype(np.int32)
     return map3(op, c, mmai)
+
+
+@impl("mmaf_scaled")
+def _mmaf_scaled(op, c):
+    """``(lhs * lhs_scale) @ (rhs * rhs_scale) + acc``, each scale repeated over its block of K;
+    fp8/fp4 inputs and e8m0/e4m3 scales are exact in float64, and so are their products."""
+    slots = [c.slot(v) for v in op.operands]
+    out = c.slot(op.results[0])
+
+    def widen(x, s, axis):
+        x, s = np.asarray(x).astype(F64), np.asarray(s).astype(F64)
+        return x * np.repeat(s, x.shape[axis] // s.shape[axis], axis=axis)
+
+    def run(env):
+        a, b, acc, sa, sb = (env[s] for s in slots)
+        with np.errstate(all="ignore"):
+            r = np.matmul(widen(a, sa, -1), widen(b, sb, -2)) + np.asarray(acc).astype(F64)
+        env[out] = r.astype(F32)
+    return run

@@ -110,6 +110,7 @@ class _TileAccess:
         self.aranges = [np.arange(t, dtype=np.int64).reshape([t if k == i else 1 for k in range(r)])
                         for i, t in enumerate(self.tile)]
         self.index = [(c.slot(v), elem_of(v)) for v in op.group("index")]
+        self.inbounds = tuple(op.attrs.get("inbounds") or (False,) * r)
         self.view = c.slot(op.operand("view"))
 
     def addresses(self, env):
@@ -135,6 +136,10 @@ class _TileAccess:
             step = tv.strides[d] * isz
             addr += start * step
             parts.append(self.aranges[i] * step)
+            if start + t > extent and self.inbounds[i]:
+                raise KernelFault(f"tile {tuple(int(env[s]) for s, _ in self.index)} of "
+                                  f"{self.pv} crosses the edge of the tensor (shape {tv.shape}) "
+                                  f"but the load promised it would not (check_bounds=False)")
             if start + t > extent:
                 m = self.aranges[i] < (extent - start)
                 mask = m if mask is None else mask & m

@@ -188,6 +188,9 @@ class Builder:
     def mmaf(self, a: Value, b: Value, acc: Value, fast_acc: bool = False) -> Value:
         return self._one("mmaf", [a, b, acc], acc.type, fast_acc=fast_acc)
 
+    def mmaf_scaled(self, a: Value, b: Value, acc: Value, a_scale: Value, b_scale: Value) -> Value:
+        return self._one("mmaf_scaled", [a, b, acc, a_scale, b_scale], acc.type)
+
     def mmai(self, a: Value, b: Value, acc: Value, signed_a: bool = True,
              signed_b: bool = True) -> Value:
         return self._one("mmai", [a, b, acc], acc.type,
@@ -244,11 +247,15 @@ class Builder:
 
     def load_view_tko(self, view: Value, index: Sequence[Value], token: Optional[Value] = None,
                       ordering: str = "weak", scope: Optional[str] = None,
-                      hints: Optional[A.OptHints] = None) -> Tuple[Value, Value]:
+                      hints: Optional[A.OptHints] = None,
+                      inbounds: Optional[Sequence[bool]] = None) -> Tuple[Value, Value]:
         pv: PartitionViewType = view.type
+        attrs = {"memory_ordering_semantics": ordering, "memory_scope": scope,
+                 "optimization_hints": hints}
+        if inbounds is not None:
+            attrs["inbounds"] = tuple(inbounds)
         op = self.create("load_view_tko", [view, list(index), token], [pv.tile_type, TOKEN],
-                         {"memory_ordering_semantics": ordering, "memory_scope": scope,
-                          "optimization_hints": hints})
+                         attrs)
         return op.results[0], op.results[1]
 
     def store_view_tko(self, tile: Value, view: Value, index: Sequence[Value],

@@ -287,6 +287,11 @@ _op("assume", 0x06, operands=("value",), attrs=(AttrDef("predicate", "predicate"
 _op("mmaf", 0x49, operands=("lhs", "rhs", "acc"), attrs=(_unit("fast_acc", V13_3),), pure=True,
     fmt=(f"$lhs `,` $rhs `,` $acc (`fast_acc` $fast_acc^)? attr-dict `:` {T}(type($lhs)) `,` "
          f"{T}(type($rhs)) `,` {T}(type($acc))"), rule="mmaf")
+_op("mmaf_scaled", 0x72, since=V13_3, operands=("lhs", "rhs", "acc", "lhs_scale", "rhs_scale"),
+    pure=True,
+    fmt=(f"$lhs `,` $rhs `,` $acc `,` $lhs_scale `,` $rhs_scale attr-dict `:` {T}(type($lhs)) "
+         f"`,` {T}(type($rhs)) `,` {T}(type($acc)) `,` {T}(type($lhs_scale)) `,` "
+         f"{T}(type($rhs_scale))"), rule="mmaf_scaled")
 _op("mmai", 0x4A, operands=("lhs", "rhs", "acc"),
     attrs=(SIGNEDNESS("signedness_lhs"), SIGNEDNESS("signedness_rhs")), pure=True,
     fmt=(f"$lhs `,` $rhs `,` $acc custom<Signedness>($signedness_lhs) "

@@ -32,7 +32,8 @@ from .types import ELEMENT_TYPES
 
 
 # element -> significand precision in bits (including the implicit bit), as APFloat counts it
-_PRECISION = {"f16": 11, "bf16": 8, "f32": 24, "tf32": 11, "f64": 53, "f8E4M3FN": 4, "f8E5M2": 3}
+_PRECISION = {"f16": 11, "bf16": 8, "f32": 24, "tf32": 11, "f64": 53, "f8E4M3FN": 4, "f8E5M2": 3,
+              "f8E8M0FNU": 1, "f4E2M1FN": 2}
 
 
 def _adjust_digits(digits: str, exp: int, precision: int) -> Tuple[str, int]:

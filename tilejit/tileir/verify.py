@@ -226,6 +226,31 @@ def _mmaf(op):
     _result_is(op, acc)
 
 
+#: (operand element, scale element) -> the scale block sizes along K the op supports
+MMAF_SCALED = {("f8E4M3FN", "f8E8M0FNU"): (32,), ("f8E5M2", "f8E8M0FNU"): (32,),
+               ("f4E2M1FN", "f8E8M0FNU"): (16, 32), ("f4E2M1FN", "f8E4M3FN"): (16,)}
+
+
+def _mmaf_scaled(op):
+    a, b, acc, sa, sb = (_float(v, n) for v, n in zip(op.operands, ("lhs", "rhs", "acc",
+                                                                      "lhs_scale", "rhs_scale")))
+    _need(a.element == b.element and sa.element == sb.element,
+          f"mmaf_scaled: lhs/rhs and the two scales must share element types: {a.element}, "
+          f"{b.element}, {sa.element}, {sb.element}")
+    blocks = MMAF_SCALED.get((a.element, sa.element))
+    _need(blocks is not None and acc.element == "f32",
+          f"mmaf_scaled does not take {a.element} operands with {sa.element} scales into "
+          f"{acc.element}")
+    _mma_dims(a, b, acc)
+    k = a.shape[-1]
+    _need(sa.shape[:-1] == a.shape[:-1] and sb.shape[:-2] + sb.shape[-1:] ==
+          b.shape[:-2] + b.shape[-1:] and sa.shape[-1] == sb.shape[-2] and sa.shape[-1] > 0 and
+          k % sa.shape[-1] == 0 and k // sa.shape[-1] in blocks,
+          f"mmaf_scaled scale shapes {sa.shape}, {sb.shape} do not fit lhs {a.shape} and rhs "
+          f"{b.shape} with a block of {blocks} along K")
+    _result_is(op, acc)
+
+
 def _mmai(op):
     a, b, acc = (_int(v, n) for v, n in zip(op.operands, ("lhs", "rhs", "acc")))
     _need(a.element == b.element == "i8" and acc.element == "i32",
@@ -412,7 +437,7 @@ RULES: Dict[str, Callable[[Operation], None]] = {
     "int_to_ptr": _int_to_ptr, "ptr_to_int": _ptr_to_int, "ptr_to_ptr": _ptr_to_ptr,
     "constant": _constant, "iota": _iota, "broadcast": _broadcast, "reshape": _reshape,
     "permute": _permute, "cat": _cat, "extract": _extract, "select": _select, "offset": _offset,
-    "assume": _assume, "mmaf": _mmaf, "mmai": _mmai,
+    "assume": _assume, "mmaf": _mmaf, "mmaf_scaled": _mmaf_scaled, "mmai": _mmai,
     "reduce": lambda op: _reduce_like(op, False), "scan": lambda op: _reduce_like(op, True),
     "grid_query": _grid_query, "make_tensor_view": _make_tensor_view,
     "make_partition_view": _make_partition_view, "get_shape": _get_shape,

@@ -5,6 +5,7 @@ key                    Numba type
 =====================  ==========================================================================
 ``TensorKey``          ``TensorType``
 ``PartitionKey``       ``PartitionType``
+``TupleKey``           a Numba tuple of its items' types (``UniTuple`` when they agree)
 ``ScalarKey``          weak: a Numba scalar (``int64``, ``float32``, ``boolean``...; a rank-0
                        ``TileType`` for bfloat16 / tf32 / fp8); strong (NumPy scalar): a rank-0 tile
 =====================  ==========================================================================
@@ -47,6 +48,8 @@ def arg_type(key) -> types.Type:
 @functools.lru_cache(maxsize=4096)
 def _arg_type(key) -> types.Type:
     kind = key.kind
+    if kind == "tuple":                 # a tuple argument: UniTuple when its items agree
+        return types.BaseTuple.from_types([_arg_type(_keys.as_key(k)) for k in key.items])
     if kind == "tensor":
         return TensorType(dt.from_name(key.dtype), int(key.ndim), key.facts, bool(key.writable))
     if kind == "partition":

@@ -7,7 +7,9 @@
     RejectUnsupported (source)      reject.check_source      lists, try, with, closures ... (ast)
     TranslateByteCode + IRProcessing                         Numba interpreter + PostProcessor
     FreezeConstexprArgs             passes.freeze_constants  BM = arg(3)  ->  BM = const(64)
+    lambdas, nested functions       closures                 -> global @tile.function helpers
     InlineTileFunctions             inline.inline_helpers    @tile.function calls, recursively
+    static loops                    unroll                   static_range / static_iter bodies
     RejectUnsupported (IR)          reject.check_ir          what the source check cannot see
     rewrites                        passes.apply_rewrites    static_getitem, print, static binops
     unify returns                   passes.unify_returns     one exit block
@@ -36,6 +38,8 @@ from ..errors import CompileError, TypingError, UnsupportedError
 from . import diagnostics as diag
 from .context import TileTarget, get_context
 from .diagnostics import Collector, ExprText, describe_type
+from .closures import materialize_closures
+from .unroll import unroll_static_loops
 from .inline import inline_helpers
 from .keys import arg_type, check_constant, constant_type
 from .passes import apply_rewrites, foreign_dtypes, freeze_constants, unify_returns
@@ -286,11 +290,13 @@ def _translate(pyfunc):
     return func_ir
 
 
-def _build_untyped(pyfunc, entry: bool, constants: Optional[dict], stack: List) -> ir.FunctionIR:
+def _build_untyped(pyfunc, entry: bool, constants: Optional[dict], stack: List,
+                   arg_types: Optional[dict] = None) -> ir.FunctionIR:
     check_source(pyfunc, entry)
     func_ir = _translate(pyfunc)
     freeze_constants(func_ir, constants)
     foreign_dtypes(func_ir)
+    materialize_closures(func_ir, pyfunc, pyfunc.__name__)
 
     def build_helper(fn, st):
         return _build_untyped(fn, False, None, st)
@@ -299,6 +305,10 @@ def _build_untyped(pyfunc, entry: bool, constants: Optional[dict], stack: List) 
     sites = state.setdefault("sites", {}) if _build.stack else None
     if inline_helpers(func_ir, build_helper, stack, pyfunc.__name__, sites,
                       plain=state.get("plain_helpers", False)):
+        postproc.PostProcessor(func_ir).run(emit_dels=False)
+    # static loops once everything is inlined (a helper's static_iter over its parameter
+    # needs the caller's tuple)
+    if len(stack) == 1 and unroll_static_loops(func_ir, arg_types or {}, pyfunc.__name__):
         postproc.PostProcessor(func_ir).run(emit_dels=False)
     check_ir(func_ir, pyfunc.__name__)
     apply_rewrites(func_ir)
@@ -383,7 +393,7 @@ def _run(pyfunc, params, is_kernel: bool, plain_helpers: bool = False) -> TypedK
     _build.stack.append(state)
     try:
         with global_compiler_lock, Collector.active():
-            func_ir = _build_untyped(pyfunc, is_kernel, constants, [pyfunc])
+            func_ir = _build_untyped(pyfunc, is_kernel, constants, [pyfunc], arg_types)
             t1 = time.perf_counter()
             called = [param_types.get(n, types.none) for n in func_ir.arg_names]
             func_ir = _prepare_ssa(func_ir, called)

@@ -60,8 +60,8 @@ def category(d: DType) -> int:
 
 
 def is_compute_only(d: DType) -> bool:
-    """Formats without arithmetic: tf32 and the float8s."""
-    return d is dt.tfloat32 or d.is_fp8
+    """Formats without arithmetic: tf32, the float8s and float4."""
+    return d is dt.tfloat32 or d.is_tiny_float
 
 
 # --------------------------------------------------------------------------------------------------

@@ -52,8 +52,9 @@ MSG = {
     "import": "import statements are not supported inside tile kernels; import at module level",
     "setattr": "cannot assign to attributes inside tile kernels (tiles, tensors and partitions "
                "are immutable views); bind a new variable instead",
-    "for_iter": "for loops in tile kernels must iterate over range(...) (e.g. for i in range(n)); "
-                "index tuples with constants instead",
+    "for_iter": "for loops in tile kernels must iterate over range(...) (e.g. for i in range(n)), "
+                "tile.static_range(n) (unrolled) or tile.static_iter(a_tuple) (one copy of the "
+                "body per element)",
     "star_call": "calls with *args / **kwargs unpacking are not supported in tile kernels",
     "recursion": "recursion is not supported in tile kernels: '{name}' calls itself{via}",
     "kernel_call": "cannot call the kernel '{name}' from a tile kernel; move the shared code to a "
@@ -103,8 +104,7 @@ class _Visitor(ast.NodeVisitor):
 
     # -- definitions --------------------------------------------------------------------------------
     def visit_FunctionDef(self, node):
-        if self.depth > 0:
-            self.fail("closure", node, name=node.name)
+        # nested functions (depth > 0) become @tile.function helpers (typing/closures.py)
         self.depth += 1
         for stmt in node.body:
             self.visit(stmt)
@@ -117,7 +117,9 @@ class _Visitor(ast.NodeVisitor):
         self.fail("class", node)
 
     def visit_Lambda(self, node):
-        self.fail("lambda", node)
+        self.depth += 1                 # a helper of its own, like a nested def
+        self.visit(node.body)
+        self.depth -= 1
 
     # -- containers ---------------------------------------------------------------------------------
     def visit_List(self, node):
@@ -186,9 +188,10 @@ class _Visitor(ast.NodeVisitor):
         if node.orelse:
             self.fail("for_else", node)
         it = node.iter
+        loops = ("range", "static_range", "static_iter")
         if not (isinstance(it, ast.Call) and (
-                (isinstance(it.func, ast.Name) and it.func.id == "range") or
-                (isinstance(it.func, ast.Attribute) and it.func.attr == "range"))):
+                (isinstance(it.func, ast.Name) and it.func.id in loops) or
+                (isinstance(it.func, ast.Attribute) and it.func.attr in loops))):
             self.fail("for_iter", it)
         self.generic_visit(node)
 
@@ -200,7 +203,7 @@ class _Visitor(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Return(self, node):
-        if self.entry and node.value is not None and not (
+        if self.entry and self.depth == 1 and node.value is not None and not (
                 isinstance(node.value, ast.Constant) and node.value.value is None):
             self.fail("return_value", node)
         self.generic_visit(node)

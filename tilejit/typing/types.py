@@ -94,6 +94,19 @@ class TileType(types.Type):
             n *= s
         return n
 
+    def unify(self, typingctx, other):
+        """A tile and a scalar that meet at a join (``v = t if c else 0.0``, a variable set in
+        one branch to a 0-d tile and in another to a number) are one tile: the scalar is weak
+        (NumPy's rule) and broadcasts to the tile's shape. (Tiles of different dtypes or shapes
+        do not join: that is nearly always a mistake, and the error says where.)"""
+        from .promotion import result_dtype
+        if is_scalar(other):
+            try:
+                return TileType(result_dtype((self, other), "a join"), self.shape)
+            except Exception:          # no common dtype: Numba reports the join
+                return None
+        return None
+
     def copy(self, dtype: Optional[DType] = None, shape=None) -> "TileType":
         return TileType(self.dtype if dtype is None else dtype,
                         self.shape if shape is None else shape)

@@ -21,7 +21,7 @@ def _full(lw, info, args, rty):
             return lw.em.broadcast(lw.em.cast(v, d), shape)
     else:
         v = 0 if info.stub is L.zeros else 1
-    if d.is_fp8:                # no float8 constants in Tile IR: a float32 one, converted
+    if d.is_tiny_float:         # no float8/float4 constants in Tile IR: a float32 one, converted
         return lw.em.cast(lw.em.const(v, D.float32, shape), d)
     return lw.em.const(v, d, shape)
 

@@ -8,6 +8,7 @@ from ... import dtypes as D
 from ... import language as L
 from ...errors import UnsupportedError
 from ...typing.reject import FOLDABLE_MATH
+from .. import mathlib
 from ..emit import TV
 from . import dt_of, handles
 
@@ -35,6 +36,8 @@ def rounding_keyword(lw, info, args, op: str) -> Optional[str]:
 def _unary_math(name):
     def handler(lw, info, args, rty):
         x = lw.tv(lw.arg(args, "x"), None, lw.arg_type(info, args, "x"))
+        if not dt_of(rty).is_float:               # trunc / round of an integer: itself
+            return lw.em.cast(x, dt_of(rty))
         rounding = rounding_keyword(lw, info, args, name)
         ftz = bool(lw.static_arg(info, args, "flush_to_zero", False))
         return lw.em.math(name, lw.em.cast(x, dt_of(rty)) if dt_of(rty).is_float else x,
@@ -46,12 +49,10 @@ for _n in L.UNARY_MATH:
     handles(getattr(L, _n))(_unary_math(_n))
 
 
-@handles(L.isnan)
-def _isnan(lw, info, args, rty):
-    x = lw.tv(lw.arg(args, list(args)[0]))
-    if not x.dtype.is_float:
-        return lw.em.const(False, D.bool_, x.shape)
-    return lw.em.math("isnan", x)
+@handles(L.isnan, L.isinf, L.isfinite, L.signbit)
+def _float_test(lw, info, args, rty):
+    x = lw.tv(lw.arg(args, "x"), None, lw.arg_type(info, args, "x"))
+    return lw.em.float_test(info.stub.__name__, x)
 
 
 @handles(L.abs, "abs")
@@ -97,12 +98,58 @@ def _truediv(lw, info, args, rty):
                         bool(lw.static_arg(info, args, "flush_to_zero", False)))
 
 
+def _operands(lw, info, args, rty, first="x", second="y"):
+    d = dt_of(rty)
+    return (d, lw.tv(lw.arg(args, first), d, lw.arg_type(info, args, first)),
+            lw.tv(lw.arg(args, second), d, lw.arg_type(info, args, second)))
+
+
 @handles(L.atan2)
 def _atan2(lw, info, args, rty):
-    d = dt_of(rty)
-    y = lw.tv(lw.arg(args, "y"), d)
-    x = lw.tv(lw.arg(args, "x"), d)
+    d, y, x = _operands(lw, info, args, rty, "y", "x")
     return lw.em.binary("atan2", y, x, d)
+
+
+@handles(L.copysign)
+def _copysign(lw, info, args, rty):
+    d, x, y = _operands(lw, info, args, rty)
+    x, y = lw.em._same(x, y, d)
+    return mathlib.copysign_bits(lw.em, x, y)
+
+
+@handles(L.fmod)
+def _fmod(lw, info, args, rty):
+    d, x, y = _operands(lw, info, args, rty)
+    em = lw.em
+    x, y = em._same(x, y, d)
+    if d.is_float:                       # C's fmod; exact, so narrow floats compute in float32
+        cd = mathlib.compute_dtype(d)
+        r = TV(lw.b.binary("remf", em.cast(x, cd).value, em.cast(y, cd).value), cd)
+        return em.cast(r, d)
+    zero = em.const(0, d, x.shape)
+    y_zero = em.compare("==", y, zero)   # NumPy gives 0 for a zero divisor; remi would trap
+    safe = em.where(y_zero, em.const(1, d, x.shape), y)
+    r = TV(lw.b.binary("remi", x.value, safe.value, signedness="unsigned" if d.is_unsigned
+                       else "signed"), d)
+    return em.where(y_zero, zero, r)
+
+
+@handles(L.pow)
+def _pow(lw, info, args, rty):
+    d = dt_of(rty)
+    y = lw.arg(args, "y")
+    if not d.is_float and isinstance(y, int):
+        return lw.em.int_power(lw.tv(lw.arg(args, "x"), d, lw.arg_type(info, args, "x")), y)
+    d, x, y = _operands(lw, info, args, rty)
+    return lw.em.binary("**", x, y, d)
+
+
+@handles(L.add, L.sub, L.mul)
+def _named_arith(lw, info, args, rty):
+    d, x, y = _operands(lw, info, args, rty)
+    sym = {"add": "+", "sub": "-", "mul": "*"}[info.stub.__name__]
+    return lw.em.binary(sym, x, y, d, rounding_keyword(lw, info, args, "add"),
+                        bool(lw.static_arg(info, args, "flush_to_zero", False)))
 
 
 @handles(L.fma)

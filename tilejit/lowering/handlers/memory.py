@@ -74,9 +74,11 @@ def _tensor_load(lw, info, args, rty):
             lw, info, args)))
         return lw.em.reshape(lw.load_view(x, view, index, hints, *sem), ())
     order = _order(lw, info, args, x.ndim)
-    padding = unneeded_padding(x, shape, padding_arg(lw, info, args), order)
+    inbounds = not lw.static_arg(info, args, "check_bounds", True)
+    # a tile promised inside the array reads no padding (tileiras refuses inbounds with one)
+    padding = None if inbounds else unneeded_padding(x, shape, padding_arg(lw, info, args), order)
     view = x.partition_view(lw.hoist, shape, padding, dim_map=order)
-    return lw.load_view(x, view, index, hints, *sem)
+    return lw.load_view(x, view, index, hints, *sem, inbounds=inbounds)
 
 
 def _ordered_element_read(lw, x, index, ordering, scope):
@@ -108,6 +110,32 @@ def _as_mem(lw, result, idt, dt):
     if dt.tileir != idt.tileir:
         value = lw.b.bitcast(value, value.type.with_element(dt.tileir))
     return value, token
+
+
+@handles("Tensor.slice")
+def _tensor_slice(lw, info, args, rty):
+    from ...typing.templates.memory import sliced_facts
+    x = lw.value(info.receiver)
+    em = lw.em
+    axis = lw.static_arg(info, args, "axis") % x.ndim
+    idt = x.index_dtype
+    n = x.shape[axis]
+    # clamped like Python's slicing (no wrap-around of negative bounds)
+    start = em.binary("min", em.binary("max", lw.tv(lw.arg(args, "start"), idt),
+                                       em.const(0, idt), idt), n, idt)
+    stop = em.binary("min", em.binary("max", lw.tv(lw.arg(args, "stop"), idt), start, idt), n,
+                     idt)
+    view = ArrayParam(x.name, x.kind, x.dtype, x.ndim, sliced_facts(x.facts, x.ndim, axis),
+                      writable=x.writable, local_builder=lw.b)
+    unit = [s is None for s in x.strides]            # static unit strides stay static
+    step = em.binary("*", start, x.stride(axis, lw.hoist_em), idt)
+    view.base = lw.b.offset(x.base, em.cast(step, D.int64).value)
+    view.shape = [em.binary("-", stop, start, idt) if i == axis else s
+                  for i, s in enumerate(x.shape)]
+    view.strides = [None if u else s for u, s in zip(unit, x.strides)]
+    view.tview = lw.b.make_tensor_view(view.base, [s.value for s in view.shape],
+                                       [1 if u else s.value for u, s in zip(unit, x.strides)])
+    return view
 
 
 @handles("Tensor.partition")
@@ -204,11 +232,12 @@ def _gather(lw, info, args, rty):
     ptrs, mask = lw.element_pointers(x, lw.arg(args, "indices"), shape)
     mask = and_user_mask(lw, args, mask, shape)
     mdt = D.uint8 if x.dtype.is_bool else x.dtype
-    other = lw.arg(args, "other")
+    name = "padding_value" if args.get("padding_value") is not None else "other"
+    other = lw.arg(args, name)
     if isinstance(other, TV):
         other = lw.em.broadcast(lw.tv(other, mdt), shape)
     else:
-        other = lw.em.const(lw.static_arg(info, args, "other", 0), mdt, shape)
+        other = lw.em.const(lw.static_arg(info, args, name, 0), mdt, shape)
     order, scope = access_semantics(lw, info, args)
     return lw.ordered_read(x, lambda t: lw.b.load_ptr_tko(
         ptrs, mask=mask.value, padding=other.value, token=t, ordering=order, scope=scope), order)

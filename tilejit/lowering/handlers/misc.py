@@ -48,3 +48,9 @@ def _assume_div(lw, info, args, rty):
     x = lw.tv(lw.arg(args, "x"))
     d = lw.static_arg(info, args, "d")
     return TV(lw.b.assume(x.value, A.DivBy(int(d))), x.dtype)
+
+
+@handles(L.static_range, L.static_iter)
+def _static_loop(lw, info, args, rty):
+    # typing refuses these outside a for loop, and the loops are unrolled before typing
+    raise lw.error(f"{info.op} is only a for-loop iterable")

@@ -14,7 +14,8 @@ Importing this package registers every template in ``tilejit.typing.context.regi
 ``shape``       reshape ... extract, tile attributes, indexing
 ``dtype``       astype, bitcast, dtype values
 ``misc``        printf, assert_, assume_divisible_by, static_assert, enum members
+``random``      randint4x, randint, rand, randn
 ==============  ===================================================================
 """
 from . import (operators, grid, memory, atomics, creation, elementwise, reduction,  # noqa: F401
-               matmul, shape, dtype, misc)
+               matmul, shape, dtype, misc, random)

@@ -10,14 +10,14 @@ from __future__ import annotations
 from ... import dtypes as dt
 from ... import language
 from ..diagnostics import TileTypingError
-from ..types import TileType
-from ._base import function_rule
+from ..types import TensorPartitionViewType, TileType
+from ._base import enum_arg, function_rule
 from .memory import ATOMIC_ORDERS, array_arg, gather_shape, mask_arg, memory_order_arg, value_arg
 
 _INT_TYPES = (dt.int32, dt.int64, dt.uint32, dt.uint64)
 _FLOAT_TYPES = (dt.float16, dt.float32, dt.float64)
 _ALLOWED = {
-    "atomic_add": _INT_TYPES + _FLOAT_TYPES,
+    "atomic_add": _INT_TYPES + _FLOAT_TYPES + (dt.bfloat16,),
     "atomic_max": _INT_TYPES + (dt.float32,),
     "atomic_min": _INT_TYPES + (dt.float32,),
     "atomic_xchg": _INT_TYPES + (dt.float32, dt.float64),
@@ -29,7 +29,9 @@ _ALLOWED = {
 
 
 def _target(b, name):
-    x = array_arg(b.target, f"{name}: target", write_action=f"use {name} on")
+    # a tile view (w.partition(shape)) targets its tensor: indices are element coordinates
+    target = b.target.source if isinstance(b.target, TensorPartitionViewType) else b.target
+    x = array_arg(target, f"{name}: target", write_action=f"use {name} on")
     if x.dtype not in _ALLOWED[name]:
         ok = ", ".join(d.name for d in _ALLOWED[name])
         raise TileTypingError(f"{name} is not supported for {x.dtype} elements (supported: {ok})")

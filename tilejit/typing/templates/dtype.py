@@ -26,6 +26,10 @@ def _astype(b):
                 f"astype: rounding_mode RoundingMode.{mode.name} applies to float -> float "
                 f"conversions only; {src} -> {d} always rounds "
                 f"{'to nearest even' if d.is_float else 'toward zero'} (drop rounding_mode)")
+    if d.name == "float8_e8m0fnu" and mode is not None and mode.name not in ("RZ", "RP"):
+        raise TileTypingError(f"astype to float8_e8m0fnu rounds toward zero (the default, "
+                              f"RoundingMode.RZ) or up (RoundingMode.RP), not "
+                              f"RoundingMode.{mode.name}")
     if isinstance(t, TileType):
         return t.copy(dtype=d)
     if is_scalar(t):

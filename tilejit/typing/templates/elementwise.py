@@ -4,6 +4,8 @@ dtype of their input (``float32`` for integer and bool inputs). All-scalar input
 """
 from __future__ import annotations
 
+import operator
+
 from ... import dtypes as dt
 from ... import language
 from ..diagnostics import TileTypingError, describe_type
@@ -52,7 +54,10 @@ def _math(name):
         x = operand(b.x, f"{op}: x")
         rounding_arg(b.rounding_mode, op, language.MATH_ROUNDING.get(name, ()))
         flush_arg(b.flush_to_zero, op, name in language.MATH_FLUSH_TO_ZERO)
-        return elementwise_result(float_result(dtype_of(x)), x)
+        d = dtype_of(x)
+        if not (name in language.KEEPS_INTEGERS and (d.is_integer or d.is_bool)):
+            d = float_result(d)
+        return elementwise_result(d, x)
     return rule
 
 
@@ -60,10 +65,14 @@ for _name in language.UNARY_MATH:
     function_rule(getattr(language, _name))(_math(_name))
 
 
-@function_rule(language.isnan)
-def _isnan(b):
-    x = operand(b.x, "tile.isnan: x")
-    return elementwise_result(dt.bool_, x)
+def _predicate(name):
+    def rule(b):
+        return elementwise_result(dt.bool_, operand(b.x, f"tile.{name}: x"))
+    return rule
+
+
+for _name in ("isnan", "isinf", "isfinite", "signbit"):
+    function_rule(getattr(language, _name))(_predicate(_name))
 
 
 def _binary(name):
@@ -95,12 +104,59 @@ def _truediv(b):
     return elementwise_result(d, x, y, what="the operands of tile.truediv")
 
 
-@function_rule(language.atan2)
-def _atan2(b):
-    y = operand(b.y, "tile.atan2: y")
-    x = operand(b.x, "tile.atan2: x")
-    d = float_result(result_dtype((y, x), "tile.atan2"))
-    return elementwise_result(d, y, x, what="the operands of tile.atan2")
+def _float_binary(name, first, second):
+    op = f"tile.{name}"
+
+    def rule(b):
+        p = operand(getattr(b, first), f"{op}: {first}")
+        q = operand(getattr(b, second), f"{op}: {second}")
+        d = float_result(result_dtype((p, q), op))
+        return elementwise_result(d, p, q, what=f"the operands of {op}")
+    return rule
+
+
+function_rule(language.atan2)(_float_binary("atan2", "y", "x"))
+function_rule(language.copysign)(_float_binary("copysign", "x", "y"))
+
+
+@function_rule(language.fmod)
+def _fmod(b):
+    x = operand(b.x, "tile.fmod: x")
+    y = operand(b.y, "tile.fmod: y")
+    d = result_dtype((x, y), "tile.fmod")
+    if d.is_bool:
+        raise TileTypingError("tile.fmod is not defined for bool operands; convert with "
+                              ".astype(tile.int32)")
+    return elementwise_result(d, x, y, what="the operands of tile.fmod")
+
+
+def _as_operator(fn, name):
+    """The rule of a named function that is an operator (``tile.pow`` is ``**``)."""
+    from .operators import binary_type
+
+    def rule(b):
+        x = operand(b.x, f"tile.{name}: x")
+        y = operand(b.y, f"tile.{name}: y")
+        r = binary_type(fn, x, y)
+        if "rounding_mode" in b._values:
+            arith_rounding(b, f"tile.{name}", dtype_of(r).is_float,
+                           f"operands only; these are {describe_type(x)} and {describe_type(y)}")
+        return r
+    return rule
+
+
+def arith_rounding(b, op: str, is_float: bool, what: str) -> None:
+    """Check ``rounding_mode=``/``flush_to_zero=`` of an addition or multiplication (``tile.add``
+    ..., ``tile.sum``): an IEEE rounding, and only for floats (``what`` names the operands)."""
+    mode = enum_arg(b.rounding_mode, language.RoundingMode, f"{op}: rounding_mode")
+    ftz = bool_arg(b.flush_to_zero, f"{op}: flush_to_zero")
+    if not is_float and (mode is not None or ftz):
+        raise TileTypingError(f"{op}: rounding_mode and flush_to_zero apply to float {what}")
+    rounding_arg(b.rounding_mode, op, ("RN", "RZ", "RM", "RP"))
+function_rule(language.pow)(_as_operator(operator.pow, "pow"))
+function_rule(language.add)(_as_operator(operator.add, "add"))
+function_rule(language.sub)(_as_operator(operator.sub, "sub"))
+function_rule(language.mul)(_as_operator(operator.mul, "mul"))
 
 
 @function_rule(language.fma)

@@ -1,6 +1,7 @@
 """``mma(a, b, acc)``, ``matmul(a, b)`` and the ``@`` operator.
 
-Shapes: ``a (M, K) @ b (K, N) -> (M, N)``, or batched ``(B, M, K) @ (B, K, N) -> (B, M, N)``.
+Shapes: ``a (M, K) @ b (K, N) -> (M, N)``, or batched ``(B, M, K) @ (B, K, N) -> (B, M, N)``; the
+batch axis broadcasts like ``numpy.matmul`` (``(B, M, K) @ (K, N)``, ``(1, M, K) @ (B, K, N)``).
 Input dtypes (``a`` and ``b`` must match) and accumulators:
 
 =====================================  ======================  ====================
@@ -42,8 +43,6 @@ def _operands(a, b, op):
         if not isinstance(t, TileType) or t.ndim not in (2, 3):
             raise TileTypingError(f"{op}: {name} must be a 2-D or 3-D (batched) tile, got "
                                   f"{describe_type(t)}")
-    if a.ndim != b.ndim:
-        raise TileTypingError(f"{op}: a and b must have the same rank, got {a.shape} and {b.shape}")
     if a.dtype is not b.dtype:
         if {a.dtype, b.dtype} <= {dt.float8_e4m3fn, dt.float8_e5m2}:
             raise TileTypingError(
@@ -56,13 +55,23 @@ def _operands(a, b, op):
     if a.dtype not in _ACC:
         raise TileTypingError(f"{op}: unsupported input dtype {a.dtype} (supported: "
                               f"{', '.join(d.name for d in _ACC)})")
-    *ba, m, k = a.shape
-    *bb, k2, n = b.shape
-    if k != k2 or ba != bb:
+    return matmul_shape(a.shape, b.shape, op)
+
+
+def matmul_shape(sa, sb, op):
+    """The result shape of ``(..., M, K) @ (..., K, N)``: the batch axis broadcasts as in
+    ``numpy.matmul`` (a missing or extent-1 batch axis stretches)."""
+    *ba, m, k = sa
+    *bb, k2, n = sb
+    batch = ba or bb
+    if ba and bb and ba != bb:
+        batch = bb if ba == [1] else ba if bb == [1] else None
+    if k != k2 or batch is None:
         raise TileTypingError(
-            f"{op}: shape mismatch: a is {a.shape} and b is {b.shape}; need a=(M, K) and "
-            f"b=(K, N) (with equal leading batch extents for 3-D tiles)")
-    return tuple(ba) + (m, n)
+            f"{op}: shape mismatch: a is {tuple(sa)} and b is {tuple(sb)}; need a=(M, K) and "
+            f"b=(K, N), with a leading batch axis on either (or both: equal extents, or one of "
+            f"them 1)")
+    return tuple(batch) + (m, n)
 
 
 def _name(d) -> str:
@@ -104,6 +113,48 @@ def _mma(bd):
 def matmul_result(a, b):
     out = _operands(a, b, "a @ b")
     return TileType(_MATMUL_OUT[a.dtype], out)
+
+
+def _scaled_operand(x, s, op, xname, sname, k_axis):
+    if not isinstance(x, TileType) or x.ndim not in (2, 3):
+        raise TileTypingError(f"{op}: {xname} must be a 2-D or 3-D (batched) tile, got "
+                              f"{describe_type(x)}")
+    if not isinstance(s, TileType) or s.ndim != x.ndim:
+        raise TileTypingError(f"{op}: {sname} must be a tile of {xname}'s rank ({x.ndim}), got "
+                              f"{describe_type(s)}")
+    other = tuple(d for i, d in enumerate(x.shape) if i != x.ndim + k_axis)
+    s_other = tuple(d for i, d in enumerate(s.shape) if i != s.ndim + k_axis)
+    if other != s_other or x.shape[k_axis] % s.shape[k_axis]:
+        raise TileTypingError(f"{op}: {sname} {s.shape} does not fit {xname} {x.shape}: it must "
+                              f"have {xname}'s shape with the K axis divided by the scale block")
+    return x.shape[k_axis] // s.shape[k_axis]
+
+
+@function_rule(language.mma_scaled)
+def _mma_scaled(bd):
+    op = "tile.mma_scaled"
+    a, sa, b, sb, acc = bd.a, bd.a_scale, bd.b, bd.b_scale, bd.acc
+    block = _scaled_operand(a, sa, op, "a", "a_scale", -1)
+    if _scaled_operand(b, sb, op, "b", "b_scale", -2) != block:
+        raise TileTypingError(f"{op}: a_scale {sa.shape} and b_scale {sb.shape} scale blocks of "
+                              f"different sizes along K")
+    if a.dtype is not b.dtype or sa.dtype is not sb.dtype:
+        raise TileTypingError(f"{op}: a and b must share a dtype, and so must the scales; got "
+                              f"{a.dtype}, {b.dtype} with {sa.dtype}, {sb.dtype} scales")
+    blocks = language.MMA_SCALED_FORMATS.get((a.dtype.name, sa.dtype.name))
+    if blocks is None:
+        ok = "; ".join(f"{i} with {s} scales" for i, s in language.MMA_SCALED_FORMATS)
+        raise TileTypingError(f"{op}: {a.dtype} inputs with {sa.dtype} scales are not supported "
+                              f"(supported: {ok})")
+    if block not in blocks:
+        raise TileTypingError(f"{op}: {a.dtype} with {sa.dtype} scales takes scale blocks of "
+                              f"{' or '.join(map(str, blocks))} elements along K, but "
+                              f"a{a.shape} / a_scale{sa.shape} gives {block}")
+    out = matmul_shape(a.shape, b.shape, op)
+    if not isinstance(acc, TileType) or acc.dtype is not dt.float32 or acc.shape != out:
+        raise TileTypingError(f"{op}: acc must be a float32 tile of shape {out}, got "
+                              f"{describe_type(acc)}")
+    return acc
 
 
 @function_rule(language.matmul)

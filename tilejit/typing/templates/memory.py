@@ -159,6 +159,8 @@ for _cls in (TensorType, PartitionType):
     attribute_rule(_cls, "dtype")(lambda ty: DTypeType(ty.dtype))
 
 attribute_rule(TensorType, "shape")(lambda ty: types.UniTuple(ty.index_type, ty.ndim))
+for _cls in (TensorType, PartitionType):        # the array's strides in elements (runtime)
+    attribute_rule(_cls, "strides")(lambda ty: types.UniTuple(ty.index_type, ty.ndim))
 attribute_rule(PartitionType, "shape")(lambda ty: _shape_literals(ty.tile_shape))
 attribute_rule(PartitionType, "tensor_shape")(lambda ty: types.UniTuple(ty.index_type, ty.ndim))
 attribute_rule(PartitionType, "block")(lambda ty: types.UniTuple(types.int32, ty.ndim))
@@ -225,6 +227,7 @@ def _load_rule(b):
     latency_arg(b.latency)
     bool_arg(b.allow_tma, "allow_tma")
     memory_order_arg(b, LOAD_ORDERS, "load")
+    bool_arg(b.check_bounds, "load: check_bounds")
     return TileType(x.dtype, shape)
 
 
@@ -241,6 +244,31 @@ def _tensor_partition(b):
     x = b.x
     shape = _tile_shape_arg(b.shape, x, "partition")
     return TensorPartitionViewType(x, shape, padding_arg(b.padding))
+
+
+def _slice_sig(x, axis, start, stop):
+    """x.slice(axis, start, stop)"""
+
+
+@method_rule(TensorType, "slice", _slice_sig, op="Tensor.slice")
+def _tensor_slice(b):
+    """A view of ``x`` restricted to ``start:stop`` along ``axis``: a tensor of the same kind
+    whose facts forget what the slice may change (base alignment, that axis's extent)."""
+    x = b.x
+    from ._base import axis_arg
+    axis = axis_arg(b.axis, x.ndim, "slice: axis")
+    for name in ("start", "stop"):
+        if not _is_int_scalar(getattr(b, name)):
+            raise TileTypingError(f"slice: {name} must be an integer scalar (or 0-d tile), got "
+                                  f"{describe_type(getattr(b, name))}")
+    return TensorType(x.dtype, x.ndim, sliced_facts(x.facts, x.ndim, axis), x.writable)
+
+
+def sliced_facts(facts, ndim, axis):
+    from ...keys import Facts
+    f = facts or Facts.unknown(ndim)
+    shape_div = tuple(1 if i == axis else d for i, d in enumerate(f.shape_div))
+    return Facts(f.index_bits, 1, shape_div, tuple(f.stride_div), tuple(f.stride_one))
 
 
 def _partition_load_sig(z, memory_order=_MO.WEAK, memory_scope=None):
@@ -349,10 +377,16 @@ def _gather(b):
     x = array_arg(b.x, "gather: x")
     shape = gather_shape(b.indices, x.ndim, "gather: indices")
     mask_arg(b.mask, shape, "gather: mask")
-    if not (is_scalar(b.other) or (isinstance(b.other, TileType))):
-        raise TileTypingError(f"gather: other must be a scalar or tile, got "
-                              f"{describe_type(b.other)}")
-    value_arg(b.other, x.dtype, shape, "gather: other")
+    other, name = b.other, "other"
+    if not is_none(b.padding_value):                  # cuTile's name for it
+        if static_value(b.other) != 0:
+            raise TileTypingError("gather: give other= or padding_value= (the same thing), not "
+                                  "both")
+        other, name = b.padding_value, "padding_value"
+    if not (is_scalar(other) or (isinstance(other, TileType))):
+        raise TileTypingError(f"gather: {name} must be a scalar or tile, got "
+                              f"{describe_type(other)}")
+    value_arg(other, x.dtype, shape, f"gather: {name}")
     memory_order_arg(b, LOAD_ORDERS, "gather")
     return TileType(x.dtype, shape)
 

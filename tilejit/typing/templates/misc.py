@@ -97,3 +97,14 @@ class EnumClassAttributes(AttributeTemplate):
     def generic_resolve(self, ty, attr):
         member = ty.enum_cls.__members__.get(attr)
         return enum_member_type(member) if member is not None else None
+
+
+def _loop_only(name):
+    def rule(b):
+        raise TileTypingError(f"tile.{name}(...) is only a for-loop iterable (`for i in "
+                              f"tile.{name}(...):`, unrolled at compile time)")
+    return rule
+
+
+function_rule(language.static_range)(_loop_only("static_range"))
+function_rule(language.static_iter)(_loop_only("static_iter"))

@@ -25,7 +25,7 @@ from ..reject import FOLDABLE_MATH
 from ..promotion import (category, elementwise_result, float_result, is_compute_only,
                          result_dtype)
 from ..types import (DTypeType, EnumMemberType, PartitionType, TensorPartitionViewType,
-                     TensorType, TileType, dtype_of, is_scalar, value_type)
+                     TensorType, TileType, dtype_of, is_scalar, scalar_type, value_type)
 from ._base import raw_function_template, static_value, NOT_STATIC
 
 ARITH = {operator.add, operator.sub, operator.mul, operator.iadd, operator.isub, operator.imul}
@@ -87,6 +87,11 @@ def _tuple_binop(fn, a, b):
     if fn in (operator.add, operator.iadd) and isinstance(a, types.BaseTuple) and \
             isinstance(b, types.BaseTuple):
         return signature(types.BaseTuple.from_types(tuple(a.types) + tuple(b.types)), a, b)
+    if fn in (operator.mul, operator.imul):                   # (0,) * 3, as in Python
+        t, n = (a, b) if isinstance(a, types.BaseTuple) else (b, a)
+        if isinstance(t, types.BaseTuple) and isinstance(n, types.IntegerLiteral):
+            return signature(types.BaseTuple.from_types(tuple(t.types) *
+                                                        max(n.literal_value, 0)), a, b)
     if fn in (operator.eq, operator.ne) and isinstance(a, types.BaseTuple) and \
             isinstance(b, types.BaseTuple):
         va, vb = static_value(a), static_value(b)
@@ -100,7 +105,8 @@ def _tuple_binop(fn, a, b):
                                       f"{describe_type(a)} and {describe_type(b)}")
         return signature(types.boolean, a, b)
     raise TileTypingError(f"operator '{sym}' is not supported between {describe_type(a)} and "
-                          f"{describe_type(b)} (tuples support + (concatenation), == and !=)")
+                          f"{describe_type(b)} (tuples support + (concatenation), * by a "
+                          f"constant int, == and !=)")
 
 
 def _static_eq(fn, a, b):
@@ -172,6 +178,12 @@ def _binary(fn, args):
     if fn in INPLACE and isinstance(a, TileType):
         res = _inplace_result(a, res, sym)
     return signature(res, a, b)
+
+
+def binary_type(fn, a, b):
+    """The result type of the operator ``fn`` on ``a`` and ``b`` (for named forms such as
+    ``tile.add``)."""
+    return _binary(fn, (a, b)).return_type
 
 
 def _inplace_result(a: TileType, res, sym):
@@ -271,20 +283,18 @@ def _abs(context, args, kws):
 
 def _minmax(fn, name, args, kws):
     if kws or len(args) < 2:
-        raise TileTypingError(f"{name}() in a kernel takes two or more scalars; for the "
-                              f"{name}imum of a tile use tile.{name}(t, axis), for element-wise "
-                              f"{name}ima use tile.{name}imum(a, b)")
+        raise TileTypingError(f"{name}() in a kernel takes two or more values (tiles or "
+                              f"scalars; element-wise, like tile.{name}imum); for the {name}imum "
+                              f"over a tile's axis use tile.{name}(t, axis)")
     for a in args:
-        if isinstance(a, TileType) and a.ndim > 0:
-            raise TileTypingError(f"{name}() compares scalars; for tiles use tile.{name}imum(a, b)"
-                                  f" (element-wise) or tile.{name}(t, axis) (reduction)")
         if not (isinstance(a, TileType) or is_scalar(a)):
             raise _not_an_operand(a, name)
     if all(isinstance(a, types.IntegerLiteral) for a in args):
         return signature(types.literal(fn(a.literal_value for a in args)), *args)
     d = result_dtype(args, name)
-    if any(isinstance(a, TileType) for a in args):
-        return signature(TileType(d, ()), *args)
+    tiles = [a for a in args if isinstance(a, TileType)]
+    if tiles:       # element-wise over tiles, like tile.maximum / tile.minimum (NaN propagates)
+        return signature(elementwise_result(d, *args, what=f"the arguments of {name}()"), *args)
     return signature(value_type(d), *args)
 
 
@@ -346,6 +356,9 @@ def _range(context, args, kws):
         raise TileTypingError("range() takes no keyword arguments")
     if not 1 <= len(args) <= 3:
         raise TileTypingError(f"range expected 1 to 3 arguments, got {len(args)}")
+    # a 0-d integer tile (tile.sum(mask), a loaded element) is a loop bound like a scalar
+    args = tuple(scalar_type(a.dtype) if isinstance(a, TileType) and a.ndim == 0 and
+                 a.dtype.is_integer else a for a in args)
     for i, a in enumerate(args, 1):
         if not isinstance(types.unliteral(a), types.Integer):
             extra = ""
@@ -394,6 +407,8 @@ def _len(context, args, kws):
     if isinstance(a, (TensorType, PartitionType)):
         raise TileTypingError(f"len() of a {a}: use x.shape[0] (runtime extent) or z.shape[0] "
                               f"(static tile extent)")
+    if isinstance(a, types.BaseTuple):
+        return signature(types.literal(len(a.types)), a)      # a constant, as tile shapes are
     return None
 
 

@@ -6,8 +6,9 @@ integers). ``max``/``min`` keep the dtype; ``argmax``/``argmin`` give ``int32`` 
 indices when ``axis`` is None). ``axis=None`` reduces everything to a rank-0 tile. The tile methods
 ``t.sum(axis)`` etc. are the same operations.
 
-``reduce``/``scan`` take a ``@tile.function`` combiner ``fn(a, b)``; it is typed separately with
-two rank-0 tiles of the input dtype and must return one (see ``TypedKernel.subfunctions``).
+``reduce``/``scan`` take a combiner: a function (lambda, nested def, ``@tile.function``) typed
+separately on rank-0 tiles (``2N`` of them for a tuple of ``N`` tiles, returning ``N``; see
+``TypedKernel.subfunctions``), or a builtin of ``language.BUILTIN_COMBINERS``.
 """
 from __future__ import annotations
 
@@ -16,9 +17,10 @@ from numba.core import types
 from ... import dtypes as dt
 from ... import language
 from ..diagnostics import TileTypingError, describe_type
-from ..promotion import category, is_compute_only
+from ..promotion import broadcast_shapes, category, is_compute_only, result_dtype
 from ..types import TileFunctionType, TileType, dtype_of, is_scalar, scalar_type
-from ._base import axis_arg, bool_arg, function_rule, method_rule, static_value, NOT_STATIC
+from ._base import (axis_arg, bool_arg, enum_arg, function_rule, is_none, method_rule,
+                    static_value, NOT_STATIC)
 
 REDUCTIONS = ("sum", "prod", "max", "min", "argmax", "argmin")
 NAN_REDUCTIONS = ("max", "min", "argmax", "argmin")
@@ -63,6 +65,9 @@ def _reduction(name):
         keep = bool_arg(b.keepdims, f"{op}: keepdims")
         if name in NAN_REDUCTIONS:
             bool_arg(b.propagate_nan, f"{op}: propagate_nan")
+        if name == "sum":
+            from .elementwise import arith_rounding
+            arith_rounding(b, op, t.dtype.is_float, f"tiles only, got a {t.dtype} tile")
         if is_arg:
             d = dt.int32
         elif name in ("sum", "prod"):
@@ -94,21 +99,69 @@ function_rule(language.cumsum)(_scan("cumsum"))
 function_rule(language.cumprod)(_scan("cumprod"))
 
 
-def combiner_type(fn_ty, d, op):
-    """Type the combiner ``fn(a, b)`` on rank-0 tiles of ``d``; returns its typed kernel."""
+def _tiles(ty, op):
+    """The operand tiles of reduce/scan (one tile, or a tuple broadcast to one shape) and
+    whether they came as a tuple."""
+    if isinstance(ty, types.BaseTuple):
+        if not ty.types:
+            raise TileTypingError(f"{op}: the tuple of tiles is empty")
+        first = next((t for t in ty.types if isinstance(t, TileType)), None)
+        if first is None:
+            raise TileTypingError(f"{op} needs at least one tile in the tuple, got "
+                                  f"{describe_type(ty)}")
+        # scalars in the tuple (a count of 1.0 for Welford) are weak: they take the first
+        # tile's kind of dtype and its shape
+        ts = [tile_input(t, op) if not is_scalar(t) else
+              TileType(result_dtype((first, t), op), ()) for t in ty.types]
+        shape = broadcast_shapes(*(t.shape for t in ts), what=f"the tiles of {op}")
+        return [TileType(t.dtype, shape) for t in ts], True
+    return [tile_input(ty, op)], False
+
+
+def builtin_combiner(value):
+    """The kind (``"sum"``, ``"max"`` ...) of a builtin combiner, or None."""
+    try:
+        return language.BUILTIN_COMBINERS.get(value)
+    except TypeError:                     # unhashable
+        return None
+
+
+def combiner_type(fn_ty, dtypes, op):
+    """Check the combiner ``fn`` for tiles of ``dtypes``; returns the builtin kind or None (a
+    function, typed on rank-0 tiles and recorded in the kernel's ``subfunctions``)."""
+    kind = builtin_combiner(getattr(fn_ty, "typing_key", None))
+    names = ", ".join(sorted({getattr(k, "__module__", "") + "." + k.__name__
+                              for k in language.BUILTIN_COMBINERS}))
+    if kind is not None:
+        if len(dtypes) != 1:
+            raise TileTypingError(f"{op}: {fn_ty.typing_key.__name__} combines one tile; for a "
+                                  f"tuple of {len(dtypes)} tiles write a function of "
+                                  f"{2 * len(dtypes)} values returning {len(dtypes)}")
+        d = dtypes[0]
+        if kind in ("and", "or", "xor") and d.is_float:
+            raise TileTypingError(f"{op}: a bitwise combiner needs an integer or bool tile, got "
+                                  f"{d}")
+        if kind in ("sum", "prod") and d.is_bool:
+            raise TileTypingError(f"{op}: operator.add/mul of bools is ambiguous; use "
+                                  f"operator.or_/and_, or tile.sum(t) (which counts)")
+        return kind
     if not isinstance(fn_ty, TileFunctionType):
-        raise TileTypingError(f"{op}: fn must be a @tile.function taking two values, got "
-                              f"{describe_type(fn_ty)}")
+        raise TileTypingError(f"{op}: fn must be a lambda, a nested function, a @tile.function "
+                              f"or one of {names}; got {describe_type(fn_ty)}")
     from ..pipeline import type_subfunction
-    elem = TileType(d, ())
-    typed = type_subfunction(fn_ty.function, (elem, elem))
+    elems = tuple(TileType(d, ()) for d in dtypes)
+    typed = type_subfunction(fn_ty.function, elems + elems)
     ret = typed.return_type
-    if not (ret == elem or ret == scalar_type(d) or
-            (isinstance(ret, TileType) and ret.dtype is d and ret.ndim == 0)):
-        raise TileTypingError(f"{op}: the combiner {fn_ty.function.name}(a, b) must return a "
-                              f"{d} scalar when given two {d} scalars, but it returns "
-                              f"{describe_type(ret)}")
-    return typed
+    rets = tuple(ret.types) if isinstance(ret, types.BaseTuple) else (ret,)
+    want = " and ".join(str(d) for d in dtypes)
+    if len(rets) != len(dtypes) or not all(
+            dtype_of(r) is d and (is_scalar(r) or (isinstance(r, TileType) and r.ndim == 0))
+            for r, d in zip(rets, dtypes)):
+        raise TileTypingError(f"{op}: the combiner {fn_ty.function.name} must return "
+                              f"{len(dtypes)} value(s) of {want} when given {2 * len(dtypes)} "
+                              f"(each tile's element, then its accumulated value), but it "
+                              f"returns {describe_type(ret)}")
+    return None
 
 
 def _identity(ty, d, op):
@@ -123,21 +176,45 @@ def _identity(ty, d, op):
                               f"{d}")
 
 
+def _identities(ty, dtypes, kind, op):
+    if is_none(ty):
+        if kind is None:
+            raise TileTypingError(f"{op}: identity is required with a combiner function (the "
+                                  f"value i with fn(i, x) == x, e.g. 0.0 for a sum, or a tuple "
+                                  f"with one per tile)")
+        return
+    items = tuple(ty.types) if isinstance(ty, types.BaseTuple) else (ty,)
+    if len(items) != len(dtypes):
+        raise TileTypingError(f"{op}: {len(dtypes)} tile(s) need {len(dtypes)} identities, got "
+                              f"{len(items)}")
+    for item, d in zip(items, dtypes):
+        _identity(item, d, op)
+
+
+def _results(tiles, shape, as_tuple):
+    out = [TileType(t.dtype, shape) for t in tiles]
+    return types.BaseTuple.from_types(out) if as_tuple else out[0]
+
+
 @function_rule(language.reduce)
 def _reduce(b):
-    t = tile_input(b.t, "tile.reduce")
-    axes = axis_arg(b.axis, t.ndim, "tile.reduce: axis", allow_none=True, allow_tuple=True)
-    keep = bool_arg(b.keepdims, "tile.reduce: keepdims")
-    combiner_type(b.fn, t.dtype, "tile.reduce")
-    _identity(b.identity, t.dtype, "tile.reduce")
-    return TileType(t.dtype, reduced_shape(t.shape, axes, keep))
+    op = "tile.reduce"
+    ts, as_tuple = _tiles(b.t, op)
+    axes = axis_arg(b.axis, ts[0].ndim, f"{op}: axis", allow_none=True, allow_tuple=True)
+    keep = bool_arg(b.keepdims, f"{op}: keepdims")
+    dtypes = [t.dtype for t in ts]
+    kind = combiner_type(b.fn, dtypes, op)
+    _identities(b.identity, dtypes, kind, op)
+    return _results(ts, reduced_shape(ts[0].shape, axes, keep), as_tuple)
 
 
 @function_rule(language.scan)
 def _scan_fn(b):
-    t = tile_input(b.t, "tile.scan")
-    axis_arg(b.axis, t.ndim, "tile.scan: axis")
-    bool_arg(b.reverse, "tile.scan: reverse")
-    combiner_type(b.fn, t.dtype, "tile.scan")
-    _identity(b.identity, t.dtype, "tile.scan")
-    return TileType(t.dtype, t.shape)
+    op = "tile.scan"
+    ts, as_tuple = _tiles(b.t, op)
+    axis_arg(b.axis, ts[0].ndim, f"{op}: axis")
+    bool_arg(b.reverse, f"{op}: reverse")
+    dtypes = [t.dtype for t in ts]
+    kind = combiner_type(b.fn, dtypes, op)
+    _identities(b.identity, dtypes, kind, op)
+    return _results(ts, ts[0].shape, as_tuple)

@@ -13,7 +13,7 @@ from ... import language
 from ..diagnostics import TileTypingError, describe_type
 from ..promotion import broadcast_shapes
 from ..types import (DTypeType, PartitionType, TensorPartitionViewType, TensorType, TileType,
-                     is_pow2, is_scalar)
+                     dtype_of, is_pow2, is_scalar)
 from ._base import (as_tile, attribute_rule, axis_arg, function_rule, method_rule,
                     raw_function_template, raw_key_template, read_only_error, shape_arg,
                     static_value, NOT_STATIC)
@@ -263,7 +263,18 @@ def _getitem(context, args, kws):
             raise TileTypingError(f"tuple index {i} is out of range for a tuple of "
                                   f"{len(value.types)} items")
         return signature(value.types[i], value, index)
+    if isinstance(value, types.UniTuple) and _runtime_int(index) and (
+            isinstance(value.dtype, (TensorType, TileType)) or is_scalar(value.dtype)):
+        # xs[i] with i known at run time: one type for every element (a tuple argument of
+        # tensors of one dtype and rank, or of numbers); lowering selects
+        return signature(value.dtype, value, index)
     return None
+
+
+def _runtime_int(ty) -> bool:
+    d = dtype_of(ty)
+    return d is not None and d.is_integer and (is_scalar(ty) or (isinstance(ty, TileType) and
+                                                                 ty.ndim == 0))
 
 
 def _immutable(target):
