@@ -45,24 +45,23 @@ def layernorm_fwd(y, x, w, b, mean, rstd, eps):
 def layernorm_fwd_persistent(y, x, w, b, mean, rstd, eps, ROWS: tile.Constant[int],
                              WIDTH: tile.Constant[int], LATENCY: tile.Constant[int]):
     """One wave of blocks, each looping over row blocks with the grid's stride; w and b are
-    read once per block, and the next row block is loaded before this one is reduced."""
+    read once per block (the latency hint lets tileiras pipeline the row loads)."""
     n = x.shape[1]
     step = tile.num_blocks(0)
     last = tile.cdiv(x.shape[0], ROWS) - 1
     cols = tile.arange(WIDTH)[None, :]
     wv = w.load((0,), (WIDTH,), padding=ZERO).astype(tile.float32)[None, :]
     bv = b.load((0,), (WIDTH,), padding=ZERO).astype(tile.float32)[None, :]
-    t = x.load((tile.bid(0), 0), (ROWS, WIDTH), padding=ZERO, latency=LATENCY)
     for r in range(tile.bid(0), last + 1, step):
-        nxt = x.load((min(r + step, last), 0), (ROWS, WIDTH), padding=ZERO, latency=LATENCY)
-        tf = t.astype(tile.float32)
+        # loaded in the iteration that uses it: a tile carried to the next iteration came out
+        # wrong from tileiras 13.4 (NOTES.md, tileiras quirks)
+        tf = x.load((r, 0), (ROWS, WIDTH), padding=ZERO, latency=LATENCY).astype(tile.float32)
         mu = tile.sum(tf, axis=1, keepdims=True) / n
         d = tile.where(cols < n, tf - mu, 0.0)
         rs = tile.rsqrt(tile.sum(d * d, axis=1, keepdims=True) / n + eps)
         tile.store(y.partition((ROWS, WIDTH)), (r, 0), (d * rs * wv + bv).astype(y.dtype))
         tile.store(mean.partition((ROWS,)), (r,), mu.reshape((ROWS,)))
         tile.store(rstd.partition((ROWS,)), (r,), rs.reshape((ROWS,)))
-        t = nxt
 
 
 @tile.entry

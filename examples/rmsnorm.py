@@ -4,8 +4,8 @@
 
 `rmsnorm`: several whole rows per block, tuned over the default search space (rows per block and
 occupancy: the rows stay whole because the kernel reduces along axis 1 of its block's tile).
-`rmsnorm_persistent`: one wave of blocks looping over row blocks, w read once per block and the
-next row block loaded while this one is reduced. `rmsnorm_chunked`: rows longer than one tile,
+`rmsnorm_persistent`: one wave of blocks looping over row blocks, w read once per block (the
+latency hint lets tileiras pipeline the row loads). `rmsnorm_chunked`: rows longer than one tile,
 the sum of squares over column chunks, then a second pass (from L2) that scales.
 """
 import sys
@@ -38,13 +38,12 @@ def rmsnorm_persistent(y, x, w, eps, ROWS: tile.Constant[int], WIDTH: tile.Const
     step = tile.num_blocks(0)
     last = tile.cdiv(x.shape[0], ROWS) - 1
     wv = w.load((0,), (WIDTH,), padding=ZERO).astype(tile.float32)[None, :]
-    t = x.load((tile.bid(0), 0), (ROWS, WIDTH), padding=ZERO, latency=LATENCY)
     for r in range(tile.bid(0), last + 1, step):
-        nxt = x.load((min(r + step, last), 0), (ROWS, WIDTH), padding=ZERO, latency=LATENCY)
-        tf = t.astype(tile.float32)
+        # loaded in the iteration that uses it: a tile carried to the next iteration (a register
+        # double buffer) came out wrong from tileiras 13.4 (NOTES.md, tileiras quirks)
+        tf = x.load((r, 0), (ROWS, WIDTH), padding=ZERO, latency=LATENCY).astype(tile.float32)
         rs = tile.rsqrt(tile.sum(tf * tf, axis=1, keepdims=True) / x.shape[1] + eps)
         tile.store(y.partition((ROWS, WIDTH)), (r, 0), (tf * rs * wv).astype(y.dtype))
-        t = nxt
 
 
 @tile.entry

@@ -8,9 +8,9 @@ nothing to the sum). On an H200 the autotuned kernel runs at 1.4-2.2x torch.soft
 (BENCHMARKS.md).
 
 `softmax_persistent`: one wave of blocks, each looping over row blocks with a stride of the grid;
-the load of its next row block is issued before the current one is reduced (a register double
-buffer), so a block always has a row in flight while it computes: short rows (4K fp16, 8 KB)
-are latency-bound one row at a time.
+the latency hint lets tileiras pipeline the row loads (short rows, 4K fp16 = 8 KB, are
+latency-bound one row at a time). A register double buffer (the next row block loaded before
+this one is reduced, carried to the next iteration) came out wrong from tileiras 13.4.
 
 `softmax_chunked`: rows too long for one tile (16K-32K elements): an online pass over column
 chunks keeps the running maximum and sum, then a second pass (from L2: the block's rows were
@@ -62,13 +62,11 @@ def softmax_persistent(z, x, ROWS: tile.Constant[int], WIDTH: tile.Constant[int]
     out = z.partition((ROWS, WIDTH))
     step = tile.num_blocks(0)
     last = tile.cdiv(x.shape[0], ROWS) - 1
-    t = x.load((tile.bid(0), 0), (ROWS, WIDTH), padding=NEG_INF, latency=LATENCY)
     for r in range(tile.bid(0), last + 1, step):
-        # the next row block is in flight while this one is reduced (the last block loads
-        # its own rows again: a tile index past the end is out of bounds)
-        nxt = x.load((min(r + step, last), 0), (ROWS, WIDTH), padding=NEG_INF, latency=LATENCY)
+        # loaded in the iteration that uses it: a tile carried to the next iteration (a register
+        # double buffer) came out wrong from tileiras 13.4 (NOTES.md, tileiras quirks)
+        t = x.load((r, 0), (ROWS, WIDTH), padding=NEG_INF, latency=LATENCY)
         tile.store(out, (r, 0), softmax_tile(t).astype(z.dtype))
-        t = nxt
 
 
 @tile.entry

@@ -80,6 +80,17 @@ def test_check_unpacks_and_raises_driver_error():
     assert isinstance(ei.value, tile.DeviceError)
 
 
+@pytest.mark.parametrize("name, says", [
+    ("CUDA_ERROR_LAUNCH_FAILED", "a failed tile.assert_"),      # a device assert traps so
+    ("CUDA_ERROR_ILLEGAL_ADDRESS", "accessed invalid memory"),
+])
+def test_a_dead_context_says_what_may_have_killed_it(name, says):
+    err = getattr(driver.drv.CUresult, name)
+    with pytest.raises(tile.DriverError, match=says) as ei:
+        driver.check((err,), "cuStreamSynchronize")
+    assert "restart the process" in str(ei.value)
+
+
 def test_parse_arch():
     assert parse_arch("sm_90") == (9, 0)
     assert parse_arch("sm_90a") == (9, 0)

@@ -68,7 +68,7 @@ def test_repr_reads_values():
     t = T.from_numpy(np.arange(12, dtype=np.int64).reshape(3, 4)).sync()
     r = repr(t)
     assert "cuda:0" in r and "[[ 0,  1,  2,  3],\n" in r
-    assert "[[5, 6],\n" in repr(t[1:3, 1:3])
+    assert "[[ 5,  6],\n" in repr(t[1:3, 1:3])
     big = T.from_numpy(np.arange(1 << 20, dtype=np.int64).reshape(1024, 1024)).sync()
     assert "[[      0,       1,       2, ...,    1021,    1022,    1023]," in repr(big)
     assert "1048573, 1048574, 1048575]])" in repr(big)

@@ -246,11 +246,15 @@ int foreign_arg(Launcher *self, Arg *a, PyObject *v, Py_ssize_t pos, StreamInfo 
     return 0;
 }
 
-/* The rank of a torch tensor or CuPy array `v` read in C (tile.partition's fast path), or -1. */
+/* The rank of a GPU torch tensor or CuPy array `v` read in C (tile.partition's fast path), or -1
+   (Python's tile.partition decides). */
 int foreign_ndim(PyObject *v) {
     if (is_torch(v)) {
         DLTensor dl;
-        if (torch_api->dltensor_from_py_object_no_sync(v, &dl) == 0) return dl.ndim;
+        /* a tensor in host memory is written back through NumPy: Python's HostPartition */
+        if (torch_api->dltensor_from_py_object_no_sync(v, &dl) == 0)
+            return dl.device.device_type == DL_CUDA
+                ? dl.ndim : -1;
         PyErr_Clear();
         return -1;
     }

@@ -69,8 +69,13 @@ def _driver_error(err, what: str) -> DriverError:
     name = getattr(err, "name", "")
     if name == "CUDA_ERROR_OUT_OF_MEMORY":
         msg += "; free tensors you no longer need (del t) or use smaller shapes"
-    elif name in ("CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_LAUNCH_FAILED",
-                  "CUDA_ERROR_MISALIGNED_ADDRESS"):
+    elif name == "CUDA_ERROR_LAUNCH_FAILED":
+        # a failed tile.assert_ traps and ends here too (seen on an H100: its lines print first)
+        msg += ("; a kernel stopped: a failed tile.assert_ (its message is printed above) or an "
+                "invalid memory access. The CUDA context is now unusable: restart the process. "
+                "Run with TILEJIT_SIMULATE=1 to get the failing block and elements, or the "
+                "faulting address")
+    elif name in ("CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_MISALIGNED_ADDRESS"):
         msg += ("; a kernel accessed invalid memory. The CUDA context is now unusable: restart "
                 "the process. Run with TILEJIT_SIMULATE=1 to get the faulting address")
     return DriverError(msg, code=int(err))
