@@ -193,3 +193,17 @@ def test_the_extension_builds_every_c_source():
     block = text[text.index("[[tool.setuptools.ext-modules]]"):]
     listed = set(re.findall(r'"tilejit/csrc/([\w.]+\.c)"', block[:block.index("optional")]))
     assert listed == {os.path.basename(p) for p in _c_sources() if p.endswith(".c")}
+
+
+def test_every_module_is_in_the_tests_map():
+    """tests/MAP.md says where each module is tested; a new module must be added to it
+    (`python tools/tests_map.py` rewrites it)."""
+    import importlib.util
+    import os
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    spec = importlib.util.spec_from_file_location("tests_map", os.path.join(root, "tools",
+                                                                           "tests_map.py"))
+    tm = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tm)
+    with open(os.path.join(root, "tests", "MAP.md")) as f:
+        assert tm.missing(f.read()) == []

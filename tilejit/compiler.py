@@ -25,6 +25,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 
 from . import envvars
 from . import keys as _keys
+from .errors import InternalError, TileJitError
 
 SIM_TARGET = "sim"          # the simulator's compile target (others are architectures: "sm_90")
 
@@ -167,7 +168,21 @@ def bytecode_version(target: str):
 
 def front_end(pyfunc, keys: Sequence, constants: dict, target: str, options: CompileOptions,
               const_grid=None, name: Optional[str] = None, version=None, grid_ones=None):
-    """Typing, structurizing, lowering and verifying: ``(typed, module, timings)``."""
+    """Typing, structurizing, lowering and verifying: ``(typed, module, timings)``. An
+    exception that is not a tilejit error is a bug in tilejit: an :class:`InternalError`."""
+    try:
+        return _front_end(pyfunc, keys, constants, target, options, const_grid, name, version,
+                          grid_ones)
+    except TileJitError:
+        raise
+    except Exception as e:      # noqa: BLE001  (reported, with the original chained)
+        raise InternalError(
+            f"tilejit failed compiling '{pyfunc.__name__}' ({type(e).__name__}: {e}). This is "
+            f"a bug in tilejit, not in your kernel: please report it with this message and the "
+            f"kernel's source (TILEJIT_FULL_TRACEBACK=1 shows where it happened)") from e
+
+
+def _front_end(pyfunc, keys, constants, target, options, const_grid, name, version, grid_ones):
     ti = time.perf_counter()
     from .lowering.lower import lower_kernel
     from .lowering.structurize import structurize
