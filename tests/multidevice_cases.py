@@ -96,7 +96,7 @@ def test_every_device_runs_api_and_kernels(multi):
 
 @pytest.fixture
 def restore_default_policy():
-    from tilejit.ops import scheduling
+    from tilejit.deviceops import scheduling
     saved = dict(scheduling._defaults)
     yield
     scheduling._defaults.clear()

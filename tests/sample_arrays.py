@@ -18,5 +18,5 @@ def rand(shape, dtype=np.float32, seed=0):
 
 def rand_tensor(shape, dtype=np.float32, seed=0):
     """``rand(shape, dtype, seed)`` as a tilejit tensor on the current backend (synchronized)."""
-    from tilejit.ops import transfer
+    from tilejit.deviceops import transfer
     return transfer.from_numpy(rand(shape, dtype, seed)).sync()

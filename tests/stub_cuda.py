@@ -3,7 +3,7 @@ system C compiler: the C launch path (do_launch, prepared launches, the torch/Cu
 as on a GPU and every launch is recorded, packed parameter bytes included.
 
 ``build()`` compiles it once per session (None when there is no compiler); ``StubExecutable``
-stands for a ``CudaKernel`` whose launches go to the stub (the C path through its ``_native``
+stands for a ``CudaExecutable`` whose launches go to the stub (the C path through its ``_native``
 tuple, the Python path through ``ParamPacker``); ``installed(kernel)`` swaps a kernel's compiled
 executables for stub ones.
 """
@@ -16,8 +16,8 @@ import sysconfig
 import tempfile
 
 from tilejit import native
-from tilejit.runtime import launch as _launch
-from tilejit.runtime.launch import CudaKernel, ParamPacker, native_layout
+from tilejit.runtime import cuda_executable as _launch
+from tilejit.runtime.cuda_executable import CudaExecutable, ParamPacker, native_layout
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 _lib = None
@@ -79,7 +79,7 @@ def count() -> int:
 
 
 class StubExecutable:
-    """An executable launching through the stub driver (the role of a ``CudaKernel``)."""
+    """An executable launching through the stub driver (the role of a ``CudaExecutable``)."""
 
     name = "stub"
 
@@ -106,7 +106,7 @@ class StubExecutable:
         self.packer.pack(params)
         return tuple(self.packer.offsets), self.packer.packed_bytes()
 
-    raise_launch_error = CudaKernel.raise_launch_error
+    raise_launch_error = CudaExecutable.raise_launch_error
 
     def scalar_out_of_range(self, index, value):
         from tilejit.scalars import out_of_range, slot_intos

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 import tilejit as tile
-from tilejit.ops import DeviceOp, ExecutionContext
-from tilejit.ops import scheduling
-from tilejit.ops import transfer as T
+from tilejit.deviceops import DeviceOp, ExecutionContext
+from tilejit.deviceops import scheduling
+from tilejit.deviceops import transfer as T
 
 
 pytestmark = pytest.mark.usefixtures("simulator_backend")

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 import tilejit as tile
-from tilejit.ops import DeviceOp
-from tilejit.ops import transfer as T
+from tilejit.deviceops import DeviceOp
+from tilejit.deviceops import transfer as T
 
 
 pytestmark = pytest.mark.usefixtures("simulator_backend")

@@ -102,7 +102,7 @@ def test_reprs_say_the_array_is_copied_back():
     assert "copied in, and back" in repr(p)
     op = add(p, z[:0], z[:0])
     assert "partition of NumPy (64,) float32 by (32,) (copied in and back)" in repr(op)
-    from tilejit.ops.deviceop import account_for
+    from tilejit.deviceops.deviceop import account_for
     account_for(op)
 
 

@@ -10,7 +10,7 @@ import pytest
 
 import tilejit as tile
 from tilejit import api, native
-from tilejit.runtime.launch import ParamPacker, native_layout
+from tilejit.runtime.cuda_executable import ParamPacker, native_layout
 
 pytestmark = pytest.mark.usefixtures("simulator_backend")
 

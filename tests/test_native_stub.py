@@ -1,7 +1,7 @@
 """The C launch path in CPU CI, through a stub CUDA driver (tests/stub_driver.c, built here with
 the system C compiler): do_launch, prepared launches, raw launch(), the weak-scalar checks and the
 torch/CuPy readers run as on a GPU, and the packed parameter bytes of every recorded launch equal
-what the Python packer (runtime.launch.ParamPacker) makes of Python's classification."""
+what the Python packer (runtime.cuda_executable.ParamPacker) makes of Python's classification."""
 import ctypes
 import warnings
 
@@ -285,7 +285,7 @@ def test_torch_without_the_exchange_api_reads_attributes(fake_torch, stream):
 def test_packing_edges_and_driver_selection(stub):
     import ctypes.util
     import math
-    from tilejit.runtime.launch import ParamPacker
+    from tilejit.runtime.cuda_executable import ParamPacker
     ext = native.ext()
     for v in (math.nan, -math.nan, math.inf, 1e-40):     # bf16 NaN stays a NaN, subnormals
         pk = ParamPacker(("bf16",))

@@ -12,7 +12,7 @@ import pytest
 
 import tilejit as tile
 from tilejit import api
-from tilejit.ops.deviceop import RAN_SLOT, DeviceOp, has_run
+from tilejit.deviceops.deviceop import RAN_SLOT, DeviceOp, has_run
 
 pytestmark = pytest.mark.usefixtures("simulator_backend")
 

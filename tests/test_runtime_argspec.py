@@ -6,7 +6,7 @@ import ml_dtypes
 import tilejit as tile
 from tilejit import keys
 from tilejit.runtime import argspec
-from tilejit.ops import transfer as T
+from tilejit.deviceops import transfer as T
 from tilejit.runtime.argspec import classify
 from tilejit.runtime.device import Device
 from tilejit.runtime.memory import Storage

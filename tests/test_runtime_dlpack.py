@@ -6,7 +6,7 @@ import pytest
 
 import tilejit as tile
 from tilejit.runtime import dlpack
-from tilejit.ops import transfer as T
+from tilejit.deviceops import transfer as T
 from sample_arrays import rand
 
 

@@ -6,9 +6,9 @@ import pytest
 
 import tilejit as tile
 from tilejit.backends.simulator import SimExecutable
-from tilejit.ops import DeviceOp, execute_input
-from tilejit.runtime import argspec, launch
-from tilejit.ops import transfer as T
+from tilejit.deviceops import DeviceOp, execute_input
+from tilejit.runtime import argspec, cuda_executable as launch
+from tilejit.deviceops import transfer as T
 from tilejit.simulator.memory import memory as sim
 from sample_arrays import rand
 

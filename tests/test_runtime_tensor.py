@@ -4,7 +4,7 @@ import pytest
 
 import tilejit as tile
 from tilejit import dtypes
-from tilejit.ops import transfer as T
+from tilejit.deviceops import transfer as T
 from sample_arrays import rand
 
 

@@ -15,7 +15,7 @@ __version__ = "0.1.0"
 from .runtime import (Device, Stream, Event, Tensor, Partition, ForeignPartition, partition, atomic,
                       from_dlpack, Module,
                       Function, load_module_from_ptx, load_module_from_file)
-from .ops import (DeviceOp, DeviceFuture, ExecutionContext, value, shared, zip, with_context,
+from .deviceops import (DeviceOp, DeviceFuture, ExecutionContext, value, shared, zip, with_context,
                   SchedulingPolicy, StreamPoolRoundRobin, SingleStream, set_default_policy,
                   LaunchConfig, AsyncKernelLaunch)
 
@@ -28,5 +28,5 @@ from .language import __all__ as _language_names
 from .compiler import CompileOptions
 from .dispatcher import Kernel, KernelLaunch, PreparedLaunch, entry
 from .autotune import Autotuned, Config, autotune
-from .ops.graph import CudaGraph
+from .deviceops.graph import CudaGraph
 from . import api

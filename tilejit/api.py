@@ -1,7 +1,7 @@
 """``tile.api``: tensor constructors and copies. Every function returns a lazy DeviceOp.
 
 Constructors run tilejit kernels (``tilejit._kernels``), so they work the same on the GPU and on
-the CPU simulator; copies are driver memcpys (``runtime.transfer``).
+the CPU simulator; copies are driver memcpys (``runtime.stream_transfers``).
 """
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ import numpy as np
 from . import dtypes as _dt
 from .errors import TensorError
 from .scalars import constant_for
-from .ops.deviceop import DeviceOp, execute_input
+from .deviceops.deviceop import DeviceOp, execute_input
 from . import layout as _layout
-from .runtime.transfer import new_tensor
-from .ops.transfer import dup, empty, from_numpy, memcpy, to_host, to_numpy  # noqa: F401
+from .runtime.stream_transfers import new_tensor
+from .deviceops.transfer import dup, empty, from_numpy, memcpy, to_host, to_numpy  # noqa: F401
 
 # pytest hides this module's frames in tracebacks of user errors (compile errors...)
 from .tracebacks import hide_frames_of_user_errors as __tracebackhide__  # noqa: E402
@@ -135,13 +135,13 @@ class _Fill(DeviceOp):
         return t
 
     def _default_stream(self):
-        from .ops.transfer import stream_near
+        from .deviceops.transfer import stream_near
         return stream_near(self.tensor)
 
     display_name = "api.fill"
 
     def describe(self, depth: int = 0) -> str:
-        from .ops.describe import value
+        from .deviceops.describe import value
         return f"fill {value(self.tensor, depth)} with {self.value!r}"
 
 
@@ -250,7 +250,7 @@ class _Convert(DeviceOp):
     display_name = "api.convert"
 
     def describe(self, depth: int = 0) -> str:
-        from .ops.describe import value
+        from .deviceops.describe import value
         return f"{value(self.tensor, depth)} converted to {self.dtype.name}"
 
     def _execute(self, ctx):

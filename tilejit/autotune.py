@@ -44,7 +44,7 @@ from . import envvars
 from . import tuning_space
 from .compiler import CompileOptions
 from .errors import LaunchError, TileJitError
-from .ops.deviceop import account_for
+from .deviceops.deviceop import account_for
 from .runtime.partition import partition
 
 # pytest hides this module's frames in tracebacks of user errors (compile errors...)
@@ -575,7 +575,7 @@ def _host_outputs_on_device(tuner: Autotuned, bound) -> dict:
     """``bound`` with host outputs (a NumPy partition or tile.atomic array) replaced by device
     copies for timing: each timed launch would otherwise copy its results back into them."""
     import numpy as np
-    from .ops.transfer import from_numpy
+    from .deviceops.transfer import from_numpy
     from .runtime.argspec import atomic
     from .runtime.hostarrays import in_host_memory
     out = dict(bound)
@@ -590,7 +590,7 @@ def _host_outputs_on_device(tuner: Autotuned, bound) -> dict:
 def _save_written(tuner: Autotuned, bound) -> list:
     """Copies of the arguments a config may write (the partitioned output, tile.atomic tensors),
     restored after timing so the real launch sees the caller's data."""
-    from .ops.transfer import dup
+    from .deviceops.transfer import dup
     from .runtime.argspec import atomic
     out = []
     for n, v in bound.items():
@@ -602,7 +602,7 @@ def _save_written(tuner: Autotuned, bound) -> list:
 
 
 def _restore_written(saved) -> None:
-    from .ops.transfer import memcpy
+    from .deviceops.transfer import memcpy
     for dst, src in saved:
         memcpy(dst, src).sync()
 

@@ -32,7 +32,7 @@ from .errors import CompileError, LaunchError
 from .kernel_launch import MISSING as _MISSING
 from .kernel_launch import KernelLaunch, PreparedLaunch
 from .memo import BoundedMemo
-from .ops.deviceop import DeviceFuture, DeviceOp, _sync_quietly
+from .deviceops.deviceop import DeviceFuture, DeviceOp, _sync_quietly
 from .runtime import argspec
 from .runtime.argspec import (NO_GRID_FACTS, classify, grid_from_partitions, grid_ones,
                               release_partitions)

@@ -3,7 +3,7 @@ and :class:`PreparedLaunch` (``op.prepare(stream)``).
 
 A launch classifies its arguments (``runtime.argspec``), takes the partitions' leases, checks
 devices, aliasing and the grid, finds the executable through the kernel (``Kernel.executable_for``:
-the compile side, ``dispatcher.py``) and launches it (``runtime.launch``). With the C extension a
+the compile side, ``dispatcher.py``) and launches it (``runtime.cuda_executable``). With the C extension a
 plain launch (no constants, no launch options) runs in C (``tilejit/native.py``); these methods
 are its fallback and the pure-Python build.
 """
@@ -16,10 +16,10 @@ from . import native
 from .compiler import CompileOptions
 from .errors import CompileError, LaunchError
 from .memo import BoundedMemo
-from .ops.deviceop import (DeviceFuture, DeviceOp, _as_stream, _sync_quietly, account_for,
+from .deviceops.deviceop import (DeviceFuture, DeviceOp, _as_stream, _sync_quietly, account_for,
                            execute_input)
-from .ops.execution import ExecutionContext
-from .ops.scheduling import default_stream, has_user_policy, policy_epoch
+from .deviceops.execution import ExecutionContext
+from .deviceops.scheduling import default_stream, has_user_policy, policy_epoch
 from .runtime import argspec
 from .runtime.hostarrays import float64_hint
 from .runtime import foreign as _foreign
@@ -27,7 +27,7 @@ from .runtime import submission as _submission
 from .runtime.argspec import (acquire_partitions, check_launch_aliasing, check_launch_devices,
                               classify, grid_from_partitions, grid_ones, release_partitions)
 from .runtime.device import Device
-from .runtime.launch import check_scalars, launch_infos
+from .runtime.cuda_executable import check_scalars, launch_infos
 from .runtime.memory import use_all
 from .runtime.partition import Partition
 from .runtime.stream import Stream
@@ -145,7 +145,7 @@ class KernelLaunch(DeviceOp):
             return self._execute(ExecutionContext(stream))
 
     def describe(self, depth: int = 0) -> str:
-        from .ops.describe import value
+        from .deviceops.describe import value
         k = self.kernel
         names = k.param_names if len(self.args) == len(k.param_names) else k.runtime_names
         parts = [f"{n}={value(a, depth)}" for n, a in zip(names, self.args)

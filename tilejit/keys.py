@@ -20,7 +20,7 @@ multiples of 16 bytes. ``weak`` scalars are
 Python scalars, which adopt a tile's dtype in mixed arithmetic; NumPy scalars are strong (NEP 50).
 
 The runtime classifies arguments into keys (``runtime.argspec``), typing turns keys into Numba
-types (``typing.keys``), lowering turns them into entry parameters (``lowering.abi``). Constant
+types (``typing.arg_types``), lowering turns them into entry parameters (``lowering.abi``). Constant
 parameters are keyed by value with :func:`constant_key`.
 """
 from __future__ import annotations

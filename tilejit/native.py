@@ -15,7 +15,7 @@ about 6. The first launch without the extension says so once (a RuntimeWarning).
   scalars from ``tilejit.scalars.PYTHON_SCALARS`` (``set_scalar_keys``); any other argument is
   classified by calling ``argspec.classify``;
 * packing: the slot layout and the weak-scalar range checks of a specialization are computed
-  once in Python (``runtime.launch.native_layout`` / ``native_checks``); C packs by those codes,
+  once in Python (``runtime.cuda_executable.native_layout`` / ``native_checks``); C packs by those codes,
   and a value out of range calls back into Python for NumPy's error or warning;
 * objects: a ``KernelLaunch``, ``Partition`` or ``ForeignPartition`` made in C is a clone of a
   prototype made by the class's one Python constructor, with only the call's fields set;

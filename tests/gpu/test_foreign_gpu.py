@@ -84,7 +84,7 @@ def test_sync_with_torch_tensors_follows_torch_current_stream(torch):
 def test_sync_with_torch_tensors_follows_a_policy_set_later(torch):
     """sync() remembers torch's stream wrapper per (device, handle) while no policy is set; a
     policy set afterwards wins, and the builtin one put back returns to torch's stream."""
-    from tilejit.ops import scheduling
+    from tilejit.deviceops import scheduling
     x = torch.randn(4096, device="cuda")
     z = torch.empty_like(x)
     op = vadd(tile.partition(z, (1024,)), x, x)

@@ -7,7 +7,7 @@ import pytest
 
 import tilejit as tile
 from tilejit.runtime import backend, driver, memory
-from tilejit.ops import transfer as T
+from tilejit.deviceops import transfer as T
 
 pytestmark = pytest.mark.gpu
 

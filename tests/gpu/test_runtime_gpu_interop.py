@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import tilejit as tile
-from tilejit.ops import transfer as T
+from tilejit.deviceops import transfer as T
 from sample_arrays import rand
 
 pytestmark = pytest.mark.gpu

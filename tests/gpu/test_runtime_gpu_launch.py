@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 import tilejit as tile
-from tilejit.runtime import argspec, launch
-from tilejit.ops import transfer as T
+from tilejit.runtime import argspec, cuda_executable as launch
+from tilejit.deviceops import transfer as T
 from sample_arrays import rand
 
 pytestmark = pytest.mark.gpu
@@ -73,7 +73,7 @@ def test_fast_path_with_classified_arguments(ptx, n, step):
     grid = argspec.grid_from_partitions(infos)
     assert grid == ((n + 3) // 4, 1, 1)
     assert argspec.abi_slots(infos) == ("u64", "i32", "i32", "u64", "i32", "i32", "f32")
-    kernel = launch.CudaKernel(ptx.function("tile_scale"), argspec.abi_slots(infos))
+    kernel = launch.CudaExecutable(ptx.function("tile_scale"), argspec.abi_slots(infos))
     stream = tile.Device(0).new_stream()
     launch.launch_infos(kernel, infos, grid, stream, [p])
     stream.synchronize()
@@ -94,7 +94,7 @@ def test_fast_path_numpy_arguments_are_copied(ptx):
     z = T.empty((n,), tile.float32).sync()
     infos = [argspec.classify(z.partition((4,))), argspec.classify(a),
              argspec.classify(np.float32(2.0))]     # the PTX kernel takes an f32 (a Python float is f64)
-    kernel = launch.CudaKernel(ptx.function("tile_scale"), argspec.abi_slots(infos))
+    kernel = launch.CudaExecutable(ptx.function("tile_scale"), argspec.abi_slots(infos))
     stream = tile.Device(0).new_stream()
     launch.launch_infos(kernel, infos, argspec.grid_from_partitions(infos), stream)
     stream.synchronize()
@@ -102,12 +102,12 @@ def test_fast_path_numpy_arguments_are_copied(ptx):
 
 
 def test_launch_errors_are_launch_errors(ptx):
-    kernel = launch.CudaKernel(ptx.function("tile_scale"), ("u64", "i32"))
+    kernel = launch.CudaExecutable(ptx.function("tile_scale"), ("u64", "i32"))
     stream = tile.Device(0).new_stream()
     with pytest.raises(tile.LaunchError, match="takes 2 parameter values"):
         kernel.launch((1, 1, 1), (1, 2, 3), stream)
     # grid dimension y too large for the hardware
-    big = launch.CudaKernel(ptx.function("add_scalar"), ("u64", "u64", "f32", "u32"))
+    big = launch.CudaExecutable(ptx.function("add_scalar"), ("u64", "u64", "f32", "u32"))
     with pytest.raises(tile.LaunchError, match="CUDA_ERROR"):
         big.launch((1, 1 << 20, 1), (0, 0, 0.0, 0), stream)
     stream.synchronize()

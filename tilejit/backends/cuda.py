@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..errors import DriverError, KernelCacheError
-from ..runtime.launch import CudaKernel
+from ..runtime.cuda_executable import CudaExecutable
 from ..runtime.module import load_module_from_data
 
 
@@ -17,7 +17,7 @@ class CudaBackend:
         return device.arch
 
     @staticmethod
-    def load(compiled, device) -> CudaKernel:
+    def load(compiled, device) -> CudaExecutable:
         """Load ``compiled.cubin`` into ``device``'s context and return its launcher; a cubin
         from the disk cache that the driver refuses is a :class:`KernelCacheError`."""
         try:
@@ -29,7 +29,7 @@ class CudaBackend:
                 f"the kernel cache holds a cubin for '{compiled.name}' ({compiled.target}) that "
                 f"the driver cannot load: {e}. Remove the cache with `python -m tilejit cache "
                 f"clear` (or set TILEJIT_CACHE_DIR=0 to bypass it) and run again") from e
-        return CudaKernel(module.function(compiled.name), compiled.slots, name=compiled.name)
+        return CudaExecutable(module.function(compiled.name), compiled.slots, name=compiled.name)
 
     def __repr__(self) -> str:
         return "<tilejit CUDA backend>"

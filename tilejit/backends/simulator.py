@@ -3,7 +3,7 @@ per simulated device like a cubin per GPU."""
 from __future__ import annotations
 
 from ..compiler import SIM_TARGET
-from ..runtime.launch import check_scalars, scalar_checks
+from ..runtime.cuda_executable import check_scalars, scalar_checks
 
 
 class SimExecutable:

@@ -1,5 +1,5 @@
 /* The CUDA driver, opened with dlopen on first use (importing the module never needs a GPU), and
- * the packing of kernel parameters by layout code (runtime/launch.py: _NATIVE_CODE, the one
+ * the packing of kernel parameters by layout code (runtime/cuda_executable.py: _NATIVE_CODE, the one
  * table of codes; ParamPacker packs the same bytes in Python). */
 #include "native.h"
 #include <dlfcn.h>
@@ -269,7 +269,7 @@ static int pack_all(ParamBuf *pb, const char *layout, Py_ssize_t nlayout, PyObje
 
 /* launch(fn, ctx, gx, gy, gz, stream, layout, params) -> CUresult: pack `params` (Python
    ints/floats) by `layout` and call cuLaunchKernel with block (1,1,1); ValueError/OverflowError
-   when a value does not fit its slot (runtime.launch.CudaKernel explains it). */
+   when a value does not fit its slot (runtime.cuda_executable.CudaExecutable explains it). */
 PyObject *py_launch(PyObject *self, PyObject *args) {
     unsigned long long fn, ctx, stream;
     unsigned g[3];

@@ -72,7 +72,7 @@ static const SlotSpec specs[] = {
     {&T_klaunch, &O.k_kernel, "kernel"}, {&T_klaunch, &O.k_args, "args"},
     {&T_klaunch, &O.k_arity, "arity"}, {&T_klaunch, &O.k_simple, "_simple"},
     {&T_klaunch, &O.k_grid, "_grid"},
-    {&T_klaunch, &O.k_ran, "_ran"},     /* ops/deviceop.py RAN_SLOT: the "never run" warning */
+    {&T_klaunch, &O.k_ran, "_ran"},     /* deviceops/deviceop.py RAN_SLOT: the "never run" warning */
     {&T_fpart, &O.fp_value, "value"}, {&T_fpart, &O.fp_tile, "tile_shape"},
     {&T_fpart, &O.fp_live, "_live"},
     {&T_future, &O.f_out, "_out"}, {&T_future, &O.f_stream, "stream"},

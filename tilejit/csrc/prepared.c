@@ -262,7 +262,7 @@ PyObject *py_install(PyObject *m, PyObject *args) {
 }
 
 /* install_finalizer(DeviceOp.__del__): KernelLaunch objects are finalized here, which reads the
-   "ran" slot (ops/deviceop.py RAN_SLOT) and calls the Python __del__ only for a launch that never
+   "ran" slot (deviceops/deviceop.py RAN_SLOT) and calls the Python __del__ only for a launch that never
    ran (it warns): a Python __del__ per launch cost about 0.2 us */
 static PyObject *fb_del;
 

@@ -1,5 +1,5 @@
 """Host runtime: driver wrapper, devices/streams, memory, tensors, DLPack, argument
-classification and launch packing. It never imports ``tilejit.ops`` (DeviceOps sit one floor up);
+classification and launch packing. It never imports ``tilejit.deviceops`` (DeviceOps sit one floor up);
 this package only re-exports the public classes."""
 from .backend import current as current_backend
 from .device import Device, default_arch

@@ -7,7 +7,7 @@
 * ``params``: the C1 parameter values as Python ints/floats, in ABI order
   (``base, shape..., stride...`` for arrays; one value for scalars).
 * ``slots``: the C type of each ABI value (``"u64"``, ``"i32"``, ``"f16"`` ...; ``key.abi_slots()``),
-  which :class:`tilejit.runtime.launch.ParamPacker` turns into a byte layout. Slots depend only on
+  which :class:`tilejit.runtime.cuda_executable.ParamPacker` turns into a byte layout. Slots depend only on
   the key, so one packer serves every launch of a compiled specialization.
 * ``grid`` (partitions), ``tensor``, ``storage``, ``writable``, ``value`` (what the caller passed).
 * ``prepare(stream)`` / ``finish(stream)``: hooks or None. NumPy arrays are copied to the device in
@@ -300,7 +300,7 @@ def _numpy_info(arr: np.ndarray, writable: bool, value, tile=None) -> ArgInfo:
                    writable=writable, host=arr, tile_shape=tile, grid=grid)
 
     def prepare(stream, info=info, dt=dt):
-        from .transfer import upload
+        from .stream_transfers import upload
         t = upload(info.host, stream, dt, staged=True)
         info.tensor = t
         info.storage = t._storage

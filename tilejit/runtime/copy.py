@@ -170,7 +170,7 @@ def _copy_between_devices(dst, src, stream) -> None:
     """``dst[...] = src`` for tensors on two GPUs: one ``cuMemcpyPeerAsync`` on ``stream`` (the
     driver uses peer access where the GPUs have it and stages through the host otherwise).
     Non-contiguous sides are staged through a contiguous buffer on their own device."""
-    from .transfer import new_tensor
+    from .stream_transfers import new_tensor
     if not src.is_contiguous:
         s_src = src.device.internal_stream()
         with src.device.current():          # a strided copy runs in its device's context

@@ -141,7 +141,7 @@ def export_capsule(t, stream=None, max_version=None, dl_device=None, copy=None):
                           f"copy it with t.to_numpy() for the host")
     if copy:
         from .copy import copy_tensor
-        from .transfer import new_tensor
+        from .stream_transfers import new_tensor
         s = t.device.internal_stream()
         with t.device.current():
             c = new_tensor(t.shape, t.dtype, s)
@@ -403,7 +403,7 @@ def _copy_from_host(arr: np.ndarray, stream=None, device=None):
     """A device copy of a host array on ``device``, else on ``stream``'s device (a kernel's
     launch: host arguments go to the launch's device), else on device 0; queued on that
     device's internal stream (no sync needed)."""
-    from .transfer import upload
+    from .stream_transfers import upload
     if device is not None:
         dev = Device(device)
     else:

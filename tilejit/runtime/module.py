@@ -79,7 +79,7 @@ class Module:
 
 class Function:
     """A kernel in a loaded module; launch it with ``tile.AsyncKernelLaunch(fn)`` or a
-    :class:`~tilejit.runtime.launch.CudaKernel`."""
+    :class:`~tilejit.runtime.cuda_executable.CudaExecutable`."""
 
     def __init__(self, cu_function, device: Device, name: str, module: Optional[Module] = None):
         self._cu = cu_function

@@ -52,7 +52,7 @@ class Stream:
         # A raw foreign handle may be destroyed behind our back at any time: memory used on it is
         # tracked with events instead of the stream itself (see memory.Storage.use).
         s._ephemeral = cu is not None and not owned and owner is None
-        s._capture = None          # the graph capture in progress on this stream (ops.graph)
+        s._capture = None          # the graph capture in progress on this stream (deviceops.graph)
         s._staging = None          # reusable upload buffers for NumPy arguments (staging.py)
         return s
 
@@ -177,7 +177,7 @@ class Stream:
             # re-recorded right after this call.
             self.wait_event(ev)
 
-    # --- graph capture (driven by tilejit.ops.graph) -------------------------------------------------
+    # --- graph capture (driven by tilejit.deviceops.graph) -------------------------------------------------
     def begin_capture(self) -> "Capture":
         """Start recording this stream's work into a CUDA graph (relaxed mode); returns the
         capture state, which collects the memory the captured work uses. On the simulator

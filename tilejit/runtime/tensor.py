@@ -1,6 +1,6 @@
 """``tile.Tensor``: device memory + dtype, shape, strides (in elements) and offset.
 
-Tensors are created by ``tile.api`` constructors, copies (``ops.transfer``) and
+Tensors are created by ``tile.api`` constructors, copies (``deviceops.transfer``) and
 ``tile.from_dlpack``; views (``reshape``/``view``, slices, ``reinterpret``) share the storage and
 cost no GPU work. Metadata never synchronizes; reading values (``to_numpy``, ``repr``) does.
 
@@ -30,13 +30,13 @@ from .partition import Partition
 # pytest hides this module's frames in tracebacks of user errors (compile errors...)
 from ..tracebacks import hide_frames_of_user_errors as __tracebackhide__  # noqa: E402
 
-# The DeviceOps behind ``Tensor.to_host()`` / ``dup()``. DeviceOps live in ``tilejit.ops``, one
+# The DeviceOps behind ``Tensor.to_host()`` / ``dup()``. DeviceOps live in ``tilejit.deviceops``, one
 # floor above runtime, which binds them here when it is imported (``tilejit`` always imports it).
 _ops: dict = {}
 
 
 def bind_ops(**factories) -> None:
-    """Install the DeviceOp constructors that tensor methods return (called by ``tilejit.ops``)."""
+    """Install the DeviceOp constructors that tensor methods return (called by ``tilejit.deviceops``)."""
     _ops.update(factories)
 
 

@@ -9,7 +9,7 @@ from .attrs import Bounded, DenseConst, DivBy, OptHints, SameElements, TypedValu
 from .builder import Builder
 from .bytecode import BytecodeError, write_bytecode
 from .ir import Block, Function, Module, Operation, Value
-from .ops import OPS, OpDef, opdef
+from .op_table import OPS, OpDef, opdef
 from .printer import print_function, print_module
 from .types import (BF16, F16, F32, F64, I1, I8, I16, I32, I64, TOKEN, FunctionType,
                     PartitionViewType, PointerType, TensorViewType, TileType, TokenType, ptr,

@@ -19,7 +19,7 @@ import numpy as np
 
 from . import attrs as A
 from .ir import Block, Operation, Value
-from .ops import OPS
+from .op_table import OPS
 from .types import TOKEN, PartitionViewType, PointerType, TensorViewType, TileType, Type, scalar
 
 Operand = Union[Value, None, Sequence[Value]]

@@ -28,7 +28,7 @@ class Value:
 
 
 class Operation:
-    """One op. ``opdef`` is its entry in the op table (:mod:`tilejit.tileir.ops`)."""
+    """One op. ``opdef`` is its entry in the op table (:mod:`tilejit.tileir.op_table`)."""
 
     __slots__ = ("opdef", "operand_groups", "results", "attrs", "regions", "loc", "parent")
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Dict, List, Set
 
 from .ir import Block, Function, Module, Operation, Value
-from .ops import OPS
+from .op_table import OPS
 from .types import PartitionViewType
 
 _LOOPS = ("for", "loop")

@@ -5,7 +5,7 @@
 from .types import (TileType, TensorType, PartitionType, TensorPartitionViewType, DTypeType,
                     EnumClassType, EnumMemberType, TileFunctionType)
 from .pipeline import type_kernel, type_function, TypedKernel, KernelParam, CallInfo
-from .keys import arg_type
+from .arg_types import arg_type
 
 __all__ = ["type_kernel", "type_function", "TypedKernel", "KernelParam", "CallInfo", "arg_type",
            "TileType", "TensorType", "PartitionType", "TensorPartitionViewType", "DTypeType",

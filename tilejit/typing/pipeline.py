@@ -41,7 +41,7 @@ from .diagnostics import Collector, ExprText, describe_type
 from .closures import materialize_closures
 from .unroll import unroll_static_loops
 from .inline import inline_helpers
-from .keys import arg_type, check_constant, constant_type
+from .arg_types import arg_type, check_constant, constant_type
 from .passes import apply_rewrites, foreign_dtypes, freeze_constants, unify_returns
 from .static_branches import fold_static_branches
 from .reject import check_ir, check_source

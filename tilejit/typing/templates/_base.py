@@ -32,7 +32,7 @@ from ... import envvars, language
 from ...dtypes import DType
 from ..context import TILE_METADATA, registry
 from ..diagnostics import TileTypingError, describe_type
-from ..keys import constant_type
+from ..arg_types import constant_type
 from ..types import (DTypeType, EnumClassType, EnumMemberType, PartitionType, TensorPartitionViewType,
                      TensorType, TileType, dtype_of, is_pow2, is_scalar)
 

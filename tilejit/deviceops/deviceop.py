@@ -237,7 +237,7 @@ class DeviceOp:
         return self.graph_on(default_stream())
 
     def graph_on(self, stream):
-        """Capture this op into a :class:`~tilejit.ops.graph.CudaGraph` by executing it once on
+        """Capture this op into a :class:`~tilejit.deviceops.graph.CudaGraph` by executing it once on
         ``stream``; ``graph.take_output()`` gives its output, ``graph.launch()`` replays it.
 
         Args:

@@ -1,7 +1,7 @@
 """Tensor allocation and host transfers queued directly on a stream (not DeviceOps).
 
 The DeviceOp forms (``empty``, ``from_numpy``, ``to_host``, ``dup``, ``memcpy``...) live in
-:mod:`tilejit.ops.transfer` and call these; code below the ops layer (DLPack imports, ``repr``,
+:mod:`tilejit.deviceops.transfer` and call these; code below the ops layer (DLPack imports, ``repr``,
 NumPy kernel arguments) calls them directly.
 """
 from __future__ import annotations

@@ -21,7 +21,7 @@ from ..runtime import tensor as _tensor
 from ..runtime.device import Device
 from ..runtime.partition import Partition
 from ..runtime.tensor import Tensor
-from ..runtime.transfer import check_shape, new_tensor, upload
+from ..runtime.stream_transfers import check_shape, new_tensor, upload
 from .deviceop import DeviceOp, execute_input
 from .scheduling import default_stream
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..errors import LaunchError
 from ..runtime import driver as _d
-from ..runtime.launch import launch_error, param_block
+from ..runtime.cuda_executable import launch_error, param_block
 from ..runtime.tensor import Tensor
 from .deviceop import DeviceOp
 

@@ -1,8 +1,8 @@
 """Kernel launches: the fast path for compiled tile kernels, and raw launches as DeviceOps.
 
-Fast path (one compiled specialization = one :class:`CudaKernel`)::
+Fast path (one compiled specialization = one :class:`CudaExecutable`)::
 
-    kernel = CudaKernel(function, abi_slots(infos))     # once, on a cache miss
+    kernel = CudaExecutable(function, abi_slots(infos))     # once, on a cache miss
     kernel.launch(grid, params, stream)                 # per launch: pack + one cuLaunchKernel
 
 :class:`ParamPacker` owns one byte buffer holding every parameter value (naturally aligned) and a
@@ -10,9 +10,9 @@ fixed array of pointers into it; a launch only rewrites the values (one ``struct
 calls ``cuLaunchKernel(f, grid, block=(1,1,1), shared=0, stream, params)``: tile kernels carry
 their real thread count in the cubin.
 
-:func:`launch_infos` launches any executable (a :class:`CudaKernel`, or the simulator's) with
+:func:`launch_infos` launches any executable (a :class:`CudaExecutable`, or the simulator's) with
 classified arguments and runs the argument hooks (NumPy copies, stream ordering, lease release).
-Custom PTX / cubin kernels launch as DeviceOps through ``tilejit.ops.custom.AsyncKernelLaunch``.
+Custom PTX / cubin kernels launch as DeviceOps through ``tilejit.deviceops.custom.AsyncKernelLaunch``.
 """
 from __future__ import annotations
 
@@ -166,7 +166,7 @@ def check_scalars(checks, params) -> None:
             out_of_range(v, intos)
 
 
-class CudaKernel:
+class CudaExecutable:
     """A compiled kernel specialization on CUDA: function + parameter layout; ``launch`` is the
     hot path.
 
@@ -249,7 +249,7 @@ class CudaKernel:
         return pk
 
     def __repr__(self) -> str:
-        return f"<CudaKernel {self.name} slots={self.packer.slots}>"
+        return f"<CudaExecutable {self.name} slots={self.packer.slots}>"
 
 
 def launch_error(err, name, grid, block=(1, 1, 1)) -> LaunchError:
@@ -262,7 +262,7 @@ def launch_error(err, name, grid, block=(1, 1, 1)) -> LaunchError:
 def launch_infos(executable, infos, grid, stream, values=()) -> None:
     """Launch with classified arguments (``argspec.classify``): runs ``prepare`` hooks, orders
     every argument's storage on ``stream``, launches ``executable`` (anything with
-    ``launch(grid, params, stream)``: a :class:`CudaKernel`, or a simulator kernel) unless the grid
+    ``launch(grid, params, stream)``: a :class:`CudaExecutable`, or a simulator kernel) unless the grid
     is empty, runs ``finish`` hooks and releases the leases of the partitions among ``values``
     (the arguments; also when the launch fails)."""
     params = ()
@@ -290,4 +290,4 @@ def launch_infos(executable, infos, grid, stream, values=()) -> None:
                 info.finish(stream)
 
 
-__all__ = ["ParamPacker", "CudaKernel", "launch_infos", "param_block", "launch_error"]
+__all__ = ["ParamPacker", "CudaExecutable", "launch_infos", "param_block", "launch_error"]
