@@ -11,7 +11,7 @@ try:
 except ImportError:                                   # older layouts keep it under cuda/
     from triton.language.extra.cuda import libdevice
 
-from triton_kernels import _grouped, _k_loop
+from triton_kernels import _grouped, _output_tile
 
 
 @triton.jit
@@ -181,14 +181,8 @@ def matmul_persistent_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, s
     num_n = tl.cdiv(N, BN)
     for t in tl.range(tl.program_id(0), num_m * num_n, NUM_SMS):
         pid_m, pid_n = _grouped(t, num_m, num_n, GROUP)
-        rm = pid_m * BM + tl.arange(0, BM)
-        rn = pid_n * BN + tl.arange(0, BN)
-        rk = tl.arange(0, BK)
-        a = a_ptr + rm[:, None] * sam + rk[None, :] * sak
-        b = b_ptr + rk[:, None] * sbk + rn[None, :] * sbn
-        acc = _k_loop(a, b, K, rk, sak, sbk, BM, BN, BK)
-        c = c_ptr + rm[:, None] * scm + rn[None, :] * scn
-        tl.store(c, acc.to(c_ptr.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))
+        _output_tile(a_ptr, b_ptr, c_ptr, pid_m, pid_n, M, N, K, sam, sak, sbk, sbn, scm, scn,
+                     BM, BN, BK)
 
 
 def matmul_persistent(a, b, c, BM=128, BN=128, BK=64, GROUP=8):

@@ -3,21 +3,14 @@
 torch, and writes the JSON rows; the Triton side needs a GPU (tests/gpu runs nothing extra: the
 GPU run is the script itself)."""
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCRIPT = os.path.join(ROOT, "benchmarks", "triton_tutorials.py")
+from test_examples import _run as _run_script
 
 
 def _run(*args, **env):
-    e = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        p for p in (ROOT, os.environ.get("PYTHONPATH")) if p), **env)
-    return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True,
-                          timeout=600, cwd=ROOT, env=e)
+    return _run_script("benchmarks/triton_tutorials.py", *args, **env)
 
 
 def test_without_a_gpu_there_is_nothing_to_measure():
