@@ -31,6 +31,14 @@ def _k_loop(a, b, K, rk, sak, sbk, BM: tl.constexpr, BN: tl.constexpr, BK: tl.co
 def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
                   BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr):
     pid_m, pid_n = _grouped(tl.program_id(0), tl.cdiv(M, BM), tl.cdiv(N, BN), GROUP)
+    _output_tile(a_ptr, b_ptr, c_ptr, pid_m, pid_n, M, N, K, sam, sak, sbk, sbn, scm, scn,
+                 BM, BN, BK)
+
+
+@triton.jit
+def _output_tile(a_ptr, b_ptr, c_ptr, pid_m, pid_n, M, N, K, sam, sak, sbk, sbn, scm, scn,
+                 BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """Tile (pid_m, pid_n) of C = A @ B, computed and stored (masked at the edges)."""
     rm = pid_m * BM + tl.arange(0, BM)
     rn = pid_n * BN + tl.arange(0, BN)
     rk = tl.arange(0, BK)

@@ -24,6 +24,11 @@ def _run(script, *args, **env_overrides):
 
 EXAMPLES = sorted(f[:-3] for f in os.listdir(os.path.join(ROOT, "examples"))
                   if f.endswith(".py") and f != "quickstart.py")
+#: Triton's tutorials 01-09 written in tilejit (examples/triton_tutorials/tNN_*.py), as
+#: "triton_tutorials/tNN_name": each prints "tNN_name: ... ok"
+TUTORIALS_DIR = os.path.join(ROOT, "examples", "triton_tutorials")
+TRITON_TUTORIALS = sorted(f"triton_tutorials/{f[:-3]}" for f in os.listdir(TUTORIALS_DIR)
+                          if re.fullmatch(r"t\d\d_\w+\.py", f))
 
 
 def example_outcome(name: str, returncode: int, stdout: str):
@@ -51,12 +56,12 @@ def test_example_outcome_reads_skips_as_skips():
     assert example_outcome("t", 0, "")[0] == "failed"
 
 
-@pytest.mark.parametrize("name", EXAMPLES)
+@pytest.mark.parametrize("name", EXAMPLES + TRITON_TUTORIALS)
 def test_example_runs_and_checks_its_result(name):
     """Every gallery script runs on the simulator and reports its own check as ok (or says why it
     cannot run here: a skip)."""
     r = _run(f"examples/{name}.py", TILEJIT_SIMULATE="1")
-    outcome, why = example_outcome(name, r.returncode, r.stdout)
+    outcome, why = example_outcome(os.path.basename(name), r.returncode, r.stdout)
     if outcome == "skipped":
         pytest.skip(f"examples/{name}.py: {why}")
     assert outcome == "ok", f"{why}\n{r.stdout}{r.stderr}"
@@ -67,6 +72,14 @@ def test_the_examples_readme_lists_every_script():
     for f in os.listdir(os.path.join(ROOT, "examples")):
         if f.endswith(".py"):
             assert f"`{f}`" in listed, f
+
+
+def test_every_triton_tutorial_is_ported_and_listed():
+    """Tutorials 01-09 each have a script, and the folder's README maps every one to its file."""
+    assert [os.path.basename(n)[:3] for n in TRITON_TUTORIALS] == [f"t0{i}" for i in range(1, 10)]
+    listed = open(os.path.join(TUTORIALS_DIR, "README.md")).read()
+    for name in TRITON_TUTORIALS:
+        assert f"`{os.path.basename(name)}.py`" in listed, name
 
 
 def test_quickstart_runs():
