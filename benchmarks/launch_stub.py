@@ -78,8 +78,8 @@ def main():
     for c in axpb._cache.values():
         for dev in c.executables:
             c.executables[dev] = stubs.setdefault(c.slots, stub_cuda.StubExecutable(c.slots))
-    for key in list(axpb._fast):
-        axpb._fast[key] = next(iter(stubs.values()))
+    for key in list(axpb._executables):
+        axpb._executables[key] = next(iter(stubs.values()))
     cap = ctypes.pythonapi.PyCapsule_New
     cap.restype = ctypes.py_object
     cap.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]

@@ -89,7 +89,7 @@ def test_every_device_runs_api_and_kernels(multi):
         axpy_each(z.partition((1024,)), t[:4096], 3.0).sync_on(s)
         assert (z.to_numpy() == 7.0).all()
     assert axpy_each.stats.compiles == before + 1   # one compile per architecture...
-    exes = {dev: exe for (_, dev, _), exe in axpy_each._fast.items()}
+    exes = {dev: exe for (_, dev, _), exe in axpy_each._executables.items()}
     assert len({id(exes[tile.Device(d)]) for d in range(tile.Device.count())}) == \
         tile.Device.count()                          # ...loaded on each device
 

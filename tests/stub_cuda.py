@@ -119,17 +119,17 @@ def installed(kernel):
     the stub driver: yields {slots: StubExecutable}; everything is put back afterwards."""
     lib = build()
     ext = native.ext()
-    saved_fast = dict(kernel._fast)
+    saved_fast = dict(kernel._executables)
     saved = {}
     stubs = {}
     for c in kernel._cache.values():
         saved[id(c)] = (c, dict(c.executables))
         for dev in list(c.executables):
             c.executables[dev] = stubs.setdefault(c.slots, StubExecutable(c.slots))
-    for k, exe in list(kernel._fast.items()):
+    for k, exe in list(kernel._executables.items()):
         for c in kernel._cache.values():
             if exe in saved[id(c)][1].values():
-                kernel._fast[k] = stubs[c.slots]
+                kernel._executables[k] = stubs[c.slots]
     if kernel._native is not None:
         kernel._native.forget()
     ext.use_driver(lib.path)
@@ -141,7 +141,7 @@ def installed(kernel):
         for c, exes in saved.values():
             c.executables.clear()
             c.executables.update(exes)
-        kernel._fast.clear()
-        kernel._fast.update(saved_fast)
+        kernel._executables.clear()
+        kernel._executables.update(saved_fast)
         if kernel._native is not None:
             kernel._native.forget()

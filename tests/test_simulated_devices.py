@@ -138,7 +138,7 @@ def test_a_kernel_is_compiled_once_and_loaded_per_device(two):
         outs.append(z.to_numpy())
     assert [o[0] for o in outs] == [1.0, 2.0]
     assert add1.stats.compiles == 1
-    exes = {dev: exe for (_, dev, _), exe in add1._fast.items()}
+    exes = {dev: exe for (_, dev, _), exe in add1._executables.items()}
     assert set(exes) == set(two)
     assert [exes[d].memory.device for d in two] == [0, 1]
 
@@ -151,7 +151,7 @@ def test_a_kernel_sees_only_its_devices_memory(two):
         s = dev.new_stream()
         z = api.zeros((64,)).sync_on(s)
         scale(z.partition((64,)), api.ones((64,)).sync_on(s), 2.0).sync_on(s)
-        exes[dev] = next(e for (_, d, _), e in scale._fast.items() if d is dev)
+        exes[dev] = next(e for (_, d, _), e in scale._executables.items() if d is dev)
     s1 = two[1].new_stream()
     z1, x1 = api.zeros((64,)).sync_on(s1), api.ones((64,)).sync_on(s1)
     params = (z1.device_pointer, 64, 1, x1.device_pointer, 64, 1, 3.0)

@@ -102,7 +102,7 @@ class Kernel:
         annotations = self._scalar_annotations(pyfunc)
         self._cache: Dict[tuple, Compiled] = {}
         # (arg keys, device, grid axes of extent 1) -> executable: plain launches' lookup
-        self._fast = BoundedMemo(f"{self.__name__}._fast", 1024, register=False)
+        self._executables = BoundedMemo(f"{self.__name__}._executables", 1024, register=False)
         self._simple = not self.constant_names
         self._anns = tuple(annotations.get(n) for n in self.runtime_names)
         self._locks: Dict[tuple, threading.Lock] = {}
@@ -306,7 +306,7 @@ class Kernel:
             f"or tile.Constant parameters", RuntimeWarning, stacklevel=4)
         with self._lock:
             self._cache.clear()
-            self._fast.clear()
+            self._executables.clear()
             if self._native is not None:
                 self._native.forget()
             self._freeze_globals()
@@ -333,7 +333,7 @@ class Kernel:
             self.check_globals()
         if simple:
             # hot path: a plain dict hit on (argument keys, device, grid axes of extent 1)
-            exe = self._fast.get((keys, device, ones))
+            exe = self._executables.get((keys, device, ones))
             if exe is not None:
                 self.stats.cache_hits += 1
                 return exe
@@ -343,7 +343,7 @@ class Kernel:
                                    grid_ones=ones)
         exe = self.executable(compiled, device)
         if simple:
-            self._fast.put((keys, device, ones), exe)
+            self._executables.put((keys, device, ones), exe)
         return exe
 
     # --- tooling (no GPU needed) ---------------------------------------------------------------------
@@ -472,7 +472,7 @@ def _native_launcher(kernel):
     ext = native.ext()
     if ext is None or not _NATIVE_LAYOUT:
         return None
-    return ext.Launcher(kernel._fast, kernel._anns, DeviceOp, classify,
+    return ext.Launcher(kernel._executables, kernel._anns, DeviceOp, classify,
                         len(kernel.param_names), kernel._simple)
 
 

@@ -59,9 +59,9 @@ static int from_info(Arg *a, PyObject *info) {
 }
 
 /* Fill `a` from a sealed info's `fast` tuple (argspec.ArgInfo.seal): 1 ok, 0 not sealed, -1. */
-static int from_fast(Arg *a, PyObject *info) {
+static int from_sealed(Arg *a, PyObject *info) {
     PyObject *f;
-    if (Py_TYPE(info) != T_arginfo || !(f = SLOT(info, O.i_fast))) return 0;
+    if (Py_TYPE(info) != T_arginfo || !(f = SLOT(info, O.i_sealed))) return 0;
     if (!PyTuple_Check(f) || PyTuple_GET_SIZE(f) != 7 ||
         !PyTuple_Check(PyTuple_GET_ITEM(f, 1)))
         return 0;
@@ -83,7 +83,7 @@ static int from_fast(Arg *a, PyObject *info) {
 static int python_classify(Launcher *self, Arg *a, PyObject *v, PyObject *ann, StreamInfo *si) {
     PyObject *info = PyObject_CallFunctionObjArgs(self->classify, v, ann, si->stream, NULL);
     if (!info) return -1;
-    int r = from_fast(a, info);
+    int r = from_sealed(a, info);
     if (r == 0) {
         reset_arg(a);
         r = from_info(a, info);
@@ -114,7 +114,7 @@ static int tensor_arg(Launcher *self, Arg *a, PyObject *v, PyObject *ann, Stream
     PyObject *info = SLOT(v, O.t_info);
     if (!info) return give_up(R_UNUSABLE);
     if (info != Py_None) {
-        int r = from_fast(a, info);
+        int r = from_sealed(a, info);
         if (r != 0) return r;
         reset_arg(a);
         return from_info(a, info);
@@ -146,7 +146,7 @@ static int partition_arg(Launcher *self, Arg *a, PyObject *v, PyObject *ann, Str
     PyObject *info = SLOT(v, O.p_info), *t = SLOT(v, O.p_tensor), *tile = SLOT(v, O.p_tile);
     if (!info || !t || !tile || Py_TYPE(t) != T_tensor) return give_up(R_UNUSABLE);
     if (info == Py_None && !(info = shared_partition_info(t, tile))) return -1;
-    int r = info == Py_None ? 0 : from_fast(a, info);
+    int r = info == Py_None ? 0 : from_sealed(a, info);
     if (r == 0) {
         reset_arg(a);
         a->partition = v;

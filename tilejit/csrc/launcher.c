@@ -80,7 +80,7 @@ static int devices_and_aliases(Arg *a, Py_ssize_t n, PyObject *device) {
     return 1;
 }
 
-/* The executable, keyed like Kernel._fast: (argument keys, device, grid axes of extent 1); the
+/* The executable, keyed like Kernel._executables: (argument keys, device, grid axes of extent 1); the
    last lookup is remembered by key identity. A new reference, NULL with an error set, or NULL
    without one (a cache miss: counted). */
 static PyObject *find_executable(Launcher *self, Arg *a, Py_ssize_t n, PyObject *device,
@@ -281,7 +281,7 @@ static PyObject *Launcher_take_launches(Launcher *self, PyObject *noargs) {
     return PyLong_FromUnsignedLongLong(n);
 }
 
-/* forget(): drop the remembered lookup (Kernel._fast was cleared) */
+/* forget(): drop the remembered lookup (Kernel._executables was cleared) */
 static PyObject *Launcher_forget(Launcher *self, PyObject *noargs) {
     forget_last(self);
     Py_RETURN_NONE;

@@ -68,7 +68,7 @@ static const SlotSpec specs[] = {
     {&T_stream, &O.s_device, "device"}, {&T_stream, &O.s_handle, "handle"},
     {&T_stream, &O.s_cu, "_cu"}, {&T_stream, &O.s_epoch, "_epoch"},
     {&T_stream, &O.s_ephemeral, "_ephemeral"}, {&T_stream, &O.s_capture, "_capture"},
-    {&T_arginfo, &O.i_fast, "fast"},
+    {&T_arginfo, &O.i_sealed, "sealed"},
     {&T_klaunch, &O.k_kernel, "kernel"}, {&T_klaunch, &O.k_args, "args"},
     {&T_klaunch, &O.k_arity, "arity"}, {&T_klaunch, &O.k_simple, "_simple"},
     {&T_klaunch, &O.k_grid, "_grid"},

@@ -6,7 +6,7 @@
 PyObject *S_acquire, *S_key, *S_params, *S_storage, *S_writable, *S_extent, *S_prepare,
     *S_finish, *S_grid, *S_use, *S_native, *S_launch, *S_what, *S_name, *S_ptr, *S_wait_raw,
     *S_get_device, *S_is_neg, *S_dtype, *S_data_ptr, *S_shape, *S_stride, *S_kind_tensor,
-    *S_kind_partition, *S_data, *S_device_id, *S_strides, *S_fast, *S_ndim, *S_check_globals,
+    *S_kind_partition, *S_data, *S_device_id, *S_strides, *S_sealed, *S_ndim, *S_check_globals,
     *S_synchronize, *S_out_of_range, *S_raise_launch_error;
 PyObject *K_int, *K_float, *K_bool;
 
@@ -129,7 +129,7 @@ static int intern_names(void) {
         {&S_name, "name"}, {&S_ptr, "ptr"}, {&S_wait_raw, "wait_raw"},
         {&S_get_device, "get_device"}, {&S_is_neg, "is_neg"}, {&S_dtype, "dtype"},
         {&S_data_ptr, "data_ptr"}, {&S_shape, "shape"}, {&S_stride, "stride"},
-        {&S_kind_tensor, "tensor"}, {&S_kind_partition, "partition"}, {&S_fast, "fast"},
+        {&S_kind_tensor, "tensor"}, {&S_kind_partition, "partition"}, {&S_sealed, "sealed"},
         {&S_data, "data"}, {&S_device_id, "device_id"}, {&S_strides, "strides"},
         {&S_ndim, "ndim"}, {&S_check_globals, "check_globals"},
         {&S_synchronize, "synchronize"}, {&S_out_of_range, "scalar_out_of_range"},

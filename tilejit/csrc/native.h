@@ -83,7 +83,7 @@ extern struct Offsets {
     Py_ssize_t st_ptr, st_device, st_h, st_leases;
     Py_ssize_t h_stream, h_epoch;
     Py_ssize_t s_device, s_handle, s_cu, s_epoch, s_ephemeral, s_capture;
-    Py_ssize_t i_fast;
+    Py_ssize_t i_sealed;
     Py_ssize_t k_kernel, k_args, k_arity, k_simple, k_grid, k_ran;
     Py_ssize_t fp_value, fp_tile, fp_live;
     Py_ssize_t f_out, f_stream, f_done;
@@ -115,7 +115,7 @@ PyObject *py_reset_stats(PyObject *m, PyObject *noargs);
 extern PyObject *S_acquire, *S_key, *S_params, *S_storage, *S_writable, *S_extent, *S_prepare,
     *S_finish, *S_grid, *S_use, *S_native, *S_launch, *S_what, *S_name, *S_ptr, *S_wait_raw,
     *S_get_device, *S_is_neg, *S_dtype, *S_data_ptr, *S_shape, *S_stride, *S_kind_tensor,
-    *S_kind_partition, *S_data, *S_device_id, *S_strides, *S_fast, *S_ndim, *S_check_globals,
+    *S_kind_partition, *S_data, *S_device_id, *S_strides, *S_sealed, *S_ndim, *S_check_globals,
     *S_synchronize, *S_out_of_range, *S_raise_launch_error;
 extern PyObject *K_int, *K_float, *K_bool;
 
@@ -172,7 +172,7 @@ typedef struct {
     PyObject *fast, *anns, *deviceop_type, *classify;
     PyObject *watch;        /* (globals dict, name, value, ...): read by the kernel, by identity */
     /* the last lookup, by identity: a loop of launches of one layout skips building and
-       hashing the key tuple (Kernel._fast entries never change once set; forget() on clears) */
+       hashing the key tuple (Kernel._executables entries never change once set; forget() on clears) */
     Py_ssize_t last_n;
     PyObject *last_keys[LAST_MAX], *last_device, *last_exe;
     int last_ones;

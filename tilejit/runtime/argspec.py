@@ -67,7 +67,7 @@ class ArgInfo:
     """Everything the dispatcher needs about one launch argument (see the module docstring)."""
 
     __slots__ = ("kind", "key", "params", "slots", "value", "tensor", "partition", "tile_shape",
-                 "grid", "writable", "storage", "prepare", "finish", "host", "extent", "fast")
+                 "grid", "writable", "storage", "prepare", "finish", "host", "extent", "sealed")
 
     def __init__(self, kind, key, params, slots, value=None, tensor=None, partition=None,
                  tile_shape=None, grid=None, writable=False, storage=None, prepare=None,
@@ -87,14 +87,14 @@ class ArgInfo:
         self.prepare = prepare
         self.finish = finish
         self.host = host            # the NumPy array for copied-in arguments
-        self.fast = None            # what the C launcher reads, in one tuple (seal())
+        self.sealed = None          # what the C launcher reads, in one tuple (seal())
 
     def seal(self) -> "ArgInfo":
-        """Freeze a cached tensor/partition info for the C launcher: ``fast`` = (key, params,
+        """Freeze a cached tensor/partition info for the C launcher: ``sealed`` = (key, params,
         storage, writable, start, end, grid), read with one attribute load per launch."""
         if self.prepare is None and self.finish is None and type(self.params) is tuple and \
                 type(self.extent) is tuple:
-            self.fast = (self.key, self.params, self.storage, bool(self.writable),
+            self.sealed = (self.key, self.params, self.storage, bool(self.writable),
                          self.extent[0], self.extent[1], self.grid)
         return self
 
@@ -108,7 +108,7 @@ class _LightInfo:
     make on every launch."""
 
     __slots__ = ("key", "params", "slots", "value")
-    tensor = partition = tile_shape = grid = storage = prepare = finish = host = fast = None
+    tensor = partition = tile_shape = grid = storage = prepare = finish = host = sealed = None
     writable = False
 
     def __repr__(self) -> str:
