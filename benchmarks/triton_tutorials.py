@@ -162,7 +162,8 @@ def _dropout_check(b, what, out, x, p, mask=None):
     if abs(frac - (1 - p)) > 0.05:
         raise AssertionError(f"{what}: kept {frac:.3f} of the elements, expected {1 - p}")
     b.check(what, out, torch.where(kept, x / (1 - p), torch.zeros_like(x)), 1e-6)
-    if mask is not None and not torch.equal(kept, mask):
+    # an element of x that is exactly 0 reads as dropped (torch.randn gives a few in 2^26)
+    if mask is not None and not torch.equal(kept, mask & (x != 0)):
         raise AssertionError(f"{what}: the mask is not rand(seed, offsets) > p")
 
 
