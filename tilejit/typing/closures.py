@@ -16,6 +16,7 @@ from numba.core import ir
 
 from .. import language
 from ..errors import UnsupportedError
+from .passes import first_assignments
 from .reject import numba_loc
 
 #: comprehensions and generator expressions stay ``make_function``: check_ir refuses them
@@ -42,11 +43,7 @@ def _constant(defs: Dict[str, ir.Assign], var, depth: int = 0):
 def materialize_closures(func_ir, pyfunc, funcname: str) -> bool:
     """Turn each capturable ``make_function`` of ``func_ir`` into a global ``@tile.function``
     (in place); True if any changed."""
-    defs = {}
-    for block in func_ir.blocks.values():
-        for stmt in block.body:
-            if isinstance(stmt, ir.Assign):
-                defs.setdefault(stmt.target.name, stmt)
+    defs = first_assignments(func_ir)
     changed = False
     for block in func_ir.blocks.values():
         for stmt in block.body:

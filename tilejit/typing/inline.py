@@ -19,7 +19,7 @@ from numba.core import ir, ir_utils
 
 from .. import language
 from ..errors import TypingError, UnsupportedError
-from .passes import constant_assignments
+from .passes import constant_assignments, first_assignments
 from .reject import MSG, numba_loc
 
 _site_ids = itertools.count(1)
@@ -57,11 +57,7 @@ def inline_helpers(func_ir, build_ir: Callable, stack: List, funcname: str,
     calling one is an error. Returns True if anything changed."""
     changed_any = plain and _wrap_plain_functions(func_ir)
     while True:
-        defs = {}
-        for block in func_ir.blocks.values():
-            for stmt in block.body:
-                if isinstance(stmt, ir.Assign):
-                    defs.setdefault(stmt.target.name, stmt)
+        defs = first_assignments(func_ir)
         site = _find_call_site(func_ir, defs, stack, funcname, plain)
         if site is None:
             return changed_any
@@ -92,11 +88,7 @@ def _wrap_plain_functions(func_ir) -> bool:
     """Make every plain Python function the IR names (a global, a closure variable or a module
     attribute) a ``@tile.function``: calls to it are then inlined, and the name types as a
     helper. Language stubs and kernels stay as they are."""
-    defs = {}
-    for block in func_ir.blocks.values():
-        for stmt in block.body:
-            if isinstance(stmt, ir.Assign):
-                defs.setdefault(stmt.target.name, stmt)
+    defs = first_assignments(func_ir)
     changed = False
     for block in func_ir.blocks.values():
         for stmt in block.body:

@@ -23,6 +23,16 @@ from numba.core.rewrites.static_getitem import RewriteConstGetitems, RewriteCons
 from ..dtypes import DType, as_dtype
 
 
+def first_assignments(func_ir) -> dict:
+    """Each variable name of ``func_ir`` -> the first ``ir.Assign`` to it (in block order)."""
+    defs = {}
+    for block in func_ir.blocks.values():
+        for stmt in block.body:
+            if isinstance(stmt, ir.Assign):
+                defs.setdefault(stmt.target.name, stmt)
+    return defs
+
+
 def constant_assignments(value, target: ir.Var, scope, loc, name: str):
     """Statements that assign the compile-time ``value`` to ``target``: ints, bools, floats and
     strings as ``const``, tuples element-wise through ``build_tuple`` (so each element stays a

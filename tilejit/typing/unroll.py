@@ -22,6 +22,7 @@ from .. import language
 from ..errors import UnsupportedError
 from .closures import _MISSING, _constant
 from .inline import _static_callee
+from .passes import first_assignments
 from .reject import numba_loc
 
 STATIC_LOOPS = (language.static_range, language.static_iter)
@@ -31,21 +32,12 @@ def unroll_static_loops(func_ir, arg_types: Dict[str, object], funcname: str) ->
     """Unroll every static loop of ``func_ir`` (in place); True if any was."""
     changed = False
     while True:
-        defs = _definitions(func_ir)
+        defs = first_assignments(func_ir)
         found = _find_static_loop(func_ir, defs)
         if found is None:
             return changed
         _unroll(func_ir, defs, arg_types, funcname, *found)
         changed = True
-
-
-def _definitions(func_ir):
-    defs = {}
-    for block in func_ir.blocks.values():
-        for stmt in block.body:
-            if isinstance(stmt, ir.Assign):
-                defs.setdefault(stmt.target.name, stmt)
-    return defs
 
 
 def _find_static_loop(func_ir, defs):
