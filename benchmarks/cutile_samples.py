@@ -266,15 +266,8 @@ def fft(batch, factors, pack):
 
 def block_scaled(torch, S):
     m, k, n, block = 512, 768, 512, 32
-
-    def quantize(t):
-        tb = t.reshape(t.shape[0], -1, block)
-        scale = torch.pow(2.0, torch.ceil(torch.log2(
-            torch.clamp(tb.abs().amax(-1, keepdim=True) / 448.0, min=1e-12))))
-        return (tb / scale).to(torch.float8_e4m3fn).reshape(t.shape), \
-            scale.squeeze(-1).to(torch.float8_e8m0fnu)
-    a, sa = quantize(torch.rand(m, k, device="cuda"))
-    bt, sbt = quantize(torch.rand(n, k, device="cuda"))
+    a, sa = S.mxfp8_quantize(torch.rand(m, k, device="cuda"), block)
+    bt, sbt = S.mxfp8_quantize(torch.rand(n, k, device="cuda"), block)
     b, sb = bt.T, sbt.T
     c = torch.empty(m, n, device="cuda")
     s = torch.cuda.current_stream()

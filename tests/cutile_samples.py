@@ -535,6 +535,17 @@ def block_scaled_matmul_kernel(A, A_scale, B, B_scale, C, tm: ConstInt, tn: Cons
     ct.store(C, index=(bm, bn), tile=acc)
 
 
+def mxfp8_quantize(t, block=32):
+    """Host side (torch): e4m3 values of ``t`` (rows of K) and one power-of-two e8m0 scale per
+    ``block`` elements of each row, so that every block's largest value fits e4m3 (448)."""
+    import torch
+    tb = t.reshape(t.shape[0], -1, block)
+    scale = torch.pow(2.0, torch.ceil(torch.log2(
+        torch.clamp(tb.abs().amax(-1, keepdim=True) / 448.0, min=1e-12))))
+    return (tb / scale).to(torch.float8_e4m3fn).reshape(t.shape), \
+        scale.squeeze(-1).to(torch.float8_e8m0fnu)
+
+
 def block_scaled_matmul(stream, A, A_scale, B, B_scale, C, tiles=(256, 256, 128), block=32):
     tm, tn, tk = tiles
     grid = (ct.cdiv(A.shape[0], tm) * ct.cdiv(B.shape[1], tn), 1, 1)

@@ -241,16 +241,8 @@ def test_fft_several_sequences_per_block(torch):
 # --- BlockScaledMatMul (512x768 @ 768x512, MXFP8 with 32-element scale blocks) -----------------
 def test_block_scaled_matmul(torch):
     m, k, n, block = 512, 768, 512, 32
-
-    def quantize(t):
-        tb = t.reshape(t.shape[0], -1, block)
-        scale = torch.pow(2.0, torch.ceil(torch.log2(
-            torch.clamp(tb.abs().amax(-1, keepdim=True) / 448.0, min=1e-12))))
-        return (tb / scale).to(torch.float8_e4m3fn).reshape(t.shape), \
-            scale.squeeze(-1).to(torch.float8_e8m0fnu)
-
-    a, a_scale = quantize(torch.rand(m, k, device="cuda"))
-    bt, bt_scale = quantize(torch.rand(n, k, device="cuda"))
+    a, a_scale = S.mxfp8_quantize(torch.rand(m, k, device="cuda"), block)
+    bt, bt_scale = S.mxfp8_quantize(torch.rand(n, k, device="cuda"), block)
     b, b_scale = bt.T, bt_scale.T
     c = torch.full((m, n), float("nan"), device="cuda")
     S.block_scaled_matmul(stream(torch), a, a_scale, b, b_scale, c)
