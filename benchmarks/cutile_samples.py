@@ -62,26 +62,21 @@ class Clock:
         return t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)
 
     def call_ms(self, fn, n: int) -> float:
-        t = self.torch
-        times = []
-        for _ in range(self.reps):
-            a, b = self._events()
-            t.cuda.synchronize()
-            a.record()
-            for _ in range(n):
-                fn()
-            b.record()
-            b.synchronize()
-            times.append(a.elapsed_time(b) / n)
-        return statistics.median(times)
+        """Host + GPU time per call: the GPU waits for each call as the host issues it."""
+        return self._median_ms(fn, n, queued=False)
 
     def kernel_ms(self, fn, n: int) -> float:
+        """GPU time per call: the host queues all n calls behind a sleep kernel first."""
+        return self._median_ms(fn, n, queued=True)
+
+    def _median_ms(self, fn, n: int, queued: bool) -> float:
         t = self.torch
         times = []
         for _ in range(self.reps):
             a, b = self._events()
             t.cuda.synchronize()
-            t.cuda._sleep(int(2e6 + 3e5 * n))    # the host queues all n calls while this runs
+            if queued:
+                t.cuda._sleep(int(2e6 + 3e5 * n))    # the host queues all n calls while this runs
             a.record()
             for _ in range(n):
                 fn()
