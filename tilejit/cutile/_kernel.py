@@ -166,9 +166,9 @@ class Kernel(_TileKernel):
             v = values[i]
             array = _ARRAY_TYPES.get(type(v))
             if array is None:
-                array = _ARRAY_TYPES.put(type(v), _is_plain_array(v))
+                array = _ARRAY_TYPES.put(type(v), _array_kind(v))
             if array:
-                if getattr(v, "is_cpu", False):     # a CPU torch tensor: written back through NumPy
+                if array == _MAY_BE_HOST and v.is_cpu:  # a CPU torch tensor: written back via NumPy
                     values[i] = atomic(v)
                     continue
                 w = _new_atomic(atomic)
@@ -224,7 +224,7 @@ class Kernel(_TileKernel):
         values = list(args)
         for i in self._writes():
             v = values[i]
-            if _is_plain_array(v):
+            if _array_kind(v):
                 values[i] = atomic(v)
         return tuple(values)
 
@@ -252,11 +252,17 @@ class _Bound(Kernel):
         return super()._compile(keys, self._consts, target, options, *args, **kwargs)
 
 
-def _is_plain_array(v) -> bool:
-    """An array that ``tile.atomic`` makes writable (not a scalar, tuple or partition): decided
-    by its type (``_ARRAY_TYPES`` remembers it)."""
-    return hasattr(v, "shape") and not isinstance(
-        v, (np.generic, Partition, ForeignPartition, atomic, tuple, list))
+_MAY_BE_HOST = 2
+
+
+def _array_kind(v) -> int:
+    """0 for what ``tile.atomic`` does not wrap (scalars, tuples, partitions), else an array:
+    ``_MAY_BE_HOST`` when its type can hold host memory (torch: ``is_cpu``), 1 otherwise. Decided
+    by the type (``_ARRAY_TYPES`` remembers it)."""
+    if not hasattr(v, "shape") or isinstance(
+            v, (np.generic, Partition, ForeignPartition, atomic, tuple, list)):
+        return 0
+    return _MAY_BE_HOST if hasattr(type(v), "is_cpu") else 1
 
 
 def _has_float(v) -> bool:
