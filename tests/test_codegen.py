@@ -275,3 +275,56 @@ def test_order_must_be_a_permutation():
 
     with pytest.raises(tile.TypingError, match=r"order \(0, 0\) is not a permutation"):
         bad(z.partition((16, 8)), x).sync()
+
+
+# --------------------------------------------------------------------------------------------------
+# Unit strides are static on every axis: a column-major operand (fp8's K-major B, a transposed
+# view) tells tileiras which axis is contiguous, as a row-major one does (TMA, K-major MMA loads)
+@tile.entry
+def matmul_kmajor_b(c, a, b, BK: tile.Constant[int]):
+    BM, BN = c.shape
+    bm, bn = c.block
+    acc = tile.zeros((BM, BN), tile.float32)
+    for k in range(tile.cdiv(a.shape[1], BK)):
+        acc = tile.mma(a.load((bm, k), (BM, BK)), b.load((k, bn), (BK, BN)), acc)
+    c.store(acc.astype(c.dtype))
+
+
+def _tensor_view_strides(ir: str) -> list:
+    return re.findall(r"-> tensor_view<[^,]*, strides=\[([^\]]*)\]>", ir)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float8_e4m3fn"])
+def test_column_major_operand_has_a_static_unit_stride(dtype):
+    import ml_dtypes
+    m, k, n = 32, 64, 48
+    npdt = np.float16 if dtype == "float16" else ml_dtypes.float8_e4m3fn
+    rng = np.random.default_rng(1)
+    a_np = rng.integers(-3, 4, (m, k)).astype(npdt)
+    bt_np = rng.integers(-3, 4, (n, k)).astype(npdt)                 # B^T row-major
+    a = api.from_numpy(a_np).sync()
+    b = api.from_numpy(bt_np).sync().permute(1, 0)                   # (K, N) column-major
+    c = api.zeros((m, n), tile.float32).sync()
+    args = (c.partition((16, 16)), a, b)
+    ir = matmul_kmajor_b.inspect_tileir(*args, BK=32)
+    assert _tensor_view_strides(ir) == ["?,1", "?,1", "1,?"]           # c, a, and B's axis 0
+    matmul_kmajor_b(*args, BK=32).sync()
+    ref = a_np.astype(np.float32) @ bt_np.astype(np.float32).T
+    np.testing.assert_array_equal(c.to_numpy(), ref)
+
+
+def test_every_unit_stride_is_static_and_compiles():
+    """A (N, 1) column has unit strides on both axes (NumPy gives (1, 1) elements): both are
+    static, the simulator reads it right and tileiras accepts the view."""
+    x_np = np.arange(64, dtype=np.float32).reshape(64, 1)
+    x, z = api.from_numpy(x_np).sync(), api.zeros((64, 1), tile.float32).sync()
+
+    @tile.entry
+    def copy_column(z, x):
+        z.store(x.load((z.block[0], 0), z.shape) * 2.0)
+
+    ir = copy_column.inspect_tileir(z.partition((16, 1)), x)
+    assert _tensor_view_strides(ir) == ["1,1", "1,1"]
+    copy_column(z.partition((16, 1)), x).sync()
+    np.testing.assert_array_equal(z.to_numpy(), 2 * x_np)
+    assert copy_column.compile(z.partition((16, 1)), x, arch="sm_90")

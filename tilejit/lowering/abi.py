@@ -2,7 +2,7 @@
 
 Each array argument becomes ``base, shape_0.., stride_0..``; the prologue turns the key's facts
 into ``assume`` ops (pointer alignment, non-negative extents, divisibility) and a tensor view whose
-innermost unit stride is static, so tileiras can pick vector loads and TMA.
+unit strides are static, so tileiras can pick vector loads and TMA.
 """
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ class ArrayParam:
         return v
 
     def stride(self, i: int, hoist_em) -> TV:
-        """Stride ``i`` in elements (a constant 1 for the static innermost unit stride)."""
+        """Stride ``i`` in elements (a constant 1 for a static unit stride)."""
         s = self.strides[i]
         if s is None:
             s = self.strides[i] = hoist_em.const(1, self.index_dtype)
@@ -196,8 +196,10 @@ def _param(pname: str, k, args, b: Builder, em: Emitter):
         tv_shape.append(s)
     stride_tvs, tv_strides = [], []
     for i, s in enumerate(stride_vals):
-        if stride_one[i] and i == ndim - 1:
-            tv_strides.append(1)                        # static unit stride: contiguous rows
+        if stride_one[i]:
+            # static unit stride on any axis: a column-major operand (fp8 B, transposed views)
+            # then gets TMA and K-major tensor-core loads; a dynamic 1 hides that from tileiras
+            tv_strides.append(1)
             stride_tvs.append(None)                     # materialized on demand (stride())
             continue
         s = b.assume(s, A.Bounded(0, None))
