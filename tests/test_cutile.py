@@ -359,3 +359,26 @@ def test_kernels_may_name_numpy_and_torch_dtypes():
     ct.launch(0, (2,), ct.kernel(body), (a, c, 32))
     np.testing.assert_array_equal(c, np.where(np.arange(64) % 2 == 0, a, -np.inf))
     assert fingerprint.function_digest(body) is not None
+
+
+# --- ct.mma(use_fast_acc=True): the float8 tensor-core sum, as tile.mma(fast_acc=True) -----------
+@ct.kernel
+def fp8_mma_fast(a, b, c, FAST: ct.Constant[bool]):
+    acc = ct.full((16, 16), 0.0, dtype=ct.float32)
+    acc = ct.mma(ct.load(a, index=(0, 0), shape=(16, 32)), ct.load(b, index=(0, 0), shape=(32, 16)),
+                 acc, use_fast_acc=FAST)
+    ct.store(c, index=(0, 0), tile=acc)
+
+
+@pytest.mark.parametrize("fast", [False, True])
+def test_use_fast_acc_reaches_the_mma(fast):
+    import ml_dtypes
+    rng = np.random.default_rng(2)
+    a = rng.integers(-4, 5, (16, 32)).astype(ml_dtypes.float8_e4m3fn)
+    b = rng.integers(-4, 5, (32, 16)).astype(ml_dtypes.float8_e4m3fn)
+    c = np.zeros((16, 16), np.float32)
+    ir = fp8_mma_fast.inspect_tileir(a, b, c, fast)
+    (line,) = [ln for ln in ir.splitlines() if "= mmaf " in ln]
+    assert ("fast_acc" in line) is fast
+    ct.launch(0, (1,), fp8_mma_fast, (a, b, c, fast))
+    np.testing.assert_array_equal(c, a.astype(np.float32) @ b.astype(np.float32))

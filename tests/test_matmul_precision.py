@@ -117,3 +117,53 @@ def test_mixed_float8_formats_are_a_typing_error():
     _refused("tile.mma(ta, tb, tile.zeros((16, 16), tile.float32))", tile.float8_e4m3fn,
              tile.float8_e5m2,
              r"a is float8_e4m3fn and b is float8_e5m2.*b\.astype\(tile\.float8_e4m3fn\)")
+
+
+# --------------------------------------------------------------------------------------------------
+# fast_acc: float8 products summed in the tensor cores' own precision (Hopper), when asked
+@tile.entry
+def mma_fast_acc(c, a, b, FAST: tile.Constant[bool]):
+    acc = tile.zeros(c.shape, tile.float32)
+    c.store(tile.mma(a.load((0, 0), (32, 64)), b.load((0, 0), (64, 32)), acc, fast_acc=FAST))
+
+
+def _fast_acc_case(np_dtype, fast):
+    rng = np.random.default_rng(5)
+    a_np = rng.integers(-4, 5, (32, 64)).astype(np_dtype)
+    b_np = rng.integers(-4, 5, (64, 32)).astype(np_dtype)
+    a, b = api.from_numpy(a_np).sync(), api.from_numpy(b_np).sync()
+    c = api.zeros((32, 32), tile.float32).sync()
+    args = (c.partition((32, 32)), a, b)
+    ir = mma_fast_acc.inspect_tileir(*args, FAST=fast)
+    mma_fast_acc(*args, fast).sync()
+    np.testing.assert_array_equal(c.to_numpy(), a_np.astype(np.float32) @ b_np.astype(np.float32))
+    return ir, args
+
+
+def _mmaf_line(ir: str) -> str:
+    (line,) = [ln for ln in ir.splitlines() if "= mmaf " in ln]
+    return line
+
+
+@pytest.mark.parametrize("fast", [False, True])
+def test_fast_acc_marks_float8_mma_only_when_asked(fast):
+    import ml_dtypes
+    ir, args = _fast_acc_case(ml_dtypes.float8_e4m3fn, fast)
+    assert ("fast_acc" in _mmaf_line(ir)) is fast
+    assert mma_fast_acc.compile(*args, FAST=fast, arch="sm_90")[:4] == b"\x7fELF"
+
+
+def test_fast_acc_is_ignored_for_float16():
+    ir, _ = _fast_acc_case(np.float16, True)
+    assert "fast_acc" not in _mmaf_line(ir)
+
+
+def test_fast_acc_must_be_a_constant():
+    @tile.entry
+    def k(c, a, b, fast):
+        acc = tile.zeros(c.shape, tile.float32)
+        c.store(tile.mma(a.load((0, 0), (16, 16)), b.load((0, 0), (16, 16)), acc, fast_acc=fast))
+
+    x = api.zeros((16, 16), tile.float16).sync()
+    with pytest.raises(tile.TypingError, match="fast_acc must be a compile-time constant bool"):
+        k(api.zeros((16, 16), tile.float32).sync().partition((16, 16)), x, x, True).sync()

@@ -67,3 +67,15 @@ def load_bad_order(x, w):
 def test_store_and_order_errors(fn, keys, message):
     with pytest.raises(tile.TypingError, match=message):
         type_kernel(fn, keys)
+
+
+def store_method_on_writable(x, y):
+    y.store((0, 0), x.load((0, 0), (4, 4)))
+
+
+def test_store_method_on_a_writable_tensor_names_the_spellings_that_work():
+    with pytest.raises(tile.TypingError) as e:
+        type_kernel(store_method_on_writable, [T2, W2])
+    msg = str(e.value)
+    assert "read-only" not in msg
+    assert "tile.store(t, index, tile)" in msg and "t.partition(tile_shape).store(index, tile)" in msg

@@ -172,9 +172,9 @@ def full(shape, fill_value, dtype):
 # Matmul and shape
 @_helper
 def mma(x, y, /, acc, *, use_fast_acc=False):
-    """``ct.mma``: ``x @ y + acc`` in ``acc``'s dtype. ``use_fast_acc`` (fp8 on Hopper) is a
-    speed hint tilejit does not take: it accumulates at full precision."""
-    return L.mma(x, y, acc)
+    """``ct.mma``: ``x @ y + acc`` in ``acc``'s dtype. ``use_fast_acc`` (fp8 on Hopper): the
+    tensor cores' reduced-precision sum (``tile.mma(..., fast_acc=True)``)."""
+    return L.mma(x, y, acc, fast_acc=use_fast_acc)
 
 
 @_helper

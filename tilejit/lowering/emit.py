@@ -600,14 +600,14 @@ class Emitter:
         return TV(op.results[0], dt)
 
     # --- matmul --------------------------------------------------------------------------------
-    def mma(self, a: TV, b_: TV, acc: TV) -> TV:
+    def mma(self, a: TV, b_: TV, acc: TV, fast_acc: bool = False) -> TV:
         if a.dtype.is_integer:
             if not (a.dtype.bits == 8 and b_.dtype.bits == 8 and acc.dtype is D.int32):
                 raise TypingError(f"integer mma takes int8/uint8 x int8/uint8 -> int32, got "
                                   f"{a.dtype} x {b_.dtype} -> {acc.dtype}")
             return TV(self.b.mmai(a.value, b_.value, acc.value, a.dtype.is_signed,
                                   b_.dtype.is_signed), acc.dtype)
-        return TV(self.b.mmaf(a.value, b_.value, acc.value), acc.dtype)
+        return TV(self.b.mmaf(a.value, b_.value, acc.value, fast_acc=fast_acc), acc.dtype)
 
     # --- misc ----------------------------------------------------------------------------------
     def iota(self, n: int, dt: DType) -> TV:

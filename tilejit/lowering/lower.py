@@ -329,16 +329,18 @@ class Lowering(ControlFlow):
         r = self.mma(a, b, self.em.const(0, acc_dt, shape), precision)
         return self.em.cast(r, out_dt) if out_dt is not None else r
 
-    def mma(self, a: TV, b: TV, acc: TV, precision: Optional[str] = None) -> TV:
+    def mma(self, a: TV, b: TV, acc: TV, precision: Optional[str] = None,
+            fast_acc: bool = False) -> TV:
         """``a @ b + acc``. float32 inputs multiply in float32 unless ``precision`` (the
         ``input_precision`` argument) asks for tf32: "tf32" rounds both inputs to tf32,
         "tf32x3" adds the products of the high and low tf32 parts (hi*hi + hi*lo + lo*hi, the
-        small terms first), which recovers about float32 accuracy on the tf32 tensor cores."""
+        small terms first), which recovers about float32 accuracy on the tf32 tensor cores.
+        ``fast_acc`` marks a float8 product for the tensor cores' reduced-precision sum."""
         em = self.em
         if len(a.shape) != len(b.shape) or a.shape[:-2] != b.shape[:-2]:
-            return self._batch_broadcast_mma(a, b, acc, precision)
+            return self._batch_broadcast_mma(a, b, acc, precision, fast_acc)
         if not (a.dtype is D.float32 and b.dtype is D.float32 and precision in ("tf32", "tf32x3")):
-            return em.mma(a, b, acc)
+            return em.mma(a, b, acc, fast_acc=fast_acc and a.dtype.is_fp8)
         a_hi, b_hi = em.cast(a, D.tfloat32), em.cast(b, D.tfloat32)
         if precision == "tf32x3":
             def low(x, hi):
@@ -347,7 +349,7 @@ class Lowering(ControlFlow):
             acc = em.mma(a_hi, low(b, b_hi), acc)
         return em.mma(a_hi, b_hi, acc)
 
-    def _batch_broadcast_mma(self, a: TV, b: TV, acc: TV, precision) -> TV:
+    def _batch_broadcast_mma(self, a: TV, b: TV, acc: TV, precision, fast_acc=False) -> TV:
         """``mma`` whose batch axis broadcasts (typing checked the shapes). A batched ``a``
         times an unbatched ``b`` is one 2-D product of ``(B*M, K) @ (K, N)``; otherwise the
         operand without the batch is broadcast to it."""
@@ -359,11 +361,11 @@ class Lowering(ControlFlow):
             m, k = a.shape[-2:]
             rows = int(np.prod(batch)) * m
             r = self.mma(em.reshape(a, (rows, k)), em.reshape(b, b2),
-                         em.reshape(acc, (rows, acc.shape[-1])), precision)
+                         em.reshape(acc, (rows, acc.shape[-1])), precision, fast_acc)
             return em.reshape(r, acc.shape)
         a = em.broadcast(em.reshape(a, (1,) * (3 - len(a.shape)) + a.shape), batch + a.shape[-2:])
         b = em.broadcast(em.reshape(b, (1,) * (3 - len(b.shape)) + b.shape), batch + b2)
-        return self.mma(a, b, acc, precision)
+        return self.mma(a, b, acc, precision, fast_acc)
 
     # --- attributes --------------------------------------------------------------------------
     def getattr_(self, e, target):

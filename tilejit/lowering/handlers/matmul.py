@@ -14,7 +14,8 @@ def _precision(lw, info, args):
 @handles(L.mma)
 def _mma(lw, info, args, rty):
     a, b = lw.tv(lw.arg(args, "a")), lw.tv(lw.arg(args, "b"))
-    return lw.mma(a, b, lw.tv(lw.arg(args, "acc")), _precision(lw, info, args))
+    return lw.mma(a, b, lw.tv(lw.arg(args, "acc")), _precision(lw, info, args),
+                  fast_acc=lw.static_arg(info, args, "fast_acc", False))
 
 
 @handles(L.mma_scaled)

@@ -310,7 +310,12 @@ def unknown_attribute_error(typ, attr: str) -> TileTypingError:
         if cls in TYPE_NOUNS:
             attrs, methods = known_members(cls)
             if cls is TensorType and attr in ("store", "__setitem__"):
-                return read_only_error("store to", typ)
+                if not typ.writable:
+                    return read_only_error("store to", typ)
+                return TileTypingError(
+                    f"{typ} has no '{attr}' method: store a tile into a writable tensor with "
+                    f"`tile.store(t, index, tile)` (index counts tiles of the stored tile's "
+                    f"shape), or through a tile view: `t.partition(tile_shape).store(index, tile)`")
             listing = ", ".join(attrs + [m + "()" for m in methods])
             hint = _did_you_mean(attr, attrs + methods)
             return TileTypingError(f"{typ} has no attribute '{attr}'{hint}; "

@@ -25,7 +25,7 @@ from ... import dtypes as dt
 from ... import language
 from ..diagnostics import TileTypingError, describe_type
 from ..types import TileType
-from ._base import NOT_STATIC, function_rule, is_none, static_value
+from ._base import NOT_STATIC, bool_arg, function_rule, is_none, static_value
 
 _ACC = {
     dt.float16: (dt.float32, dt.float16), dt.bfloat16: (dt.float32,),
@@ -96,6 +96,7 @@ def input_precision_arg(ty, op: str):
 def _mma(bd):
     a, b, acc = bd.a, bd.b, bd.acc
     input_precision_arg(bd.input_precision, "tile.mma")
+    bool_arg(bd.fast_acc, "tile.mma: fast_acc")
     out = _operands(a, b, "tile.mma")
     if not isinstance(acc, TileType):
         raise TileTypingError(f"tile.mma: acc must be a tile, got {describe_type(acc)}")

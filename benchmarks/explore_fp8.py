@@ -1,0 +1,204 @@
+"""fp8 (e4m3) matmul layouts and tiles against ``torch._scaled_mm`` (issue 26): which program
+puts tileiras on the fp8 tensor-core path. GPU only.
+
+    python benchmarks/explore_fp8.py [--m 4096]
+
+Variants: the tensor cores' fast fp8 sum on or off, and fast sums promoted into a float32
+accumulator every few K tiles; tiles 128x128, BK 64 / 128, occupancy 1 / 2. ``--all`` adds
+128x256 / 256x128 tiles, B^T row-major and grouped tile orders, and cuTile's kernel. Each variant
+is checked against torch before it is timed (median of single runs, L2 flushed).
+"""
+import argparse
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.join(HERE, ".."), HERE, os.path.join(HERE, "..", "examples")]
+
+import tilejit as tile  # noqa: E402
+
+from fp8_matmul import fp8_matmul  # noqa: E402
+
+
+@tile.entry
+def fp8_matmul_fast(c, a, b, scale_a, scale_b, BK: tile.Constant[int],
+                    FAST: tile.Constant[bool]):
+    """``examples/fp8_matmul.py``'s kernel with the tensor cores' fast fp8 sum when FAST."""
+    BM, BN = c.shape
+    bm, bn = c.block
+    acc = tile.zeros((BM, BN), tile.float32)
+    for k in range(tile.cdiv(a.shape[1], BK)):
+        acc = tile.mma(a.load((bm, k), (BM, BK)), b.load((k, bn), (BK, BN)), acc, fast_acc=FAST)
+    c.store((acc * (scale_a.load((0,), ()) * scale_b.load((0,), ()))).astype(c.dtype))
+
+
+@tile.entry
+def fp8_matmul_promoted(c, a, b, scale_a, scale_b, BK: tile.Constant[int],
+                        EVERY: tile.Constant[int]):
+    """Fast tensor-core sums over EVERY K tiles, each added to a float32 accumulator (the
+    promotion interval CUTLASS uses for fp8 on Hopper)."""
+    BM, BN = c.shape
+    bm, bn = c.block
+    acc = tile.zeros((BM, BN), tile.float32)
+    n = tile.cdiv(a.shape[1], BK)
+    for k0 in range(0, n, EVERY):
+        part = tile.zeros((BM, BN), tile.float32)
+        for k in range(k0, min(k0 + EVERY, n)):
+            part = tile.mma(a.load((bm, k), (BM, BK)), b.load((k, bn), (BK, BN)), part,
+                            fast_acc=True)
+        acc = acc + part
+    c.store((acc * (scale_a.load((0,), ()) * scale_b.load((0,), ()))).astype(c.dtype))
+
+
+def cutile_fp8(m):
+    """cuTile Python's form of the same kernel (None where cuda.tile is not installed)."""
+    try:
+        import cuda.tile as ct
+    except ImportError:
+        return None
+
+    @ct.kernel
+    def k(a, b, c, BM: ct.Constant[int], BN: ct.Constant[int], BK: ct.Constant[int],
+          FAST: ct.Constant[bool]):
+        bm, bn = ct.bid(0), ct.bid(1)
+        acc = ct.full((BM, BN), 0.0, dtype=ct.float32)
+        for kk in range(ct.cdiv(a.shape[1], BK)):
+            acc = ct.mma(ct.load(a, index=(bm, kk), shape=(BM, BK)),
+                         ct.load(b, index=(kk, bn), shape=(BK, BN)), acc, use_fast_acc=FAST)
+        ct.store(c, index=(bm, bn), tile=(acc * 2.0).astype(c.dtype))
+    return ct, k
+
+
+@tile.entry
+def fp8_matmul_bt(c, a, bt, scale_a, scale_b, BK: tile.Constant[int]):
+    """B given as B^T (N, K) row-major: (BN, BK) tiles, transposed for the MMA."""
+    BM, BN = c.shape
+    bm, bn = c.block
+    acc = tile.zeros((BM, BN), tile.float32)
+    for k in range(tile.cdiv(a.shape[1], BK)):
+        acc = tile.mma(a.load((bm, k), (BM, BK)), bt.load((bn, k), (BN, BK)).T, acc)
+    c.store((acc * (scale_a.load((0,), ()) * scale_b.load((0,), ()))).astype(c.dtype))
+
+
+@tile.entry
+def fp8_matmul_grouped(c, a, b, scale_a, scale_b, BM: tile.Constant[int],
+                       BN: tile.Constant[int], BK: tile.Constant[int],
+                       GROUP: tile.Constant[int]):
+    """The column-major-B kernel on a 1-D grid walked in groups of GROUP row tiles."""
+    num_m = tile.cdiv(a.shape[0], BM)
+    num_n = tile.cdiv(b.shape[1], BN)
+    pid = tile.bid(0)
+    width = GROUP * num_n
+    first_m = (pid // width) * GROUP
+    rows = min(num_m - first_m, GROUP)
+    bm = first_m + (pid % width) % rows
+    bn = (pid % width) // rows
+    acc = tile.zeros((BM, BN), tile.float32)
+    for k in range(tile.cdiv(a.shape[1], BK)):
+        acc = tile.mma(a.load((bm, k), (BM, BK)), b.load((k, bn), (BK, BN)), acc)
+    acc = acc * (scale_a.load((0,), ()) * scale_b.load((0,), ()))
+    tile.store(c, (bm, bn), acc.astype(c.dtype))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--m", type=int, default=4096)
+    ap.add_argument("--all", action="store_true",
+                    help="also the 128x256/256x128 tiles, the B layouts and cuTile's kernel")
+    args = ap.parse_args()
+    import torch
+    from harness import Timer
+    if not torch.cuda.is_available():
+        print("explore_fp8: no GPU; nothing to do")
+        return 0
+    m = args.m
+    f8 = torch.float8_e4m3fn
+    a8 = torch.randn(m, m, device="cuda").clamp(-8, 8).to(f8)
+    bt8 = torch.randn(m, m, device="cuda").clamp(-8, 8).to(f8)
+    b8 = bt8.t()
+    sa = torch.full((1,), 0.5, device="cuda")
+    sb = torch.full((1,), 4.0, device="cuda")
+    ref = (a8.float() @ b8.float()) * 2.0
+    c = torch.empty(m, m, dtype=torch.bfloat16, device="cuda")
+    timer = Timer(reps=20)
+    s = torch.cuda.current_stream()
+    tflop = 2 * m ** 3 / 1e12
+    vendor = timer.ms(lambda: torch._scaled_mm(a8, b8, scale_a=sa, scale_b=sb,
+                                               out_dtype=torch.bfloat16))
+    print(f"torch._scaled_mm {m}^3: {tflop / vendor * 1e3:.0f} TFLOP/s")
+    fast_vendor = timer.ms(lambda: torch._scaled_mm(a8, b8, scale_a=sa, scale_b=sb,
+                                                    out_dtype=torch.bfloat16, use_fast_accum=True))
+    print(f"torch._scaled_mm use_fast_accum=True {m}^3: {tflop / fast_vendor * 1e3:.0f} TFLOP/s")
+    cands = []
+    tiles = ((128, 128, 128, 1), (128, 128, 128, 2), (128, 128, 64, 2))
+    if args.all:
+        tiles += ((128, 256, 128, 1), (256, 128, 128, 1))
+    for bm, bn, bk, occ in tiles:
+        for fast in (False, True):
+            opts = tile.CompileOptions(occupancy=occ)
+            cands.append((f"fast_acc={fast} {bm}x{bn}x{bk} occ{occ}",
+                          lambda bm=bm, bn=bn, bk=bk, o=opts, f=fast: fp8_matmul_fast(
+                              tile.partition(c, (bm, bn)), a8, b8, sa, sb, bk, f)
+                          .compile_options(o)))
+    for bk, every, occ in ((128, 1, 2), (128, 2, 2), (128, 4, 2), (64, 2, 2), (64, 4, 2),
+                           (128, 1, 1), (128, 4, 1)):
+        opts = tile.CompileOptions(occupancy=occ)
+        cands.append((f"promoted every {every} x BK={bk} occ{occ}",
+                      lambda bk=bk, e=every, o=opts: fp8_matmul_promoted(
+                          tile.partition(c, (128, 128)), a8, b8, sa, sb, bk, e)
+                      .compile_options(o)))
+    ctk = cutile_fp8(m) if args.all else None
+    if ctk is not None:
+        ct, k = ctk
+        for bm, bn, bk in ((128, 128, 128), (128, 256, 128), (128, 128, 64)):
+            for fast in (False, True):
+                def run(bm=bm, bn=bn, bk=bk, fast=fast):
+                    ct.launch(s, (m // bm, m // bn, 1), k, (a8, b8, c, bm, bn, bk, fast))
+                try:
+                    c.fill_(float("nan"))
+                    run()
+                    torch.cuda.synchronize()
+                    err = ((c.float() - ref).abs().max() / ref.abs().max()).item()
+                    ms = timer.ms(run)
+                    print(f"cuTile fast_acc={fast} {bm}x{bn}x{bk}: {tflop / ms * 1e3:.0f} TFLOP/s "
+                          f"(error {err:.1e})", flush=True)
+                except Exception as e:  # noqa: BLE001
+                    print(f"cuTile {bm}x{bn}x{bk}: failed: {type(e).__name__}: {e}"[:300])
+    for bm, bn in ((128, 128),) if args.all else ():
+        for bk in (128,):
+            for occ in (2,):
+                opts = tile.CompileOptions(occupancy=occ)
+                name = f"{bm}x{bn}x{bk} occ{occ}"
+                cands.append((f"colmajor {name}", lambda bm=bm, bn=bn, bk=bk, o=opts: fp8_matmul(
+                    tile.partition(c, (bm, bn)), a8, b8, sa, sb, bk).compile_options(o)))
+                cands.append((f"bt {name}", lambda bm=bm, bn=bn, bk=bk, o=opts: fp8_matmul_bt(
+                    tile.partition(c, (bm, bn)), a8, bt8, sa, sb, bk).compile_options(o)))
+                grid = (-(-m // bm) * -(-m // bn), 1, 1)
+                cands.append((f"grouped8 {name}", lambda bm=bm, bn=bn, bk=bk, o=opts, g=grid:
+                              fp8_matmul_grouped(tile.atomic(c), a8, b8, sa, sb, bm, bn, bk, 8)
+                              .grid(g).compile_options(o)))
+    rows = []
+    for name, make in cands:
+        try:
+            p = make().prepare(s)
+            c.fill_(float("nan"))
+            p.launch()
+            torch.cuda.synchronize()
+            err = ((c.float() - ref).abs().max() / ref.abs().max()).item()
+            if not err < 1e-2:
+                print(f"{name}: WRONG (relative error {err:.3g})")
+                continue
+            ms = timer.ms(p.launch)
+            rows.append((tflop / ms * 1e3, name))
+            print(f"{name}: {tflop / ms * 1e3:.0f} TFLOP/s "
+                  f"({tflop / ms * 1e3 / (tflop / vendor * 1e3):.2f}x), error {err:.1e}",
+                  flush=True)
+        except Exception as e:  # noqa: BLE001
+            print(f"{name}: failed: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
+    rows.sort(reverse=True)
+    print("best:", rows[:3])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
