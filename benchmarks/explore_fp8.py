@@ -4,7 +4,8 @@ puts tileiras on the fp8 tensor-core path. GPU only.
     python benchmarks/explore_fp8.py [--m 4096]
 
 Variants: the tensor cores' fast fp8 sum on or off, and fast sums promoted into a float32
-accumulator every few K tiles; tiles 128x128, BK 64 / 128, occupancy 1 / 2. ``--all`` adds
+accumulator every few K tiles; tiles 64x128 to 128x128, BK 64 / 128, occupancy 1 / 2, clusters
+of 2 (``num_ctas``). ``--all`` adds
 128x256 / 256x128 tiles, B^T row-major and grouped tile orders, and cuTile's kernel. Each variant
 is checked against torch before it is timed (median of single runs, L2 flushed).
 """
@@ -130,22 +131,27 @@ def main() -> int:
                                                     out_dtype=torch.bfloat16, use_fast_accum=True))
     print(f"torch._scaled_mm use_fast_accum=True {m}^3: {tflop / fast_vendor * 1e3:.0f} TFLOP/s")
     cands = []
-    tiles = ((128, 128, 128, 1), (128, 128, 128, 2), (128, 128, 64, 2))
+    # (BM, BN, BK, occupancy, num_ctas)
+    tiles = ((128, 128, 128, 2, None), (128, 128, 128, None, 2), (128, 128, 128, 1, 2),
+             (128, 128, 64, None, 2), (64, 128, 128, 2, None), (64, 256, 128, 1, None))
     if args.all:
-        tiles += ((128, 256, 128, 1), (256, 128, 128, 1))
-    for bm, bn, bk, occ in tiles:
+        tiles += ((128, 256, 128, 1, None), (256, 128, 128, 1, None))
+    for bm, bn, bk, occ, ctas in tiles:
         for fast in (False, True):
-            opts = tile.CompileOptions(occupancy=occ)
-            cands.append((f"fast_acc={fast} {bm}x{bn}x{bk} occ{occ}",
+            opts = tile.CompileOptions(occupancy=occ, num_cta_in_cga=ctas)
+            cands.append((f"fast_acc={fast} {bm}x{bn}x{bk} occ{occ} ctas{ctas}",
                           lambda bm=bm, bn=bn, bk=bk, o=opts, f=fast: fp8_matmul_fast(
                               tile.partition(c, (bm, bn)), a8, b8, sa, sb, bk, f)
                           .compile_options(o)))
-    for bk, every, occ in ((128, 1, 2), (128, 2, 2), (128, 4, 2), (64, 2, 2), (64, 4, 2),
-                           (128, 1, 1), (128, 4, 1)):
-        opts = tile.CompileOptions(occupancy=occ)
-        cands.append((f"promoted every {every} x BK={bk} occ{occ}",
-                      lambda bk=bk, e=every, o=opts: fp8_matmul_promoted(
-                          tile.partition(c, (128, 128)), a8, b8, sa, sb, bk, e)
+    # the promoted sum holds two float32 accumulators: 64-row tiles keep both in registers
+    for bm, bn, bk, every, occ, ctas in ((64, 128, 128, 1, 2, None), (64, 128, 128, 4, 2, None),
+                                         (64, 256, 128, 2, 1, None), (128, 64, 128, 4, 2, None),
+                                         (128, 128, 128, 4, 1, None), (128, 128, 128, 4, None, 2),
+                                         (128, 128, 128, 8, 1, None)):
+        opts = tile.CompileOptions(occupancy=occ, num_cta_in_cga=ctas)
+        cands.append((f"promoted every {every} x {bm}x{bn}x{bk} occ{occ} ctas{ctas}",
+                      lambda bm=bm, bn=bn, bk=bk, e=every, o=opts: fp8_matmul_promoted(
+                          tile.partition(c, (bm, bn)), a8, b8, sa, sb, bk, e)
                       .compile_options(o)))
     ctk = cutile_fp8(m) if args.all else None
     if ctk is not None:

@@ -99,7 +99,8 @@ PREDICTED = {
     "fp8": "0.75-0.95x (2026-11-25 H200 probe: promoted sum 0.40x, fast sum 0.95x)",
     "attention_bwd": "0.55-0.70x (7 tile products per tile pair against FlashAttention-2's 5)",
     "gqa": "as the MHA forward, 0.85-0.95x (more where SDPA leaves its flash backend)",
-    "decode": "1.2-2x SDPA, 0.7-0.85 of the copy roofline",
+    "decode": "0.98-1.00x SDPA with two launches (2026-11-27 H200); one launch (the last block "
+              "of a group merges) 1.02-1.10x, most at KV 4K",
 }
 
 
@@ -540,19 +541,27 @@ def group_decode(env):
         for splits in ((2, 4) if env.rehearse else (4, 8, 16, 32)):
             ws = AD.workspaces(b * hkv, g, d, splits) if env.rehearse else \
                 (env.empty((splits, b * hkv * AD.group_rows(g), d), torch.float32),
-                 env.empty((splits, b * hkv * AD.group_rows(g)), torch.float32))
+                 env.empty((splits, b * hkv * AD.group_rows(g)), torch.float32),
+                 torch.zeros((b * hkv,), dtype=torch.int32, device="cuda"))
             # occupancy 2: a second block per SM keeps loads in flight while one block does
             # its (16-row, latency-bound) softmax update
             for bn, occ in (((32, 1), (32, 2)) if env.rehearse else
                             ((64, 1), (128, 1), (64, 2), (128, 2))):
-                def build(ws=ws, bn=bn, occ=occ, out=out, q3=q3, k3=k3, v3=v3):
-                    gp = AD.group_rows(g)
-                    part = AD.decode_partial(tile.partition(ws[0], (1, gp, d)),
-                                             tile.atomic(ws[1]), q3, k3, v3, bn)
-                    if occ > 1:
-                        part = part.compile_options(tile.CompileOptions(occupancy=occ))
-                    return [part, AD.decode_combine(tile.partition(out, (1, gp, d)), *ws)]
-                cands.append((f"splits={splits} BN={bn} occupancy={occ}", build))
+                opts = tile.CompileOptions(occupancy=occ)
+                for fused in (True, False):
+                    def build(ws=ws, bn=bn, opts=opts, fused=fused, splits=splits, out=out,
+                              q3=q3, k3=k3, v3=v3):
+                        gp = AD.group_rows(g)
+                        if fused:            # one launch: the last block of a group merges
+                            return [AD.decode_fused(
+                                tile.atomic(out), *(tile.atomic(w) for w in ws), q3, k3, v3,
+                                gp, d, bn).grid((splits, b * hkv, 1)).compile_options(opts)]
+                        part = AD.decode_partial(tile.partition(ws[0], (1, gp, d)),
+                                                 tile.atomic(ws[1]), q3, k3, v3, bn)
+                        return [part.compile_options(opts),
+                                AD.decode_combine(tile.partition(out, (1, gp, d)), *ws[:2])]
+                    cands.append((f"{'fused' if fused else 'two launches'} splits={splits} "
+                                  f"BN={bn} occupancy={occ}", build))
         rows.append((label, q, k, v, out, cands))
     if env.gpu:
         precompile_ops(env, [build for *_, cands in rows for _, build in cands])

@@ -11,8 +11,9 @@ blocks are too few to keep the GPU busy while each streams a long KV cache. So:
   padding up to GP, a power of two of at least 16);
 * the KV sequence is cut into ``splits`` ranges of whole BN tiles, one block per (range, group):
   each writes its normalized partial output and the log2-sum-exp of its scores into float32
-  workspaces, and a second kernel merges the ranges with the usual rescaling (a split with no
-  key contributes weight 0).
+  workspaces, and the ranges are merged with the usual rescaling (a split with no key
+  contributes weight 0): by the last block of each group to finish (an atomic arrival counter;
+  one launch, ``decode_fused``), or by a second kernel (``decode_partial`` + ``decode_combine``).
 
 The output is (B * H_kv, G, D), i.e. (B, H_q, 1, D) in memory.
 """
@@ -30,16 +31,14 @@ from flash_attention import LOG2E, masked, online_update, scores
 ZERO = tile.PaddingMode.ZERO
 
 
-@tile.entry
-def decode_partial(o_ws, lse_ws, q, k, v, BN: tile.Constant[int]):
-    """o_ws (splits, groups * GP, D) partitioned (1, GP, D): grid (splits, groups); lse_ws
-    (splits, groups * GP) writable."""
-    _, GP, D = o_ws.shape
-    s, g, _ = o_ws.block
+@tile.function
+def partial(q, k, v, s, g, splits, GP, D, BN):
+    """Key range ``s`` of ``splits`` for group ``g``: (its normalized output (GP, D), the
+    log2-sum-exp of its scores (GP, 1)); a range with no key gives weight 0 (lse -inf)."""
     scale = (1.0 / D ** 0.5) * LOG2E
     tq = q.load((g, 0, 0), (1, GP, D), padding=ZERO).reshape((GP, D))
     n_tiles = tile.cdiv(k.shape[1], BN)
-    per = tile.cdiv(n_tiles, tile.num_blocks(0))
+    per = tile.cdiv(n_tiles, splits)
     m = tile.full((GP, 1), -math.inf, tile.float32)
     l = tile.zeros((GP, 1), tile.float32)
     acc = tile.zeros((GP, D), tile.float32)
@@ -50,16 +49,13 @@ def decode_partial(o_ws, lse_ws, q, k, v, BN: tile.Constant[int]):
             sc = masked(sc, 0, j, k.shape[1], GP, BN, False)
         m, l, acc = online_update(sc, v, g, j, m, l, acc, scale, BN, D)
     empty = l == 0.0                                     # a range past the last key
-    o_ws.store((acc / tile.where(empty, 1.0, l)).reshape((1, GP, D)))
     lse = tile.where(empty, -math.inf, m + tile.log2(tile.where(empty, 1.0, l)))
-    tile.store(lse_ws.partition((1, GP)), (s, g), lse.reshape((1, GP)))
+    return acc / tile.where(empty, 1.0, l), lse
 
 
-@tile.entry
-def decode_combine(out, o_ws, lse_ws):
-    """out (groups, G, D) partitioned (1, GP, D): the ranges merged by their log-sum-exp."""
-    _, GP, D = out.shape
-    g = out.block[0]
+@tile.function
+def merge(o_ws, lse_ws, g, GP, D):
+    """Group ``g``'s ranges merged by their log2-sum-exp (float32 (GP, D))."""
     splits = o_ws.shape[0]
     top = tile.full((GP, 1), -math.inf, tile.float32)
     for s in range(splits):
@@ -70,7 +66,46 @@ def decode_combine(out, o_ws, lse_ws):
         w = tile.exp2(lse_ws.load((s, g), (1, GP)).reshape((GP, 1)) - top)
         acc += w * o_ws.load((s, g, 0), (1, GP, D)).reshape((GP, D))
         total += w
-    out.store((acc / total).astype(out.dtype).reshape((1, GP, D)))
+    return acc / total
+
+
+@tile.entry
+def decode_partial(o_ws, lse_ws, q, k, v, BN: tile.Constant[int]):
+    """o_ws (splits, groups * GP, D) partitioned (1, GP, D): grid (splits, groups); lse_ws
+    (splits, groups * GP) writable."""
+    _, GP, D = o_ws.shape
+    s, g, _ = o_ws.block
+    o, lse = partial(q, k, v, s, g, tile.num_blocks(0), GP, D, BN)
+    o_ws.store(o.reshape((1, GP, D)))
+    tile.store(lse_ws.partition((1, GP)), (s, g), lse.reshape((1, GP)))
+
+
+@tile.entry
+def decode_combine(out, o_ws, lse_ws):
+    """out (groups, G, D) partitioned (1, GP, D): the ranges merged by their log-sum-exp."""
+    _, GP, D = out.shape
+    g = out.block[0]
+    out.store(merge(o_ws, lse_ws, g, GP, D).astype(out.dtype).reshape((1, GP, D)))
+
+
+@tile.entry
+def decode_fused(out, o_ws, lse_ws, arrived, q, k, v, GP: tile.Constant[int],
+                 D: tile.Constant[int], BN: tile.Constant[int]):
+    """Both steps in one launch, grid (splits, groups): each block writes its range's partials,
+    and the last block of a group to arrive merges the group's ranges into ``out`` (groups, G,
+    D). o_ws, lse_ws, out and ``arrived`` (groups,) int32, zero on entry and left zero, are
+    writable."""
+    s, g = tile.bid(0), tile.bid(1)
+    splits = tile.num_blocks(0)
+    o, lse = partial(q, k, v, s, g, splits, GP, D, BN)
+    tile.store(o_ws.partition((1, GP, D)), (s, g, 0), o.reshape((1, GP, D)))
+    tile.store(lse_ws.partition((1, GP)), (s, g), lse.reshape((1, GP)))
+    # ACQ_REL (the default): this block's partials are visible before its arrival counts, and
+    # the last block sees every other block's partials after it
+    if tile.atomic_add(arrived, g, 1) == splits - 1:
+        merged = merge(o_ws, lse_ws, g, GP, D).astype(out.dtype).reshape((1, GP, D))
+        tile.store(out.partition((1, GP, D)), (g, 0, 0), merged)
+        tile.atomic_xchg(arrived, g, 0)                  # ready for the next launch
 
 
 def group_rows(g: int) -> int:
@@ -79,15 +114,21 @@ def group_rows(g: int) -> int:
 
 
 def workspaces(groups: int, g: int, d: int, splits: int):
+    """(o_ws, lse_ws, arrived): the partials of every range and the groups' arrival counters."""
     gp = group_rows(g)
     return (api.empty((splits, groups * gp, d), tile.float32).sync(),
-            api.empty((splits, groups * gp), tile.float32).sync())
+            api.empty((splits, groups * gp), tile.float32).sync(),
+            api.zeros((groups,), tile.int32).sync())
 
 
-def decode(out, q, k, v, o_ws, lse_ws, bn: int):
-    """The two launches: partials into the workspaces, then the merge into ``out``.
+def decode(out, q, k, v, o_ws, lse_ws, arrived, bn: int, fused: bool = True):
+    """One launch (``decode_fused``), or with ``fused=False`` two: the partials, then the merge.
     q and out are (B * H_kv, G, D); k and v (B * H_kv, S, D)."""
     d, gp = q.shape[2], group_rows(q.shape[1])
+    if fused:
+        splits, groups = o_ws.shape[0], q.shape[0]
+        return decode_fused(tile.atomic(out), tile.atomic(o_ws), tile.atomic(lse_ws),
+                            tile.atomic(arrived), q, k, v, gp, d, bn).grid((splits, groups, 1))
     part = decode_partial(tile.partition(o_ws, (1, gp, d)), tile.atomic(lse_ws), q, k, v, bn)
     return part.then(lambda _: decode_combine(tile.partition(out, (1, gp, d)), o_ws, lse_ws))
 

@@ -111,6 +111,28 @@ def test_constants_specialize_and_generics_bind_them():
         k(z.partition((64,)), x).generics(BN=2)
 
 
+@tile.entry
+def scaled_copy(z, x, S: tile.Constant[int] = 3, NEG: tile.Constant[bool] = False):
+    t = x.load(z.block, z.shape) * S
+    if NEG:
+        t = -t
+    z.store(t)
+
+
+def test_a_constant_left_out_takes_its_python_default():
+    x = api.from_numpy(rand(64)).sync()
+    z = api.zeros((64,)).sync()
+    scaled_copy(z.partition((64,)), x).sync()
+    np.testing.assert_allclose(z.to_numpy(), 3 * x.to_numpy(), rtol=1e-6)
+    scaled_copy(z.partition((64,)), x, 5).sync()                    # given: the default yields
+    np.testing.assert_allclose(z.to_numpy(), 5 * x.to_numpy(), rtol=1e-6)
+    scaled_copy(z.partition((64,)), x).generics(NEG=True).sync()   # one bound, one default
+    np.testing.assert_allclose(z.to_numpy(), -3 * x.to_numpy(), rtol=1e-6)
+    scaled_copy(z.partition((64,)), x, NEG=True).sync()
+    np.testing.assert_allclose(z.to_numpy(), -3 * x.to_numpy(), rtol=1e-6)
+    assert scaled_copy.stats.compiles == 3
+
+
 def test_numpy_inputs_are_copied_in():
     xn = rand(200)
     z = api.zeros((200,)).sync()

@@ -174,14 +174,57 @@ def test_attention_forward_ignores_nan_in_the_max_but_not_in_the_output():
                                FA.reference(q, k, v, True)[0, clean], atol=3e-3)
 
 
-def test_decode_gqa_split_kv_with_an_empty_split():
+@pytest.mark.parametrize("fused", [True, False])
+def test_decode_gqa_split_kv_with_an_empty_split(fused):
     groups, g, s, d = 3, 4, 288, 32                      # 9 key tiles of 32 over 4 splits: 3,3,3,0
     q = rng.standard_normal((groups, g, d)).astype(np.float16)
     k, v = (rng.standard_normal((groups, s, d)).astype(np.float16) for _ in range(2))
     out = api.full((groups, g, d), np.nan, tile.float16).sync()
-    AD.decode(out, dev(q), dev(k), dev(v), *AD.workspaces(groups, g, d, 4), 32).sync()
+    AD.decode(out, dev(q), dev(k), dev(v), *AD.workspaces(groups, g, d, 4), 32,
+              fused=fused).sync()
     np.testing.assert_allclose(out.to_numpy().astype(np.float64), AD.reference(q, k, v),
                                atol=2e-3)
+
+
+@pytest.mark.parametrize("schedule", ["shuffle", "interleave"])
+def test_decode_fused_merges_once_every_range_arrived(schedule, monkeypatch):
+    """The last block of a group merges; under a shuffled or interleaved block schedule it still
+    sees every other range's partials, and the counters are back at zero for the next launch."""
+    monkeypatch.setenv("TILEJIT_SIM_SCHEDULE", schedule)
+    groups, g, s, d = 4, 2, 256, 32
+    q = rng.standard_normal((groups, g, d)).astype(np.float16)
+    k, v = (rng.standard_normal((groups, s, d)).astype(np.float16) for _ in range(2))
+    ws = AD.workspaces(groups, g, d, 4)
+    for seed in ("1", "2"):                              # a second launch reuses the counters
+        monkeypatch.setenv("TILEJIT_SIM_SEED", seed)
+        out = api.full((groups, g, d), np.nan, tile.float16).sync()
+        AD.decode(out, dev(q), dev(k), dev(v), *ws, 32).sync()
+        np.testing.assert_allclose(out.to_numpy().astype(np.float64), AD.reference(q, k, v),
+                                   atol=2e-3)
+        assert (ws[2].to_numpy() == 0).all()
+
+
+def test_decode_fused_without_its_release_edge_loses_partials(monkeypatch):
+    """The acceptance test of the arrival counter's ordering: lowered without acquire/release
+    edges, the merging block misses other ranges' partials under the interleave schedule."""
+    from tilejit.lowering.tokens import MemoryTokens
+    monkeypatch.setattr(MemoryTokens, "ordering_edges", False)
+    monkeypatch.setenv("TILEJIT_SIM_SCHEDULE", "interleave")
+    racy = tile.entry(AD.decode_fused.py_func)          # a fresh kernel: lowered anew
+    groups, g, s, d = 4, 2, 256, 32
+    q = rng.standard_normal((groups, g, d)).astype(np.float16)
+    k, v = (rng.standard_normal((groups, s, d)).astype(np.float16) for _ in range(2))
+    ref = AD.reference(q, k, v)
+    wrong = 0
+    for seed in range(4):
+        monkeypatch.setenv("TILEJIT_SIM_SEED", str(seed))
+        out = api.full((groups, g, d), np.nan, tile.float16).sync()
+        o_ws, lse_ws, arrived = AD.workspaces(groups, g, d, 4)
+        racy(tile.atomic(out), tile.atomic(o_ws), tile.atomic(lse_ws), tile.atomic(arrived),
+             dev(q), dev(k), dev(v), 16, d, 32).grid((4, groups, 1)).sync()
+        got = out.to_numpy().astype(np.float64)
+        wrong += not np.allclose(got, ref, atol=2e-3)
+    assert wrong > 0
 
 
 @pytest.mark.parametrize("causal", [False, True])
@@ -251,6 +294,9 @@ def _sm90_cases():
          lambda: (part(ows.shape, (1, 16, 128), tile.float32), t(lws), oq, okv, okv), {"BN": 128}),
         ("decode combine", AD.decode_combine, lambda: (part(oq.shape, (1, 16, 128)), ows, lws),
          {}),
+        ("decode fused", AD.decode_fused,
+         lambda: (t(empty(oq.shape)), t(ows), t(lws), t(empty((64,), tile.int32)), oq, okv,
+                  okv), dict(GP=16, D=128, BN=128)),
         ("backward fwd+lse", AB.attention_fwd_lse, lambda: (heads(q, 128), t(lse), q, q, q),
          dict(BN=64, CAUSAL=True)),
         ("backward delta", AB.attention_bwd_delta,

@@ -98,6 +98,9 @@ class Kernel:
         self.param_names = tuple(sig.parameters)
         self._constant_types = L.constant_annotations(pyfunc)
         self.constant_names = tuple(self._constant_types)
+        # a Constant's Python default, used where a launch leaves it out
+        self._constant_defaults = {n: sig.parameters[n].default for n in self.constant_names
+                                   if sig.parameters[n].default is not inspect.Parameter.empty}
         self.runtime_names = tuple(n for n in self.param_names if n not in self.constant_names)
         annotations = self._scalar_annotations(pyfunc)
         self._cache: Dict[tuple, Compiled] = {}
@@ -205,6 +208,10 @@ class Kernel:
                 + (f"; constants ({', '.join(self.constant_names)}) may also be bound with "
                    f".generics(...)" if self.constant_names else ""))
         missing = [n for n in self.constant_names if n not in consts]
+        for n in missing:
+            if n in self._constant_defaults:
+                consts[n] = self._constant_defaults[n]
+        missing = [n for n in missing if n not in consts]
         if missing:
             raise LaunchError(f"{self.__name__}: no value for the tile.Constant parameter(s) "
                               f"{', '.join(missing)}; pass them as arguments or bind them with "

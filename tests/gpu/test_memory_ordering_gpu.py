@@ -1,6 +1,7 @@
 """Blocks that synchronize through memory, thousands at a time (issue 21): spin locks (acquire /
 release atomics), ticket counters, a ticket lock spinning on an ordered load, exact atomic
-counters, and the gallery's LayerNorm backward, whose dw/db partial sums are added under locks."""
+counters, the gallery's split-KV decode (arrival counters), and the gallery's LayerNorm
+backward, whose dw/db partial sums are added under locks."""
 import os
 import sys
 
@@ -78,3 +79,22 @@ def test_layernorm_backward_with_locks_matches_numpy(m, n, group):
 def test_layernorm_gallery_script_checks_itself():
     import layernorm as ln
     assert ln.main() == 0
+
+
+def test_decode_fused_last_block_merges_every_range():
+    """The gallery's one-launch decode: 4096 blocks (512 groups x 8 ranges) meet at arrival
+    counters; the last block of each group merges what the others wrote. Launched 5 times on
+    the same counters (each launch leaves them at zero)."""
+    import attention_decode as AD
+    groups, g, s, d, splits = 512, 4, 2048, 64, 8
+    rng = np.random.default_rng(1)
+    q = rng.standard_normal((groups, g, d)).astype(np.float16)
+    k, v = (rng.standard_normal((groups, s, d)).astype(np.float16) for _ in range(2))
+    ref = AD.reference(q, k, v)
+    qd, kd, vd = (api.from_numpy(a).sync() for a in (q, k, v))
+    ws = AD.workspaces(groups, g, d, splits)
+    for _ in range(5):
+        out = api.full((groups, g, d), np.nan, tile.float16).sync()
+        AD.decode(out, qd, kd, vd, *ws, 64).sync()
+        np.testing.assert_allclose(out.to_numpy().astype(np.float64), ref, atol=3e-3)
+        np.testing.assert_array_equal(ws[2].to_numpy(), 0)
