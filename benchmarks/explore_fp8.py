@@ -132,8 +132,9 @@ def main() -> int:
     print(f"torch._scaled_mm use_fast_accum=True {m}^3: {tflop / fast_vendor * 1e3:.0f} TFLOP/s")
     cands = []
     # (BM, BN, BK, occupancy, num_ctas)
-    tiles = ((128, 128, 128, 2, None), (128, 128, 128, None, 2), (128, 128, 128, 1, 2),
-             (128, 128, 64, None, 2), (64, 128, 128, 2, None), (64, 256, 128, 1, None))
+    tiles = ((128, 128, 128, 2, None), (64, 128, 128, 2, None), (64, 128, 128, 3, None),
+             (64, 128, 128, 4, None), (64, 128, 256, 2, None), (64, 128, 64, 4, None),
+             (64, 64, 128, 4, None), (64, 128, 128, None, 2), (64, 256, 128, 1, None))
     if args.all:
         tiles += ((128, 256, 128, 1, None), (256, 128, 128, 1, None))
     for bm, bn, bk, occ, ctas in tiles:
@@ -144,19 +145,17 @@ def main() -> int:
                               tile.partition(c, (bm, bn)), a8, b8, sa, sb, bk, f)
                           .compile_options(o)))
     # the promoted sum holds two float32 accumulators: 64-row tiles keep both in registers
-    for bm, bn, bk, every, occ, ctas in ((64, 128, 128, 1, 2, None), (64, 128, 128, 4, 2, None),
-                                         (64, 256, 128, 2, 1, None), (128, 64, 128, 4, 2, None),
-                                         (128, 128, 128, 4, 1, None), (128, 128, 128, 4, None, 2),
+    for bm, bn, bk, every, occ, ctas in ((64, 128, 128, 1, 2, None),
                                          (128, 128, 128, 8, 1, None)):
         opts = tile.CompileOptions(occupancy=occ, num_cta_in_cga=ctas)
         cands.append((f"promoted every {every} x {bm}x{bn}x{bk} occ{occ} ctas{ctas}",
                       lambda bm=bm, bn=bn, bk=bk, e=every, o=opts: fp8_matmul_promoted(
                           tile.partition(c, (bm, bn)), a8, b8, sa, sb, bk, e)
                       .compile_options(o)))
-    ctk = cutile_fp8(m) if args.all else None
+    ctk = cutile_fp8(m)
     if ctk is not None:
         ct, k = ctk
-        for bm, bn, bk in ((128, 128, 128), (128, 256, 128), (128, 128, 64)):
+        for bm, bn, bk in ((128, 128, 128), (64, 128, 128)):
             for fast in (False, True):
                 def run(bm=bm, bn=bn, bk=bk, fast=fast):
                     ct.launch(s, (m // bm, m // bn, 1), k, (a8, b8, c, bm, bn, bk, fast))
@@ -170,7 +169,7 @@ def main() -> int:
                           f"(error {err:.1e})", flush=True)
                 except Exception as e:  # noqa: BLE001
                     print(f"cuTile {bm}x{bn}x{bk}: failed: {type(e).__name__}: {e}"[:300])
-    for bm, bn in ((128, 128),) if args.all else ():
+    for bm, bn in ((64, 128),):
         for bk in (128,):
             for occ in (2,):
                 opts = tile.CompileOptions(occupancy=occ)

@@ -96,7 +96,7 @@ PREDICTED = {
     "layer_norm": "0.85-0.90 of the roofline, 1.5x torch or more",
     "rms_norm": "0.88-0.92 of the roofline, 1.4x torch or more",
     "skinny": "M=16 0.8-1.1x (split-K or 16x64 tiles), M=256 0.85-0.95x",
-    "fp8": "0.75-0.95x (2026-11-25 H200 probe: promoted sum 0.40x, fast sum 0.95x)",
+    "fp8": "promoted sum 0.8-0.9x (64x128 tiles), fast sum 0.95-1.0x (2026-11-27 H200 probe)",
     "attention_bwd": "0.55-0.70x (7 tile products per tile pair against FlashAttention-2's 5)",
     "gqa": "as the MHA forward, 0.85-0.95x (more where SDPA leaves its flash backend)",
     "decode": "0.98-1.00x SDPA with two launches (2026-11-27 H200); one launch (the last block "
