@@ -32,8 +32,8 @@ NEG_INF = tile.PaddingMode.NEG_INF
 def make_softmax(n_cols: int):
     """A softmax kernel tuned for rows of ``n_cols`` (a power of two at least as long)."""
     width = 1 << (n_cols - 1).bit_length()
-    configs = [tile.Config(tile=(bm, width), occupancy=occ) for bm in (1, 2, 4, 8)
-               for occ in (1, 2, 4)]
+    configs = [tile.Config(tile=(bm, width), occupancy=occ) for bm in (1, 2, 4, 8, 16)
+               if bm * width <= 32768 for occ in (1, 2, 4)]
 
     return tile.autotune(configs=configs, key=["x"], partition="z")(softmax)
 
@@ -103,7 +103,7 @@ def persistent_configs(n_cols: int, rows=(1, 2, 4), occupancy=(2, 4), latency=(4
             for r in rows for occ in occupancy for lat in latency]
 
 
-def chunked_configs(rows=(1, 2), chunks=(2048, 4096), occupancy=(2, 4)):
+def chunked_configs(rows=(1, 2), chunks=(2048, 4096, 8192), occupancy=(2, 4)):
     return [tile.Config(ROWS=r, CHUNK=c, occupancy=occ)
             for r in rows for c in chunks for occ in occupancy]
 

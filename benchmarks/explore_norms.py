@@ -1,0 +1,182 @@
+"""Row reductions on rows the vendor rows leave below 0.9 of the copy roofline (issue 26):
+softmax / LayerNorm / RMSNorm on 2048 rows of 32K (fp16), softmax on 65536 rows of 1K. GPU only.
+
+    python benchmarks/explore_norms.py [--only softmax32k,ln32k,rms32k,softmax1k]
+
+Candidates: a whole 32K row per block (one tile), the persistent form at WIDTH 32768, the
+chunked two-pass form at CHUNK 4096-16384 with latency hints on its loads, and for 1K rows more
+rows per block. Each is checked against torch before it is timed (median of single runs, L2
+flushed); GB/s counts one read and one write of x, as the copy roofline does.
+"""
+import argparse
+import math
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.join(HERE, ".."), HERE, os.path.join(HERE, "..", "examples")]
+
+import tilejit as tile  # noqa: E402
+
+import layernorm as LN  # noqa: E402
+import rmsnorm as RN  # noqa: E402
+import softmax as SM  # noqa: E402
+
+LOG2E = math.log2(math.e)
+NEG_INF = tile.PaddingMode.NEG_INF
+ZERO = tile.PaddingMode.ZERO
+
+
+@tile.entry
+def softmax_chunked_lat(z, x, ROWS: tile.Constant[int], CHUNK: tile.Constant[int],
+                        LATENCY: tile.Constant[int]):
+    """softmax.softmax_chunked with a latency hint on both passes' loads."""
+    i = tile.bid(0)
+    chunks = tile.cdiv(x.shape[1], CHUNK)
+    m = tile.full((ROWS, 1), -math.inf, tile.float32)
+    s = tile.zeros((ROWS, 1), tile.float32)
+    for j in range(chunks):
+        t = x.load((i, j), (ROWS, CHUNK), padding=NEG_INF,
+                   latency=LATENCY).astype(tile.float32) * LOG2E
+        m_new = tile.maximum(m, tile.max(t, axis=1, keepdims=True))
+        s = s * tile.exp2(m - m_new) + tile.sum(tile.exp2(t - m_new), axis=1, keepdims=True)
+        m = m_new
+    inv = 1.0 / s
+    out = z.partition((ROWS, CHUNK))
+    for j in range(chunks):
+        t = x.load((i, j), (ROWS, CHUNK), padding=NEG_INF,
+                   latency=LATENCY).astype(tile.float32) * LOG2E
+        tile.store(out, (i, j), (tile.exp2(t - m) * inv).astype(z.dtype))
+
+
+@tile.entry
+def rmsnorm_chunked_lat(y, x, w, eps, ROWS: tile.Constant[int], CHUNK: tile.Constant[int],
+                        LATENCY: tile.Constant[int]):
+    """rmsnorm.rmsnorm_chunked with a latency hint on both passes' loads."""
+    i = tile.bid(0)
+    ss = tile.zeros((ROWS, 1), tile.float32)
+    for j in range(tile.cdiv(x.shape[1], CHUNK)):
+        t = x.load((i, j), (ROWS, CHUNK), padding=ZERO, latency=LATENCY).astype(tile.float32)
+        ss += tile.sum(t * t, axis=1, keepdims=True)
+    rs = tile.rsqrt(ss / x.shape[1] + eps)
+    for j in range(tile.cdiv(x.shape[1], CHUNK)):
+        t = x.load((i, j), (ROWS, CHUNK), padding=ZERO, latency=LATENCY).astype(tile.float32)
+        wv = w.load((j,), (CHUNK,), padding=ZERO).astype(tile.float32)[None, :]
+        tile.store(y.partition((ROWS, CHUNK)), (i, j), (t * rs * wv).astype(y.dtype))
+
+
+def opts(occ):
+    return tile.CompileOptions(occupancy=occ)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", default="softmax32k,ln32k,rms32k,softmax1k")
+    args = ap.parse_args()
+    import torch
+    from harness import Timer
+    if not torch.cuda.is_available():
+        print("explore_norms: no GPU; nothing to do")
+        return 0
+    F = torch.nn.functional
+    timer = Timer(reps=20)
+    s = torch.cuda.current_stream()
+    roof = timer.copy_roofline_gbs()
+    print(f"copy roofline {roof:.0f} GB/s")
+    for case in args.only.split(","):
+        m, n = (65536, 1024) if case == "softmax1k" else (2048, 32768)
+        x = torch.randn(m, n, device="cuda", dtype=torch.float16)
+        w = torch.randn(n, device="cuda", dtype=torch.float16)
+        b = torch.randn(n, device="cuda", dtype=torch.float16)
+        y = torch.empty_like(x)
+        mean = torch.empty(m, device="cuda")
+        rstd = torch.empty(m, device="cuda")
+        gb = 2 * x.numel() * 2 / 1e9
+        cands = []
+        if case.startswith("softmax"):
+            ref = torch.softmax(x.float(), 1)
+            vendor = lambda: torch.softmax(x, 1)  # noqa: E731
+            if n == 1024:
+                for bm in (8, 16, 32):
+                    for occ in (1, 2, 4):
+                        cands.append((f"rows {bm}x1024 occ{occ}", lambda bm=bm, o=occ: SM.softmax(
+                            tile.partition(y, (bm, 1024)), x).compile_options(opts(o))))
+                for r in (4, 8, 16):
+                    for occ in (4, 8):
+                        cands.append((f"persistent ROWS={r} occ{occ}", lambda r=r, o=occ:
+                                      SM.softmax_persistent(tile.atomic(y), x, r, 1024, 4)
+                                      .grid((132 * o, 1, 1)).compile_options(opts(o))))
+            else:
+                for occ in (1, 2):
+                    cands.append((f"rows 1x32768 occ{occ}", lambda o=occ: SM.softmax(
+                        tile.partition(y, (1, 32768)), x).compile_options(opts(o))))
+                    cands.append((f"persistent WIDTH=32768 occ{occ}", lambda o=occ:
+                                  SM.softmax_persistent(tile.atomic(y), x, 1, 32768, 4)
+                                  .grid((132 * o, 1, 1)).compile_options(opts(o))))
+                for ch in (4096, 8192, 16384):
+                    for occ in (1, 2, 4):
+                        for lat in (None, 4, 8):
+                            if lat is None:
+                                cands.append((f"chunked CHUNK={ch} occ{occ}", lambda ch=ch, o=occ:
+                                              SM.softmax_chunked(tile.atomic(y), x, 1, ch)
+                                              .grid((m, 1, 1)).compile_options(opts(o))))
+                            else:
+                                cands.append((f"chunked CHUNK={ch} occ{occ} latency={lat}",
+                                              lambda ch=ch, o=occ, lat=lat: softmax_chunked_lat(
+                                                  tile.atomic(y), x, 1, ch, lat)
+                                              .grid((m, 1, 1)).compile_options(opts(o))))
+        elif case == "ln32k":
+            ref = F.layer_norm(x.float(), (n,), w.float(), b.float(), 1e-5)
+            vendor = lambda: F.layer_norm(x, (n,), w, b, 1e-5)  # noqa: E731
+            for occ in (1, 2):
+                cands.append((f"rows 1x32768 occ{occ}", lambda o=occ: LN.layernorm_fwd(
+                    tile.partition(y, (1, 32768)), x, w, b, tile.atomic(mean), tile.atomic(rstd),
+                    1e-5).compile_options(opts(o))))
+            for ch in (4096, 8192, 16384):
+                for occ in (1, 2, 4):
+                    cands.append((f"chunked CHUNK={ch} occ{occ}", lambda ch=ch, o=occ:
+                                  LN.layernorm_fwd_chunked(tile.atomic(y), x, w, b,
+                                                           tile.atomic(mean), tile.atomic(rstd),
+                                                           1e-5, 1, ch)
+                                  .grid((m, 1, 1)).compile_options(opts(o))))
+        else:
+            ref = F.rms_norm(x.float(), (n,), w.float(), 1e-6)
+            vendor = lambda: F.rms_norm(x, (n,), w, 1e-6)  # noqa: E731
+            for occ in (1, 2):
+                cands.append((f"rows 1x32768 occ{occ}", lambda o=occ: RN.rmsnorm.kernel(
+                    tile.partition(y, (1, 32768)), x, w, 1e-6).compile_options(opts(o))))
+            for ch in (4096, 8192, 16384):
+                for occ in (1, 2, 4):
+                    for lat in (4, 8):
+                        cands.append((f"chunked CHUNK={ch} occ{occ} latency={lat}",
+                                      lambda ch=ch, o=occ, lat=lat: rmsnorm_chunked_lat(
+                                          tile.atomic(y), x, w, 1e-6, 1, ch, lat)
+                                      .grid((m, 1, 1)).compile_options(opts(o))))
+        v_ms = timer.ms(vendor)
+        print(f"== {case} {m}x{n} fp16: torch {gb / v_ms * 1e3:.0f} GB/s "
+              f"({gb / v_ms * 1e3 / roof:.2f} of roofline)", flush=True)
+        rows = []
+        for name, make in cands:
+            try:
+                p = make().prepare(s)
+                y.fill_(float("nan"))
+                p.launch()
+                torch.cuda.synchronize()
+                err = (y.float() - ref).abs().max().item()
+                if not err < 2e-2:
+                    print(f"  {name}: WRONG (max error {err:.3g})")
+                    continue
+                ms = timer.ms(p.launch)
+                rows.append((gb / ms * 1e3, name))
+                print(f"  {name}: {gb / ms * 1e3:.0f} GB/s ({gb / ms * 1e3 / roof:.2f} of "
+                      f"roofline, {v_ms / ms:.2f}x torch)", flush=True)
+                p.close()
+            except Exception as e:  # noqa: BLE001
+                print(f"  {name}: failed: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
+        rows.sort(reverse=True)
+        print("  best:", rows[:3], flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
