@@ -209,10 +209,14 @@ def measure(env, group, row, unit, amount, factories, vendor_fn, vendor_name, ch
     vendor_ms = _vendor_ms(env, vendor_fn)
     rate = lambda t: amount / t * 1e3 if t else None  # noqa: E731
     columns = {name: rate(t) for t, _, name, _, _ in timed}
+    extra = dict(extra or {})
+    # other vendor calls shown beside the one the ratio is taken against: name -> callable
+    columns.update({name: rate(_vendor_ms(env, fn)) for name, fn in
+                    extra.pop("other_vendors", {}).items()})
     tune = {name: round(ts, 2) for _, _, name, _, ts in timed if ts is not None}
     env.record(group, row + (" [flush]" if both_methods else ""), unit, rate(ms),
                rate(vendor_ms), vendor_name, config, columns=columns, tune_s=tune,
-               ms=ms, vendor_ms=vendor_ms, **(extra or {}))
+               ms=ms, vendor_ms=vendor_ms, **extra)
     if both_methods:
         best = make()
         try:
@@ -467,6 +471,32 @@ def _sdpa(env, q, k, v, causal, gqa=False):
     raise RuntimeError("no SDPA backend accepts these inputs")
 
 
+def _other_sdpa(env, q, k, v, causal):
+    """SDPA's cuDNN backend and its default choice, shown beside the flash backend (the target's
+    peer): the cuDNN kernels are faster on Hopper. Only those that accept the inputs."""
+    torch = env.torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    F = torch.nn.functional
+    out = {}
+    cudnn = getattr(SDPBackend, "CUDNN_ATTENTION", None)
+    for name, backends in (("SDPA cuDNN", [cudnn] if cudnn is not None else None),
+                           ("SDPA default", [])):
+        if backends is None:
+            continue
+
+        def call(backends=backends):
+            if not backends:
+                return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            with sdpa_kernel(backends):
+                return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        try:
+            call()
+        except RuntimeError:
+            continue
+        out[name] = call
+    return out
+
+
 def group_attention(env, group="attention"):
     torch = env.torch
     heads = 2 if env.rehearse else 32
@@ -496,7 +526,8 @@ def group_attention(env, group="attention"):
                         for n, t in tuners.items()]
             flops = 4 * bsz * h * s * s * d / (2 if causal else 1)
             measure(env, group, label, "TFLOP/s", flops / 1e12, variants, call, name,
-                    checker(env, o, ref.reshape(o.shape), 2e-2), _nan_fill(env, o))
+                    checker(env, o, ref.reshape(o.shape), 2e-2), _nan_fill(env, o),
+                    extra=dict(other_vendors=_other_sdpa(env, q, k, v, causal)))
         env.run_row(group, label, row)
 
 
