@@ -71,7 +71,9 @@ def opts(occ):
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--only", default="softmax32k,ln32k,rms32k,softmax1k")
+    ap.add_argument("--only", default="softmax32k,ln32k,rms32k,softmax1k",
+                    help="also softmax4k, ln4k, rms4k, softmax16k (rows of 4K / 16K: whole "
+                         "rows per block and the persistent form over occupancy and latency)")
     args = ap.parse_args()
     import torch
     from harness import Timer
@@ -84,7 +86,8 @@ def main() -> int:
     roof = timer.copy_roofline_gbs()
     print(f"copy roofline {roof:.0f} GB/s")
     for case in args.only.split(","):
-        m, n = (65536, 1024) if case == "softmax1k" else (2048, 32768)
+        m, n = {"softmax1k": (65536, 1024), "softmax16k": (4096, 16384)}.get(
+            case, (16384, 4096) if case.endswith("4k") else (2048, 32768))
         x = torch.randn(m, n, device="cuda", dtype=torch.float16)
         w = torch.randn(n, device="cuda", dtype=torch.float16)
         b = torch.randn(n, device="cuda", dtype=torch.float16)
@@ -93,7 +96,36 @@ def main() -> int:
         rstd = torch.empty(m, device="cuda")
         gb = 2 * x.numel() * 2 / 1e9
         cands = []
-        if case.startswith("softmax"):
+        if n in (4096, 16384):
+            kern = {"softmax": (SM.softmax, SM.softmax_persistent, ()),
+                    "ln": (LN.layernorm_fwd, LN.layernorm_fwd_persistent,
+                           (w, b, tile.atomic(mean), tile.atomic(rstd), 1e-5)),
+                    "rms": (RN.rmsnorm.kernel, RN.rmsnorm_persistent, (w, 1e-6))}
+            name = case[:-3] if case.endswith("16k") else case[:-2]
+            rows_k, pers_k, rest = kern[name]
+            if name == "softmax":
+                ref = torch.softmax(x.float(), 1)
+                vendor = lambda: torch.softmax(x, 1)  # noqa: E731
+            elif name == "ln":
+                ref = F.layer_norm(x.float(), (n,), w.float(), b.float(), 1e-5)
+                vendor = lambda: F.layer_norm(x, (n,), w, b, 1e-5)  # noqa: E731
+            else:
+                ref = F.rms_norm(x.float(), (n,), w.float(), 1e-6)
+                vendor = lambda: F.rms_norm(x, (n,), w, 1e-6)  # noqa: E731
+            for bm in (1, 2, 4, 8):
+                for occ in (2, 4, 8):
+                    if bm * n <= 32768:
+                        cands.append((f"rows {bm}x{n} occ{occ}", lambda bm=bm, o=occ: rows_k(
+                            tile.partition(y, (bm, n)), x, *rest).compile_options(opts(o))))
+            for r in (1, 2, 4):
+                for occ in (2, 4, 8):
+                    for lat in (2, 4, 8):
+                        if r * n <= 16384:
+                            cands.append((f"persistent ROWS={r} occ{occ} latency={lat}",
+                                          lambda r=r, o=occ, lat=lat: pers_k(
+                                              tile.atomic(y), x, *rest, r, n, lat)
+                                          .grid((132 * o, 1, 1)).compile_options(opts(o))))
+        elif case.startswith("softmax"):
             ref = torch.softmax(x.float(), 1)
             vendor = lambda: torch.softmax(x, 1)  # noqa: E731
             if n == 1024:
