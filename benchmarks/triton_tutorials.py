@@ -86,24 +86,6 @@ def _variant(b, label, build):
     return composite(b.env, "tilejit", label, build)
 
 
-class _Unprepared:
-    """Launches built and queued on every call, host time included: for arguments that
-    ``prepare()`` does not take (tuples of arrays are staged per launch)."""
-
-    def __init__(self, env, build, config):
-        self.env, self.build, self.config = env, build, f"tilejit {config} (unprepared)"
-
-    def __call__(self):
-        for op in self.build():
-            if self.env.gpu:
-                op.submit_on(self.env.stream)
-            else:
-                op.sync()
-
-    def close(self):
-        pass
-
-
 def t01(b):
     import t01_vector_add as T
     env, torch = b.env, b.torch
@@ -284,10 +266,9 @@ def t08(b):
         return check
     b.row("t08 grouped gemm", f"float16 groups {sizes}", "TFLOP/s",
           sum(2 * s ** 3 for s in sizes) / 1e12,
-          lambda: _Unprepared(env, lambda: [T.grouped_gemm(
+          _variant(b, f"{bm}x{bn}x{bk}, {blocks} blocks", lambda: [T.grouped_gemm(
               tuple(i[2] for i in ins), tuple(i[3] for i in ins),
-              tuple(tile.atomic(c) for c in Cs), bm, bn, bk).grid((blocks, 1, 1))],
-              f"{bm}x{bn}x{bk}, {blocks} blocks"),
+              tuple(tile.atomic(c) for c in Cs), bm, bn, bk).grid((blocks, 1, 1))]),
           checker("t08 tilejit", Cs, env.read),
           b.tk and (lambda: b.tt.grouped_gemm([i[0] for i in ins], [i[1] for i in ins], Ct,
                                               BM=bm, BN=bn, BK=bk)),

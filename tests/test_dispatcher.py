@@ -225,9 +225,9 @@ def test_prepared_launch_repeats_cheaply_and_holds_the_partition():
     s.synchronize()
     np.testing.assert_allclose(acc.to_numpy(), 5 * x.to_numpy(), rtol=1e-6)
     acc.partition((128,))                       # released by close()
-    with pytest.raises(tile.LaunchError, match="DeviceOps"):
+    with pytest.raises(tile.LaunchError, match="argument `z` is a DeviceOp"):
         accumulate(api.zeros((4,)), x).prepare(s)
-    with pytest.raises(tile.LaunchError, match="NumPy"):
+    with pytest.raises(tile.LaunchError, match="argument `x` is a NumPy array"):
         accumulate(acc.partition((128,)), rand(512)).prepare(s)
 
 

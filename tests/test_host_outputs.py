@@ -92,7 +92,8 @@ def test_an_output_may_not_alias_an_input():
 def test_prepare_says_numpy_outputs_are_copied_per_launch():
     z = np.zeros(64, np.float32)
     x = api.ones((64,)).sync()
-    with pytest.raises(tile.LaunchError, match="copied per launch"):
+    with pytest.raises(tile.LaunchError, match="argument `z` is a partition of a host array, "
+                       "copied per launch"):
         add(tile.partition(z, (32,)), x, x).prepare()
 
 

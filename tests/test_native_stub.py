@@ -14,6 +14,7 @@ from tilejit.runtime import argspec, foreign
 from tilejit.runtime.stream import Stream
 
 import stub_cuda
+import tuple_arg_cases
 
 pytestmark = pytest.mark.usefixtures("simulator_backend")
 
@@ -144,6 +145,43 @@ def test_prepared_and_raw_launches_through_the_stub(stub, stream):
             native.ext().launch(fn, ctx, 1, 1, 1, 0, layout, params[:-1])
         with pytest.raises(ValueError, match="more parameter values"):
             native.ext().launch(fn, ctx, 1, 1, 1, 0, layout, params + (1,))
+
+
+def test_a_prepared_tuple_launch_runs_in_c_through_the_stub(stub, stream):
+    """t08's grouped GEMM (tuples As, Bs, Cs): the prepared launch packs every element once and
+    each launch() is one cuLaunchKernel from C with the bytes Python's packer makes of a plain
+    launch's parameters; a Prepared C cannot pack is counted in native.stats()."""
+    T, s = tuple_arg_cases.t08(), stream
+    As = tuple(api.from_numpy(np.ones((n, n), np.float16)).sync_on(s) for n in (64, 32, 96))
+    Cs = tuple(api.zeros(a.shape, tile.float16).sync_on(s) for a in As)
+
+    def op():
+        return T.grouped_gemm(As, As, tuple(tile.atomic(c) for c in Cs), 32, 32, 32) \
+            .grid((3, 1, 1))
+    op().sync_on(s)                                     # compiled on the simulator
+    infos = [argspec.classify(v, None, s) for v in (As, As, tuple(tile.atomic(c) for c in Cs))]
+    for i in infos:
+        i.prepare(s)                                    # a plain launch's tuple hooks
+    want = argspec.flatten_params(infos)
+    with stub_cuda.installed(T.grouped_gemm):
+        p = op().prepare(s)
+        assert p._c is not None and p.params == want
+        exe, n = p.executable, stub_cuda.count()
+        for _ in range(3):
+            p.launch()
+        assert stub_cuda.count() == n + 3 and exe.python_launches == 0
+        assert stub_cuda.last()[0] == (3, 1, 1) and stub_cuda.last()[3:] == exe.expected(want)
+        fn, ctx, layout, _ = exe._native
+        native.reset_stats()
+        with pytest.raises(ValueError, match="slots"):
+            native.ext().Prepared(fn, ctx, (3, 1, 1), s, layout, want[:-1], (), tile.LaunchError,
+                                  exe)
+        assert native.stats()["fallbacks"] == {
+            "a prepared launch C could not pack (PreparedLaunch.launch runs in Python)": 1}
+        p.close()
+        with pytest.raises(tile.LaunchError, match="closed"):
+            p.launch()
+        assert stub_cuda.count() == n + 3
 
 
 # --- foreign arrays: stand-ins for torch (through the stub's DLPack exchange API) and CuPy ----

@@ -120,7 +120,7 @@ def test_failed_construction_and_refused_ops_do_not_warn():
             tile.value(1).sync_on(None)
         with pytest.raises(tile.SchedulingError, match="unzip"):
             tile.value(1).map(lambda v: (v, v)).unzip()
-        with pytest.raises(tile.LaunchError, match="DeviceOps"):
+        with pytest.raises(tile.LaunchError, match="argument `x` is a DeviceOp"):
             add(z.partition((64,)), api.dup(x), y).prepare()
         with pytest.raises(TypeError):
             add(z.partition((64,)), x, y).compile_options(3)

@@ -1,12 +1,17 @@
 """Tuples of arrays as one kernel argument (issue 25 item 1) on the simulator: indexed by a
 constant, walked with ``static_iter``, indexed at run time (read and written), mixed with
-scalars and NumPy arrays; the key, the aliasing check and the refusals."""
+scalars and NumPy arrays; the key, the aliasing check and the refusals; prepared launches of
+tuples (issue 25: t08's grouped GEMM)."""
+import gc
+import weakref
+
 import numpy as np
 import pytest
 
 import tilejit as tile
 from tilejit import api
 from tilejit.keys import TupleKey
+from tilejit.runtime import argspec
 from tilejit.toolchain import tileiras
 
 import tuple_arg_cases as C
@@ -94,6 +99,56 @@ def test_refusals():
         z.store(xs[i].load((0, 0), (8, 16)))
     with pytest.raises(tile.TypingError, match="constant"):
         mixed(z.partition((8, 16)), (ARRS[0], ARRS[0].astype(np.float16)), 0).sync()
+
+
+def test_a_prepared_grouped_gemm_is_reusable_and_matches_the_unprepared_launch():
+    p, got, want, unprepared = C.run_t08_prepared([64, 32, 96])
+    for (g1, g2), (w1, w2), u in zip(got, want, unprepared):
+        np.testing.assert_allclose(g1, w1, rtol=1e-2, atol=2e-2)
+        np.testing.assert_allclose(g2, w2, rtol=1e-2, atol=2e-2)   # the rewritten inputs
+        np.testing.assert_array_equal(g2, u)
+    with pytest.raises(tile.LaunchError, match="closed"):
+        p.launch()
+
+
+def test_a_prepared_tuple_launch_packs_its_elements_once_and_close_lets_them_go():
+    xs = tuple(api.from_numpy(a).sync() for a in ARRS)
+    z = api.zeros((8, 16)).sync()
+    refs = [weakref.ref(x) for x in xs]
+    p = sums(z.partition((8, 16)), xs, 2).prepare()
+    assert p.infos[1].key == argspec.classify(xs).key
+    flat = sum(((x.device_pointer,) + x.shape + x.strides for x in xs), ())
+    assert p.params[-len(flat) - 1:-1] == flat and p.params[-1] == 2
+    assert all(any(st is x.storage for st in p._storages) for x in xs)
+    for _ in range(2):
+        p.launch()
+    p.stream.synchronize()
+    np.testing.assert_array_equal(z.to_numpy(), np.full((8, 16), 6 + 20 + 300))
+    del xs
+    gc.collect()
+    assert all(r() is not None for r in refs)           # the prepared launch holds them
+    p.close()
+    gc.collect()
+    assert all(r() is None for r in refs)               # released by close()
+    z.partition((8, 16)).unpartition()                  # and the partition's lease
+
+
+def test_prepare_names_the_argument_copied_per_launch():
+    T = C.t08()
+    As = tuple(api.from_numpy(np.ones((32, 32), np.float16)).sync() for _ in range(2))
+    Cs = tuple(tile.atomic(api.zeros((32, 32), tile.float16).sync()) for _ in range(2))
+    host = np.ones((32, 32), np.float16)
+    with pytest.raises(tile.LaunchError, match=r"element 1 of the tuple `Bs` is a NumPy array, "
+                       r"copied per launch.*api.from_numpy\(array\).sync\(\) once"):
+        T.grouped_gemm(As, (As[0], host), Cs, 32, 32, 32).grid((3, 1, 1)).prepare()
+    with pytest.raises(tile.LaunchError, match=r"element 0 of the tuple `Cs` is tile.atomic of a "
+                       r"NumPy array.*pass tile.atomic\(t\).*\.to_numpy\(\)"):
+        T.grouped_gemm(As, As, (tile.atomic(host.copy()), Cs[1]), 32, 32, 32) \
+            .grid((3, 1, 1)).prepare()
+    z = api.zeros((8, 16)).sync()
+    with pytest.raises(tile.LaunchError, match=r"argument `xs` is a DeviceOp"):
+        sums(z.partition((8, 16)), api.zeros((8, 16)), 1).prepare()
+    z.partition((8, 16)).unpartition()                  # the refusals took no lease
 
 
 @pytest.mark.skipif(not tileiras.available(), reason="tileiras is not installed")

@@ -203,8 +203,10 @@ class KernelLaunch(DeviceOp):
         The arguments are classified, checked (ownership, aliasing, grid, scalar ranges) and
         compiled now; each ``launch()`` then costs one kernel launch plus stream bookkeeping.
         Partitions stay leased until ``close()`` (or until the prepared launch is
-        garbage-collected). Arguments must be tensors and scalars (not DeviceOps or NumPy arrays,
-        whose copies are per launch). Globals the kernel reads are checked now, not per launch.
+        garbage-collected). Arguments must be tensors, partitions, scalars or tuples of these
+        (not DeviceOps or NumPy arrays, whose copies are per launch): a tuple's elements are
+        flattened into the packed parameters once. Globals the kernel reads are checked now, not
+        per launch.
         """
         return PreparedLaunch(self, _as_stream(stream) if stream is not None else default_stream())
 
@@ -255,30 +257,30 @@ class PreparedLaunch:
     def __init__(self, op: KernelLaunch, stream):
         account_for(op)             # consumed: its launches (and inputs) are this object's
         k = op.kernel
-        for a in op.args:
+        names = k.param_names if len(op.args) == len(k.param_names) else k.runtime_names
+        for n, a in zip(names, op.args):
             if isinstance(a, DeviceOp):
-                raise LaunchError("prepare(): arguments must be tensors, partitions or scalars, "
-                                  "not DeviceOps (run them first with .sync())")
+                raise LaunchError(f"prepare(): argument `{n}` is a DeviceOp; arguments must be "
+                                  f"tensors, partitions, scalars or tuples of tensors (run it "
+                                  f"first with .sync())")
         rt, consts = k._split(op.args, op._generics)
         acquire_partitions(rt)
         try:
             infos = [classify(v, a, stream) for v, a in zip(rt, k._anns)]
-            for i in infos:
-                if i.prepare is not None:
-                    raise LaunchError("prepare(): NumPy arrays are copied per launch; pass "
-                                      "api.from_numpy(array).sync() tensors instead")
+            # once: a tuple's elements' values and storages (refusing NumPy copies, by name)
+            params, storages = argspec.fixed_params(infos, k.runtime_names)
             self.grid, self.executable = op._specialize_for(infos, consts, stream, simple=False)
-            self.params = argspec.flatten_params(infos)
+            self.params = params
             check_scalars(self.executable.checks, self.params)   # once: the values are fixed
         except BaseException:
             release_partitions(rt)
             raise
         self.kernel = k
         self.stream = stream
-        self.args = op.args                 # keeps every argument alive
+        self.args = op.args                 # keeps every argument alive (until close())
         self.infos = infos
         self._values = rt
-        self._storages = [i.storage for i in infos if i.storage is not None]
+        self._storages = storages
         self._nonempty = all(self.grid)
         self._closed = False
         self._c = _native_prepared(self)
@@ -295,12 +297,17 @@ class PreparedLaunch:
             self.executable.launch(self.grid, self.params, stream)
 
     def close(self) -> None:
-        """Release the partitions' leases."""
+        """Release the partitions' leases and the references to the arguments (later launches
+        raise LaunchError)."""
         if not self._closed:
             self._closed = True
             if self._c is not None:
                 self._c.close()
+                self.__dict__.pop("launch", None)   # the C object holds the storages
+                self._c = None
             release_partitions(self._values)
+            self.args = self.infos = self._values = None
+            self._storages = ()
 
     def __enter__(self):
         return self

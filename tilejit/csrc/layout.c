@@ -230,6 +230,7 @@ const char *const reason_names[R_COUNT] = {
     [R_DEVICE] = "an array on another device",
     [R_ALIAS] = "an output that may overlap another argument",
     [R_PACK] = "a value that does not fit its slot",
+    [R_PREPARED] = "a prepared launch C could not pack (PreparedLaunch.launch runs in Python)",
 };
 unsigned long long fallbacks[R_COUNT], c_launches;
 

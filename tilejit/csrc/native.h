@@ -103,7 +103,8 @@ PyObject *py_set_layout(PyObject *m, PyObject *args);
 /* Why a launch went back to Python (native.stats()); give_up() counts one and returns 0. */
 enum {
     R_LAYOUT, R_STREAM, R_NOT_PLAIN, R_REENTRANT, R_ARITY, R_GLOBALS, R_UNUSABLE, R_NUMPY,
-    R_DEVICEOP, R_HOOKS, R_FOREIGN, R_CACHE_MISS, R_GRID, R_DEVICE, R_ALIAS, R_PACK, R_COUNT
+    R_DEVICEOP, R_HOOKS, R_FOREIGN, R_CACHE_MISS, R_GRID, R_DEVICE, R_ALIAS, R_PACK, R_PREPARED,
+    R_COUNT
 };
 extern const char *const reason_names[R_COUNT];
 extern unsigned long long fallbacks[R_COUNT], c_launches;

@@ -312,8 +312,16 @@ static void Prepared_dealloc(Prepared *self) {
 
 /* Prepared(function, context, grid, stream, layout, params, storages, closed_error, executable):
    launch errors are raised by executable.raise_launch_error(code, grid); the weak scalars were
-   checked once by PreparedLaunch */
+   checked once by PreparedLaunch; a failure (the Python launch takes over) is counted */
+static int prepared_init(Prepared *self, PyObject *args, PyObject *kw);
+
 static int Prepared_init(Prepared *self, PyObject *args, PyObject *kw) {
+    int r = prepared_init(self, args, kw);
+    if (r < 0) give_up(R_PREPARED);
+    return r;
+}
+
+static int prepared_init(Prepared *self, PyObject *args, PyObject *kw) {
     unsigned long long fn, ctx;
     PyObject *grid, *stream, *params, *storages, *err, *exe;
     const char *layout;

@@ -534,6 +534,43 @@ def _wrap_foreign(obj, stream) -> Tensor:
     return from_dlpack(obj, stream=stream)
 
 
+def fixed_params(infos, names) -> Tuple[tuple, list]:
+    """``(params, storages)`` of a launch packed once (``KernelLaunch.prepare``): the ABI values in
+    order and the storages each launch orders on its stream, a tuple argument's taken from its
+    elements (its ``prepare`` hook only gathers them, except for NumPy elements). LaunchError
+    naming the argument when one is copied per launch (a NumPy array, or a host array passed
+    through ``tile.atomic`` / ``tile.partition``)."""
+    params, storages = (), []
+    for k, info in enumerate(infos):
+        name = names[k] if k < len(names) else str(k)
+        parts = [(f"argument `{name}`", info)]
+        if info.kind == "tuple":
+            parts = [(f"element {j} of the tuple `{name}`", i) for j, i in enumerate(info.items)]
+        for what, i in parts:
+            if i.prepare is not None or i.params is None:
+                raise _copied_per_launch(what, i)
+            params += i.params
+            if i.storage is not None:
+                storages.append(i.storage)
+    return params, storages
+
+
+def _copied_per_launch(what: str, info) -> LaunchError:
+    if info.kind == "partition":
+        form = "a partition of a host array, copied per launch (in, and back after it)"
+        fix = "api.from_numpy(array).sync() once and pass its .partition(tile_shape)"
+    elif info.writable:
+        form = "tile.atomic of a NumPy array, copied per launch (in, and back after it)"
+        fix = "t = api.from_numpy(array).sync() once and pass tile.atomic(t)"
+    else:
+        form = "a NumPy array, copied per launch"
+        fix = "api.from_numpy(array).sync() once and pass that tensor"
+    back = "; read the result back with .to_numpy()" if info.writable else ""
+    return LaunchError(f"prepare(): {what} is {form}, but a prepared launch reuses the same "
+                       f"device memory every time. Make the device copy yourself: {fix} (or pass "
+                       f"a torch CUDA tensor){back}")
+
+
 def key_of(infos) -> tuple:
     """The argument part of the specialization key."""
     return tuple(i.key for i in infos)
@@ -718,7 +755,7 @@ def _aliases(a: ArgInfo, b: ArgInfo) -> bool:
     return ea[0] < eb[1] and eb[0] < ea[1] and ea[0] != ea[1] and eb[0] != eb[1]
 
 
-__all__ = ["ArgInfo", "atomic", "classify", "key_of", "flatten_params",
+__all__ = ["ArgInfo", "atomic", "classify", "key_of", "flatten_params", "fixed_params",
            "abi_slots", "slots_from_key", "grid_from_partitions", "grid_ones", "normalize_grid",
            "check_launch_aliasing", "check_launch_devices", "acquire_partitions",
            "release_partitions", "array_key", "array_key_named", "MAX_GRID_DIM", "NO_GRID_FACTS"]
