@@ -241,7 +241,7 @@ def test_typed_kernel_api():
              if isinstance(s, ir.Assign) and isinstance(s.value, ir.Expr) and
              s.value.op == "call"]
     mma = next(c for c in calls if c.op == "tile.mma")
-    assert mma.stub is tile.mma and set(mma.args) == {"a", "b", "acc", "input_precision"}
+    assert mma.stub is tile.mma and set(mma.args) == {"a", "b", "acc", "input_precision", "fast_acc"}
     assert mma.args["input_precision"] is None       # default: float32 stays float32
     assert mma.signature.return_type == TileType(dt.float32, (64, 64))
     load = next(c for c in calls if c.op == "Tensor.load")

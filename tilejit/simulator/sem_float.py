@@ -6,7 +6,8 @@ the GPU emulates them; f32/f64 use NumPy's IEEE arithmetic directly. Rounding mo
 
 CPU/GPU differences (documented, by design):
 
-* transcendental functions (sin, exp, log, pow, tanh, atan2, ...) use NumPy's libm, which can differ
+* transcendental functions (sin, exp, log, pow, tanh, atan2, ...) use NumPy's float64 libm, rounded
+  once to float32 for float32 and narrower formats (the same result on every CPU), which can differ
   from CUDA's by an ulp or two; ``approx`` modes (``exp``, ``tanh``, ``sqrt``) are computed like
   ``full`` except ``divf approx`` (multiplication by the float32 reciprocal) and ``exp approx``
   (``exp2(x * log2(e))`` in float32), which mimic the GPU's formula but not its hardware error;
@@ -44,9 +45,24 @@ def _ftz(op, elem) -> bool:
     return "flush_to_zero" in op.attrs and elem == "f32"
 
 
+# NumPy's float32 forms of these use the CPU's SIMD libraries (SVML on AVX-512 machines: up to 4
+# ulp), so a float32 result would depend on the host; computed in float64 and rounded once they
+# are the correctly rounded value nearly always, on every CPU
+_TRANSCENDENTAL = frozenset([np.cos, np.cosh, np.sin, np.sinh, np.tan, np.log, np.log2, np.exp2,
+                             np.tanh, np.exp, np.power, np.arctan2])
+
+
+def _via_float64(fn):
+    def f(*xs):
+        return fn(*(np.asarray(x, F64) for x in xs)).astype(F32)
+    return f
+
+
 def _wrap_math(fn, elem, ftz=False):
     """``fn`` (a float32/float64 NumPy function) applied to tiles of ``elem``."""
     cd = compute_dtype(elem)
+    if cd == F32 and fn in _TRANSCENDENTAL:
+        fn = _via_float64(fn)
     if elem in _NATIVE and not ftz:
         return fn
     if ftz:
