@@ -84,7 +84,7 @@ def fp8_matmul_bt(c, a, bt, scale_a, scale_b, BK: tile.Constant[int]):
 @tile.entry
 def fp8_matmul_grouped(c, a, b, scale_a, scale_b, BM: tile.Constant[int],
                        BN: tile.Constant[int], BK: tile.Constant[int],
-                       GROUP: tile.Constant[int]):
+                       GROUP: tile.Constant[int], FAST: tile.Constant[bool] = False):
     """The column-major-B kernel on a 1-D grid walked in groups of GROUP row tiles."""
     num_m = tile.cdiv(a.shape[0], BM)
     num_n = tile.cdiv(b.shape[1], BN)
@@ -96,14 +96,16 @@ def fp8_matmul_grouped(c, a, b, scale_a, scale_b, BM: tile.Constant[int],
     bn = (pid % width) // rows
     acc = tile.zeros((BM, BN), tile.float32)
     for k in range(tile.cdiv(a.shape[1], BK)):
-        acc = tile.mma(a.load((bm, k), (BM, BK)), b.load((k, bn), (BK, BN)), acc)
+        acc = tile.mma(a.load((bm, k), (BM, BK)), b.load((k, bn), (BK, BN)), acc, fast_acc=FAST)
     acc = acc * (scale_a.load((0,), ()) * scale_b.load((0,), ()))
-    tile.store(c, (bm, bn), acc.astype(c.dtype))
+    tile.store(c.partition((BM, BN)), (bm, bn), acc.astype(c.dtype))
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--m", type=int, default=4096)
+    ap.add_argument("--grouped", action="store_true",
+                    help="only the grouped tile order (GROUP 4/8/16) against the plain one")
     ap.add_argument("--all", action="store_true",
                     help="also the 128x256/256x128 tiles, the B layouts and cuTile's kernel")
     args = ap.parse_args()
@@ -152,7 +154,7 @@ def main() -> int:
                       lambda bm=bm, bn=bn, bk=bk, e=every, o=opts: fp8_matmul_promoted(
                           tile.partition(c, (bm, bn)), a8, b8, sa, sb, bk, e)
                       .compile_options(o)))
-    ctk = cutile_fp8(m)
+    ctk = None if args.grouped else cutile_fp8(m)
     if ctk is not None:
         ct, k = ctk
         for bm, bn, bk in ((128, 128, 128), (64, 128, 128)):
@@ -182,6 +184,20 @@ def main() -> int:
                 cands.append((f"grouped8 {name}", lambda bm=bm, bn=bn, bk=bk, o=opts, g=grid:
                               fp8_matmul_grouped(tile.atomic(c), a8, b8, sa, sb, bm, bn, bk, 8)
                               .grid(g).compile_options(o)))
+    if args.grouped:
+        cands = []
+        for bm, bn, occ, fast in ((64, 128, 2, False), (128, 128, 2, True)):
+            opts = tile.CompileOptions(occupancy=occ)
+            cands.append((f"plain {bm}x{bn}x128 occ{occ} fast={fast}",
+                          lambda bm=bm, bn=bn, o=opts, f=fast: fp8_matmul_fast(
+                              tile.partition(c, (bm, bn)), a8, b8, sa, sb, 128, f)
+                          .compile_options(o)))
+            for group in (4, 8, 16):
+                grid = (-(-m // bm) * -(-m // bn), 1, 1)
+                cands.append((f"grouped{group} {bm}x{bn}x128 occ{occ} fast={fast}",
+                              lambda bm=bm, bn=bn, o=opts, g=grid, gr=group, f=fast:
+                              fp8_matmul_grouped(tile.atomic(c), a8, b8, sa, sb, bm, bn, 128,
+                                                 gr, f).grid(g).compile_options(o)))
     rows = []
     for name, make in cands:
         try:
