@@ -165,29 +165,38 @@ def t04(b):
 
 
 def t05(b):
+    for dtype, tol in ((b.torch.float16, 1e-2), (b.torch.float32, 1e-4)):   # the tutorial's fp16
+        _t05(b, dtype, tol)
+
+
+def _t05(b, dt, tol):
+    """Forward and backward rows in ``dt`` (x, w, b, dy, y, dx, dw, db; mean, rstd and the
+    partial dw/db sums float32 on both sides), checked against torch in float32."""
     import layernorm as LN
     env, torch = b.env, b.torch
     m, n = env.size((4096, 8192), (16, 300))
     group, bm, eps = env.size(64, 4), 4, 1e-5
     width = 1 << (n - 1).bit_length()
-    f32 = torch.float32
-    x, dy = env.randn(m, n, dtype=f32), env.randn(m, n, dtype=f32, scale=0.1)
-    w, bias = env.randn(n, dtype=f32), env.randn(n, dtype=f32)
-    xr, wr, br = (t.clone().requires_grad_() for t in (x, w, bias))
+    f32, name = torch.float32, str(dt).replace("torch.", "")
+    x, dy = env.randn(m, n, dtype=dt), env.randn(m, n, dtype=dt, scale=0.1)
+    w, bias = env.randn(n, dtype=dt), env.randn(n, dtype=dt)
+    xr, wr, br = (t.to(f32, copy=True).requires_grad_() for t in (x, w, bias))
     yr = torch.nn.functional.layer_norm(xr, (n,), wr, br, eps)
-    yr.backward(dy)
+    yr.backward(dy.float())
     tx, tw, tb, tdy = (env.tj(t) for t in (x, w, bias, dy))
-    y, mean, rstd = env.empty((m, n), f32), env.empty((m,), f32), env.empty((m,), f32)
+    y, mean, rstd = env.empty((m, n), dt), env.empty((m,), f32), env.empty((m,), f32)
+    es = x.element_size()
     if b.tk:                                              # Triton's outputs (its own mean/rstd)
-        yt, mt, rt = torch.empty_like(x), torch.empty_like(x[:, 0]), torch.empty_like(x[:, 0])
-    b.row("t05 layer norm", f"forward float32 {m}x{n}", "GB/s", 8 * m * n / 1e9,
+        yt = torch.empty_like(x)
+        mt, rt = (torch.empty((m,), dtype=f32, device=env.device) for _ in range(2))
+    b.row("t05 layer norm", f"forward {name} {m}x{n}", "GB/s", 2 * es * m * n / 1e9,
           _variant(b, f"rows {bm}", lambda: [LN.layernorm_fwd(
               tile.partition(y, (bm, width)), tx, tw, tb, tile.atomic(mean), tile.atomic(rstd),
               eps)]),
-          lambda: b.check("t05 forward tilejit", env.read(y), yr.detach(), 1e-4),
+          lambda: b.check("t05 forward tilejit", env.read(y), yr.detach(), tol),
           b.tk and (lambda: b.tk.layer_norm(x, w, bias, yt, mt, rt, eps)),
-          lambda: b.check("t05 forward triton", yt, yr.detach(), 1e-4))
-    dx, dw, db = env.empty((m, n), f32), env.empty((n,), f32), env.empty((n,), f32)
+          lambda: b.check("t05 forward triton", yt, yr.detach(), tol))
+    dx, dw, db = env.empty((m, n), dt), env.empty((n,), dt), env.empty((n,), dt)
     parts = [env.empty((group, n), f32) for _ in range(2)]
     locks = env.empty((group,), torch.int32)
     b.zero(locks)
@@ -200,16 +209,16 @@ def t05(b):
                 LN.column_sum(tile.partition(db, (256,)), parts[1], 32)]
 
     def check_tj():
-        for name, got, ref in (("dx", dx, xr.grad), ("dw", dw, wr.grad), ("db", db, br.grad)):
-            b.check(f"t05 backward tilejit {name}", env.read(got), ref, 1e-4)
+        for what, got, ref in (("dx", dx, xr.grad), ("dw", dw, wr.grad), ("db", db, br.grad)):
+            b.check(f"t05 backward tilejit {what}", env.read(got), ref, tol)
 
     def check_tr():
-        for name, got, ref in (("dx", dxt, xr.grad), ("dw", dwt, wr.grad), ("db", dbt, br.grad)):
-            b.check(f"t05 backward triton {name}", got, ref, 1e-4)
+        for what, got, ref in (("dx", dxt, xr.grad), ("dw", dwt, wr.grad), ("db", dbt, br.grad)):
+            b.check(f"t05 backward triton {what}", got, ref, tol)
     if b.tk:
         dxt, dwt, dbt = torch.empty_like(x), torch.empty_like(w), torch.empty_like(w)
-    b.row("t05 layer norm", f"backward float32 {m}x{n} (locked dw/db, {group} groups)", "GB/s",
-          12 * m * n / 1e9, _variant(b, f"rows {bm}", build), check_tj,
+    b.row("t05 layer norm", f"backward {name} {m}x{n} (locked dw/db, {group} groups)", "GB/s",
+          3 * es * m * n / 1e9, _variant(b, f"rows {bm}", build), check_tj,
           b.tk and (lambda: b.tt.layer_norm_bwd(x, w, dy, mt, rt, dxt, dwt, dbt, group)),
           check_tr, before=lambda: [b.zero(t) for t in parts])
 
