@@ -193,3 +193,200 @@ def matmul_persistent(a, b, c, BM=128, BN=128, BK=64, GROUP=8):
     matmul_persistent_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0),
                                    b.stride(1), c.stride(0), c.stride(1), BM=BM, BN=BN, BK=BK,
                                    GROUP=GROUP, NUM_SMS=grid[0], num_warps=8, num_stages=3)
+
+
+@triton.jit
+def _attn_fwd_inner(acc, l_i, m_i, q, K, V, k_base, v_base, stride_ks, stride_vs, stride_vd,
+                    offs_m, offs_n, offs_d, lo, hi, qk_scale, BN: tl.constexpr,
+                    MASK: tl.constexpr):
+    # the tutorial's inner loop, V read through its own strides (its fp8 row transposes V)
+    for start_n in range(lo, hi, BN):
+        cols = start_n + offs_n
+        k = tl.load(K + k_base + cols[None, :] * stride_ks + offs_d[:, None])
+        qk = tl.dot(q, k) * qk_scale
+        if MASK:
+            qk = tl.where(offs_m[:, None] >= cols[None, :], qk, float("-inf"))
+        m_ij = tl.maximum(m_i, tl.max(qk, 1))
+        p = tl.math.exp2(qk - m_ij[:, None])
+        alpha = tl.math.exp2(m_i - m_ij)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = tl.load(V + v_base + cols[:, None] * stride_vs + offs_d[None, :] * stride_vd)
+        acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])    # fp8: P in e5m2 as the tutorial
+        m_i = m_ij
+    return acc, l_i, m_i
+
+
+@triton.jit
+def attn_fwd_kernel(Q, K, V, O, M, sm_scale, S, stride_h, stride_s, stride_vh, stride_vs,
+                    stride_vd, D: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+                    CAUSAL: tl.constexpr, STORE_M: tl.constexpr):
+    # the tutorial's forward (stage 1 off the diagonal, stage 2 on it with the mask); with
+    # STORE_M it saves M = m + log2(l) per row (the scaled log2 domain) for the backward
+    start_m = tl.program_id(0)
+    bh = tl.program_id(1)
+    base = bh.to(tl.int64) * stride_h
+    v_base = bh.to(tl.int64) * stride_vh
+    offs_m = start_m * BM + tl.arange(0, BM)
+    offs_n = tl.arange(0, BN)
+    offs_d = tl.arange(0, D)
+    q = tl.load(Q + base + offs_m[:, None] * stride_s + offs_d[None, :])
+    m_i = tl.full([BM], float("-inf"), tl.float32)
+    l_i = tl.zeros([BM], tl.float32) + 1.0
+    acc = tl.zeros([BM, D], tl.float32)
+    qk_scale = sm_scale * 1.4426950408889634
+    if CAUSAL:
+        acc, l_i, m_i = _attn_fwd_inner(acc, l_i, m_i, q, K, V, base, v_base, stride_s,
+                                        stride_vs, stride_vd, offs_m, offs_n, offs_d, 0,
+                                        start_m * BM, qk_scale, BN, False)
+        acc, l_i, m_i = _attn_fwd_inner(acc, l_i, m_i, q, K, V, base, v_base, stride_s,
+                                        stride_vs, stride_vd, offs_m, offs_n, offs_d,
+                                        start_m * BM, (start_m + 1) * BM, qk_scale, BN, True)
+    else:
+        acc, l_i, m_i = _attn_fwd_inner(acc, l_i, m_i, q, K, V, base, v_base, stride_s,
+                                        stride_vs, stride_vd, offs_m, offs_n, offs_d, 0, S,
+                                        qk_scale, BN, False)
+    if STORE_M:
+        tl.store(M + bh * S + offs_m, m_i + tl.math.log2(l_i))
+    o = acc / l_i[:, None]
+    tl.store(O + base + offs_m[:, None] * stride_s + offs_d[None, :], o.to(O.dtype.element_ty))
+
+
+def attention_fwd(q, k, v, o, sm_scale, causal, M=None, BM=128, BN=64):
+    """o = softmax(q k^T * sm_scale) v; q, k, o contiguous (batch * heads, S, D); v (B*H, S, D)
+    with any strides (the tutorial's fp8 row passes it transposed: S contiguous). ``M`` (B*H, S)
+    float32, if given, receives each row's log2-sum-exp for ``attention_bwd``."""
+    bh, s, d = q.shape
+    fp8 = q.dtype == torch.float8_e5m2
+    attn_fwd_kernel[(s // BM, bh)](q, k, v, o, M, sm_scale, s, q.stride(0), q.stride(1),
+                                   *v.stride(), D=d, BM=BM, BN=BN, CAUSAL=causal,
+                                   STORE_M=M is not None, num_warps=8 if BM == 128 else 4,
+                                   num_stages=3 if fp8 or BN == 64 else 2)
+
+
+@triton.jit
+def attn_bwd_preprocess_kernel(O, DO, Delta, S, BM: tl.constexpr, D: tl.constexpr):
+    offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
+    bh = tl.program_id(1)
+    offs = bh.to(tl.int64) * S * D + offs_m[:, None] * D + tl.arange(0, D)[None, :]
+    o = tl.load(O + offs)
+    do = tl.load(DO + offs).to(tl.float32)
+    tl.store(Delta + bh * S + offs_m, tl.sum(o * do, axis=1))
+
+
+@triton.jit
+def _attn_bwd_dkdv(dk, dv, Q, k, v, DO, M, Delta, start_n, start_m, num_steps,
+                   BM1: tl.constexpr, BN1: tl.constexpr, D: tl.constexpr, MASK: tl.constexpr):
+    # dK and dV of one K/V block over num_steps query blocks, working on the transposes
+    offs_n = start_n + tl.arange(0, BN1)
+    offs_d = tl.arange(0, D)
+    curr_m = start_m
+    for _ in range(num_steps):
+        offs_m = curr_m + tl.arange(0, BM1)
+        qT = tl.load(Q + offs_m[None, :] * D + offs_d[:, None])
+        m = tl.load(M + offs_m)
+        pT = tl.math.exp2(tl.dot(k, qT) - m[None, :])          # k is pre-scaled
+        if MASK:
+            pT = tl.where(offs_m[None, :] >= offs_n[:, None], pT, 0.0)
+        do = tl.load(DO + offs_m[:, None] * D + offs_d[None, :])
+        dv += tl.dot(pT.to(tl.float16), do)
+        Di = tl.load(Delta + offs_m)
+        dpT = tl.dot(v, tl.trans(do)).to(tl.float32)
+        dsT = (pT * (dpT - Di[None, :])).to(tl.float16)
+        dk += tl.dot(dsT, tl.trans(qT))
+        curr_m += BM1
+    return dk, dv
+
+
+@triton.jit
+def _attn_bwd_dq(dq, q, K, V, do, m, Di, start_m, start_n, num_steps, BM2: tl.constexpr,
+                 BN2: tl.constexpr, D: tl.constexpr, MASK: tl.constexpr):
+    # dQ of one query block over num_steps K/V blocks
+    offs_m = start_m + tl.arange(0, BM2)
+    offs_d = tl.arange(0, D)
+    curr_n = start_n
+    for _ in range(num_steps):
+        offs_n = curr_n + tl.arange(0, BN2)
+        kT = tl.load(K + offs_n[None, :] * D + offs_d[:, None])
+        vT = tl.load(V + offs_n[None, :] * D + offs_d[:, None])
+        p = tl.math.exp2(tl.dot(q, kT) - m)
+        if MASK:
+            p = tl.where(offs_m[:, None] >= offs_n[None, :], p, 0.0)
+        dp = tl.dot(do, vT).to(tl.float32)
+        ds = (p * (dp - Di[:, None])).to(tl.float16)
+        dq += tl.dot(ds, tl.trans(kT))
+        curr_n += BN2
+    return dq
+
+
+@triton.jit
+def attn_bwd_kernel(Q, K, V, sm_scale, DO, DQ, DK, DV, M, Delta, S, BM1: tl.constexpr,
+                    BN1: tl.constexpr, BM2: tl.constexpr, BN2: tl.constexpr,
+                    SLICE: tl.constexpr, D: tl.constexpr):
+    # the tutorial's causal backward: program pid computes dK/dV of K/V block pid (the diagonal
+    # query blocks in slices of BM1 / SLICE with the mask, the rest without), then dQ of query
+    # block pid (diagonal K/V blocks masked, in slices, then the ones left of them)
+    LN2: tl.constexpr = 0.6931471824645996
+    bh = tl.program_id(2)
+    adj = bh.to(tl.int64) * S * D
+    pid = tl.program_id(0)
+    Q += adj
+    K += adj
+    V += adj
+    DO += adj
+    DQ += adj
+    DK += adj
+    DV += adj
+    M += bh.to(tl.int64) * S
+    Delta += bh.to(tl.int64) * S
+    offs_d = tl.arange(0, D)
+
+    start_n = pid * BN1
+    MASK_BM1: tl.constexpr = BM1 // SLICE
+    offs_n = start_n + tl.arange(0, BN1)
+    dv = tl.zeros([BN1, D], dtype=tl.float32)
+    dk = tl.zeros([BN1, D], dtype=tl.float32)
+    k = tl.load(K + offs_n[:, None] * D + offs_d[None, :])
+    v = tl.load(V + offs_n[:, None] * D + offs_d[None, :])
+    num_steps = BN1 // MASK_BM1
+    dk, dv = _attn_bwd_dkdv(dk, dv, Q, k, v, DO, M, Delta, start_n, start_n, num_steps,
+                            MASK_BM1, BN1, D, True)
+    start_m = start_n + num_steps * MASK_BM1
+    num_steps = (S - start_m) // BM1
+    dk, dv = _attn_bwd_dkdv(dk, dv, Q, k, v, DO, M, Delta, start_n, start_m, num_steps,
+                            BM1, BN1, D, False)
+    tl.store(DV + offs_n[:, None] * D + offs_d[None, :], dv.to(DV.dtype.element_ty))
+    tl.store(DK + offs_n[:, None] * D + offs_d[None, :], (dk * sm_scale).to(DK.dtype.element_ty))
+
+    start_m = pid * BM2
+    end_n = start_m + BM2
+    MASK_BN2: tl.constexpr = BN2 // SLICE
+    offs_m = start_m + tl.arange(0, BM2)
+    q = tl.load(Q + offs_m[:, None] * D + offs_d[None, :])
+    do = tl.load(DO + offs_m[:, None] * D + offs_d[None, :])
+    m = tl.load(M + offs_m)[:, None]
+    Di = tl.load(Delta + offs_m)
+    dq = tl.zeros([BM2, D], dtype=tl.float32)
+    num_steps = BM2 // MASK_BN2
+    dq = _attn_bwd_dq(dq, q, K, V, do, m, Di, start_m, end_n - num_steps * MASK_BN2, num_steps,
+                      BM2, MASK_BN2, D, True)
+    end_n -= num_steps * MASK_BN2
+    num_steps = end_n // BN2
+    dq = _attn_bwd_dq(dq, q, K, V, do, m, Di, start_m, end_n - num_steps * BN2, num_steps,
+                      BM2, BN2, D, False)
+    tl.store(DQ + offs_m[:, None] * D + offs_d[None, :], (dq * LN2).to(DQ.dtype.element_ty))
+
+
+def attention_bwd(q, k, v, o, do, M, dq, dk, dv, sm_scale):
+    """The tutorial's backward (causal only, as the tutorial's): dq, dk, dv of
+    ``attention_fwd(..., causal=True, M=M)``; all (batch * heads, S, D) contiguous fp16, S a
+    multiple of 128. Its tiles: BLOCK_M1, BLOCK_N1, BLOCK_M2, BLOCK_N2 = 32, 128, 128, 32,
+    BLK_SLICE_FACTOR 2, 4 warps, 5 stages; K pre-scaled by sm_scale / ln 2 (timed, as there)."""
+    bh, s, d = q.shape
+    assert s % 128 == 0, "the tutorial's backward has no masks for a ragged end"
+    bm1, bn1, bm2, bn2 = 32, 128, 128, 32
+    arg_k = k * (sm_scale * 1.4426950408889634)
+    delta = torch.empty_like(M)
+    attn_bwd_preprocess_kernel[(s // 128, bh)](o, do, delta, s, BM=128, D=d)
+    attn_bwd_kernel[(s // bn1, 1, bh)](q, arg_k, v, sm_scale, do, dq, dk, dv, M, delta, s,
+                                       BM1=bm1, BN1=bn1, BM2=bm2, BN2=bn2, SLICE=2, D=d,
+                                       num_warps=4, num_stages=5)
