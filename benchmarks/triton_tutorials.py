@@ -230,8 +230,8 @@ def t06(b):
     bm, bn = env.size((128, 64), (64, 32))
     q, k, v = (env.randn(bh, s, d) for _ in range(3))
     tq, tk_, tv = (env.tj(t) for t in (q, k, v))
+    qf = (lambda t: t) if env.gpu else (lambda t: t.float())   # CPU SDPA: float32
     for causal in (False, True):
-        qf = (lambda t: t) if env.gpu else (lambda t: t.float())
         ref = torch.nn.functional.scaled_dot_product_attention(qf(q), qf(k), qf(v),
                                                                is_causal=causal)
         o, ot = env.empty((bh, s, d), torch.float16), torch.empty_like(q)
@@ -243,6 +243,101 @@ def t06(b):
               lambda: b.check("t06 tilejit", env.read(o), ref, 1e-2),
               b.tk and (lambda: b.tk.attention(q, k, v, ot, d ** -0.5, causal, BM=bm, BN=bn)),
               lambda: b.check("t06 triton", ot, ref, 1e-2))
+    _t06_backward(b, q, k, v, bm, bn)
+    _t06_fp8(b, q, k, v, bm, bn)
+
+
+def _t06_backward(b, q, k, v, bm, bn):
+    """The tutorial's backward row: causal only (as there), FLOPs 2.5x the forward's; both sides
+    run their own forward (untimed) for O and the log2-sum-exp, then time dQ, dK, dV (delta
+    included) against torch autograd of SDPA."""
+    import attention_backward as AB
+    env, torch = b.env, b.torch
+    bh, s, d = q.shape
+    do = env.randn(bh, s, d)
+    qf = (lambda t: t) if env.gpu else (lambda t: t.float())
+    qg, kg, vg = (qf(t).detach().clone().requires_grad_() for t in (q, k, v))
+    out = torch.nn.functional.scaled_dot_product_attention(qg, kg, vg, is_causal=True)
+    refs = torch.autograd.grad(out, (qg, kg, vg), qf(do))
+    tq, tk_, tv, tdo = (env.tj(t) for t in (q, k, v, do))
+    o = env.empty((bh, s, d), torch.float16)
+    lse, delta = env.empty((bh, s), torch.float32), env.empty((bh, s), torch.float32)
+    fwd = env.prepare(AB.forward(o, lse, tq, tk_, tv, bm, bn, True))
+    fwd.launch()
+    env.sync()
+    fwd.close()
+    b.check("t06 backward's forward tilejit", env.read(o), out.detach(), 1e-2)
+    grads = [env.empty((bh, s, d), torch.float16) for _ in range(3)]
+    # dQ blocks (BM, BN), dK/dV blocks (K/V rows, query rows): the vendor rows' best at D=128
+    tiles = env.size(((64, 64), (64, 128)), ((64, 32), (32, 64)))
+
+    def build():
+        return [AB.attention_bwd_delta(tile.partition(delta, (1, 64)), o, tdo, d),
+                AB.attention_bwd_dkdv(tile.partition(grads[1].permute(1, 0, 2),
+                                                     (tiles[1][0], 1, d)),
+                                      tile.partition(grads[2].permute(1, 0, 2),
+                                                     (tiles[1][0], 1, d)),
+                                      tq, tk_, tv, tdo, lse, delta, tiles[1][1], True),
+                AB.attention_bwd_dq(tile.partition(grads[0].permute(1, 0, 2),
+                                                   (tiles[0][0], 1, d)),
+                                    tq, tk_, tv, tdo, lse, delta, tiles[0][1], True)]
+
+    def checker(what, outs, read):
+        def check():
+            for name, got, ref in zip(("dq", "dk", "dv"), outs, refs):
+                b.check(f"{what} {name}", read(got), ref, 2e-2)
+        return check
+    if b.tk:
+        ot, mt = torch.empty_like(q), torch.empty((bh, s), dtype=torch.float32,
+                                                  device=env.device)
+        b.tt.attention_fwd(q, k, v, ot, d ** -0.5, True, M=mt)
+        b.check("t06 backward's forward triton", ot, out.detach(), 1e-2)
+        gt = [torch.empty_like(q) for _ in range(3)]
+    flops = 2.5 * 4 * bh * s * s * d * 0.5
+    b.row("t06 fused attention", f"backward float16 BH={bh} S={s} D={d} causal", "TFLOP/s",
+          flops / 1e12,
+          _variant(b, "dq {}x{}, dkdv {}x{}".format(*tiles[0], *tiles[1]), build),
+          checker("t06 backward tilejit", grads, env.read),
+          b.tk and (lambda: b.tt.attention_bwd(q, k, v, ot, do, mt, *gt, d ** -0.5)),
+          b.tk and checker("t06 backward triton", gt, lambda t: t))
+
+
+def _fp8_check(what, got, ref):
+    """e5m2 outputs: P rounded to e5m2 for P @ V and the output rounded again (up to 1/8 of
+    each value) leave ~5% RMS; a wrong mask or scale is off by far more."""
+    got, ref = got.float().cpu(), ref.float().cpu()
+    rms = ((got - ref).pow(2).mean() / ref.pow(2).mean()).sqrt().item()
+    worst = ((got - ref).abs().max() / ref.abs().max()).item()
+    if not (rms <= 0.12 and worst <= 0.3):
+        raise AssertionError(f"{what}: relative error RMS {rms:.3g} (max 0.12), largest "
+                             f"{worst:.3g} (max 0.3)")
+
+
+def _t06_fp8(b, q, k, v, bm, bn):
+    """The tutorial's fp8 forward rows: q, k, v and the output in float8_e5m2, V stored
+    transposed (S contiguous) as the tutorial does; checked against SDPA of the same e5m2
+    values."""
+    import flash_attention as FA
+    env, torch = b.env, b.torch
+    bh, s, d = q.shape
+    e5m2 = torch.float8_e5m2
+    q8, k8 = q.to(e5m2), k.to(e5m2)
+    v8 = v.transpose(1, 2).contiguous().to(e5m2).transpose(1, 2)
+    tq, tk_, tv = (env.tj(t) for t in (q8, k8, v8))
+    up = (lambda t: t.half()) if env.gpu else (lambda t: t.float())   # e5m2 fits fp16
+    for causal in (False, True):
+        ref = torch.nn.functional.scaled_dot_product_attention(up(q8), up(k8), up(v8),
+                                                               is_causal=causal)
+        o, ot = env.empty((bh, s, d), e5m2), torch.empty_like(q8)
+        flops = 4 * bh * s * s * d * (0.5 if causal else 1.0)
+        b.row("t06 fused attention", f"forward float8_e5m2 BH={bh} S={s} D={d}"
+              f"{' causal' if causal else ''}", "TFLOP/s", flops / 1e12,
+              _variant(b, f"{bm}x{bn}", lambda: [FA.attention(
+                  tile.partition(o.permute(1, 0, 2), (bm, 1, d)), tq, tk_, tv, bn, causal)]),
+              lambda: _fp8_check("t06 fp8 tilejit", env.read(o), ref),
+              b.tk and (lambda: b.tt.attention_fwd(q8, k8, v8, ot, d ** -0.5, causal, BM=bm,
+                                                   BN=bn)),
+              lambda: _fp8_check("t06 fp8 triton", ot, ref))
 
 
 def t07(b):
