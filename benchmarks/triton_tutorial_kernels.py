@@ -13,6 +13,11 @@ except ImportError:                                   # older layouts keep it un
 
 from triton_kernels import _grouped, _output_tile
 
+try:
+    from triton.tools.tensor_descriptor import TensorDescriptor
+except ImportError:                                   # Triton before 3.4: no host descriptors
+    TensorDescriptor = None
+
 
 @triton.jit
 def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
@@ -185,14 +190,50 @@ def matmul_persistent_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, s
                      BM, BN, BK)
 
 
-def matmul_persistent(a, b, c, BM=128, BN=128, BK=64, GROUP=8):
+def _sm_count(device):
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+def matmul_persistent(a, b, c, BM=128, BN=128, BK=64, GROUP=8, sms=None):
     M, K = a.shape
     N = b.shape[1]
-    sms = torch.cuda.get_device_properties(a.device).multi_processor_count
+    sms = sms or _sm_count(a.device)
     grid = (min(sms, triton.cdiv(M, BM) * triton.cdiv(N, BN)),)
     matmul_persistent_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0),
                                    b.stride(1), c.stride(0), c.stride(1), BM=BM, BN=BN, BK=BK,
                                    GROUP=GROUP, NUM_SMS=grid[0], num_warps=8, num_stages=3)
+
+
+@triton.jit
+def matmul_tma_persistent_kernel(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr,
+                                 BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr,
+                                 NUM_SMS: tl.constexpr):
+    # the tutorial's TMA persistent variant: tiles move through host-made tensor descriptors
+    # (the TMA unit; out-of-bounds parts read as zero and are not written)
+    num_m = tl.cdiv(M, BM)
+    num_n = tl.cdiv(N, BN)
+    for t in tl.range(tl.program_id(0), num_m * num_n, NUM_SMS):
+        pid_m, pid_n = _grouped(t, num_m, num_n, GROUP)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for ki in range(tl.cdiv(K, BK)):
+            acc = tl.dot(a_desc.load([pid_m * BM, ki * BK]), b_desc.load([ki * BK, pid_n * BN]),
+                         acc)
+        c_desc.store([pid_m * BM, pid_n * BN], acc.to(c_desc.dtype))
+
+
+def matmul_tma_persistent(a, b, c, BM=128, BN=128, BK=64, GROUP=8, sms=None):
+    """C = A @ B with TMA descriptors (A (M, K), B (K, N), C row-major), one wave of SMs."""
+    if TensorDescriptor is None:
+        raise RuntimeError(f"Triton {triton.__version__} has no host tensor descriptors "
+                           "(triton.tools.tensor_descriptor, Triton 3.4+)")
+    M, K = a.shape
+    N = b.shape[1]
+    sms = sms or _sm_count(a.device)
+    grid = (min(sms, triton.cdiv(M, BM) * triton.cdiv(N, BN)),)
+    descs = [TensorDescriptor.from_tensor(t, block) for t, block in
+             ((a, [BM, BK]), (b, [BK, BN]), (c, [BM, BN]))]
+    matmul_tma_persistent_kernel[grid](*descs, M, N, K, BM=BM, BN=BN, BK=BK, GROUP=GROUP,
+                                       NUM_SMS=grid[0], num_warps=8, num_stages=3)
 
 
 @triton.jit

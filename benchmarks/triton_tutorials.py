@@ -380,20 +380,25 @@ def t08(b):
 
 
 def t09(b):
+    """Two rows: tilejit's loads through TMA (the default) against the tutorial's TMA-descriptor
+    persistent kernel, and with ``allow_tma=False`` against its pointer-based one."""
     import t09_persistent_matmul as T
     env, torch = b.env, b.torch
     s = env.size(8192, 96)
     tiles = env.size((128, 128, 64), (32, 32, 32))
     sms = env.size(None, 3)
     a, w, ta, tw, ref = _matmul_inputs(b, s, s, s)
-    c, ct = env.empty((s, s), torch.float16), torch.empty((s, s), dtype=torch.float16,
-                                                          device=env.device)
-    b.row("t09 persistent matmul", f"float16 {s}^3", "TFLOP/s", 2 * s ** 3 / 1e12,
-          _variant(b, "{}x{}x{} one wave".format(*tiles),
-                   lambda: [T.persistent_matmul(ta, tw, c, tiles, True, sms)]),
-          lambda: b.check("t09 tilejit", env.read(c), ref, 1e-2),
-          b.tk and (lambda: b.tt.matmul_persistent(a, w, ct, *tiles)),
-          lambda: b.check("t09 triton", ct, ref, 1e-2))
+    for tma in (True, False):
+        c, ct = env.empty((s, s), torch.float16), torch.empty((s, s), dtype=torch.float16,
+                                                              device=env.device)
+        triton = b.tt and (b.tt.matmul_tma_persistent if tma else b.tt.matmul_persistent)
+        b.row("t09 persistent matmul", f"float16 {s}^3, {'TMA' if tma else 'no TMA'}",
+              "TFLOP/s", 2 * s ** 3 / 1e12,
+              _variant(b, "{}x{}x{} one wave{}".format(*tiles, "" if tma else ", allow_tma=False"),
+                       lambda: [T.persistent_matmul(ta, tw, c, tiles, True, sms, tma=tma)]),
+              lambda: b.check("t09 tilejit", env.read(c), ref, 1e-2),
+              triton and (lambda: triton(a, w, ct, *tiles, sms=sms)),
+              lambda: b.check("t09 triton", ct, ref, 1e-2))
 
 
 def table(results) -> str:
