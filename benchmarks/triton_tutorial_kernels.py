@@ -2,8 +2,7 @@
 dropout, libdevice asin, LayerNorm backward with locks, attention forward saving M and in fp8,
 attention backward, grouped GEMM, persistent matmul with pointers and with TMA descriptors),
 written by us following Triton's published tutorial algorithms. Imported only where triton is
-installed (the GPU machine); the tutorials' rows also run on Triton's CPU interpreter
-(``TRITON_INTERPRET=1``) at the rehearsal sizes."""
+installed (the GPU machine)."""
 import torch
 import triton
 import triton.language as tl
