@@ -1,8 +1,7 @@
 """Triton versions of the tutorials that benchmarks/triton_kernels.py lacks (vector add, seeded
-dropout, libdevice asin, LayerNorm backward with locks, attention forward saving M and in fp8,
-attention backward, grouped GEMM, persistent matmul with pointers and with TMA descriptors),
-written by us following Triton's published tutorial algorithms. Imported only where triton is
-installed (the GPU machine)."""
+dropout, libdevice asin, LayerNorm backward with locks, attention backward, grouped GEMM,
+persistent matmul with pointers and with TMA descriptors), written by us following Triton's
+published tutorial algorithms. Imported only where triton is installed (the GPU machine)."""
 import torch
 import triton
 import triton.language as tl
@@ -238,74 +237,6 @@ def matmul_tma_persistent(a, b, c, BM=128, BN=128, BK=64, GROUP=8, sms=None):
 
 
 @triton.jit
-def _attn_fwd_inner(acc, l_i, m_i, q, K, V, k_base, v_base, stride_ks, stride_vs, stride_vd,
-                    offs_m, offs_n, offs_d, lo, hi, qk_scale, BN: tl.constexpr,
-                    MASK: tl.constexpr):
-    # the tutorial's inner loop, V read through its own strides (its fp8 row transposes V)
-    for start_n in range(lo, hi, BN):
-        cols = start_n + offs_n
-        k = tl.load(K + k_base + cols[None, :] * stride_ks + offs_d[:, None])
-        qk = tl.dot(q, k) * qk_scale
-        if MASK:
-            qk = tl.where(offs_m[:, None] >= cols[None, :], qk, float("-inf"))
-        m_ij = tl.maximum(m_i, tl.max(qk, 1))
-        p = tl.math.exp2(qk - m_ij[:, None])
-        alpha = tl.math.exp2(m_i - m_ij)
-        l_i = l_i * alpha + tl.sum(p, 1)
-        v = tl.load(V + v_base + cols[:, None] * stride_vs + offs_d[None, :] * stride_vd)
-        acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])    # fp8: P in e5m2 as the tutorial
-        m_i = m_ij
-    return acc, l_i, m_i
-
-
-@triton.jit
-def attn_fwd_kernel(Q, K, V, O, M, sm_scale, S, stride_h, stride_s, stride_vh, stride_vs,
-                    stride_vd, D: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
-                    CAUSAL: tl.constexpr, STORE_M: tl.constexpr):
-    # the tutorial's forward (stage 1 off the diagonal, stage 2 on it with the mask); with
-    # STORE_M it saves M = m + log2(l) per row (the scaled log2 domain) for the backward
-    start_m = tl.program_id(0)
-    bh = tl.program_id(1)
-    base = bh.to(tl.int64) * stride_h
-    v_base = bh.to(tl.int64) * stride_vh
-    offs_m = start_m * BM + tl.arange(0, BM)
-    offs_n = tl.arange(0, BN)
-    offs_d = tl.arange(0, D)
-    q = tl.load(Q + base + offs_m[:, None] * stride_s + offs_d[None, :])
-    m_i = tl.full([BM], float("-inf"), tl.float32)
-    l_i = tl.zeros([BM], tl.float32) + 1.0
-    acc = tl.zeros([BM, D], tl.float32)
-    qk_scale = sm_scale * 1.4426950408889634
-    if CAUSAL:
-        acc, l_i, m_i = _attn_fwd_inner(acc, l_i, m_i, q, K, V, base, v_base, stride_s,
-                                        stride_vs, stride_vd, offs_m, offs_n, offs_d, 0,
-                                        start_m * BM, qk_scale, BN, False)
-        acc, l_i, m_i = _attn_fwd_inner(acc, l_i, m_i, q, K, V, base, v_base, stride_s,
-                                        stride_vs, stride_vd, offs_m, offs_n, offs_d,
-                                        start_m * BM, (start_m + 1) * BM, qk_scale, BN, True)
-    else:
-        acc, l_i, m_i = _attn_fwd_inner(acc, l_i, m_i, q, K, V, base, v_base, stride_s,
-                                        stride_vs, stride_vd, offs_m, offs_n, offs_d, 0, S,
-                                        qk_scale, BN, False)
-    if STORE_M:
-        tl.store(M + bh * S + offs_m, m_i + tl.math.log2(l_i))
-    o = acc / l_i[:, None]
-    tl.store(O + base + offs_m[:, None] * stride_s + offs_d[None, :], o.to(O.dtype.element_ty))
-
-
-def attention_fwd(q, k, v, o, sm_scale, causal, M=None, BM=128, BN=64):
-    """o = softmax(q k^T * sm_scale) v; q, k, o contiguous (batch * heads, S, D); v (B*H, S, D)
-    with any strides (the tutorial's fp8 row passes it transposed: S contiguous). ``M`` (B*H, S)
-    float32, if given, receives each row's log2-sum-exp for ``attention_bwd``."""
-    bh, s, d = q.shape
-    fp8 = q.dtype == torch.float8_e5m2
-    attn_fwd_kernel[(s // BM, bh)](q, k, v, o, M, sm_scale, s, q.stride(0), q.stride(1),
-                                   *v.stride(), D=d, BM=BM, BN=BN, CAUSAL=causal,
-                                   STORE_M=M is not None, num_warps=8 if BM == 128 else 4,
-                                   num_stages=3 if fp8 or BN == 64 else 2)
-
-
-@triton.jit
 def attn_bwd_preprocess_kernel(O, DO, Delta, S, BM: tl.constexpr, D: tl.constexpr):
     offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
     bh = tl.program_id(1)
@@ -420,8 +351,8 @@ def attn_bwd_kernel(Q, K, V, sm_scale, DO, DQ, DK, DV, M, Delta, S, BM1: tl.cons
 
 def attention_bwd(q, k, v, o, do, M, dq, dk, dv, sm_scale):
     """The tutorial's backward (causal only, as the tutorial's): dq, dk, dv of
-    ``attention_fwd(..., causal=True, M=M)``; all (batch * heads, S, D) contiguous fp16, S a
-    multiple of 128. Its tiles: BLOCK_M1, BLOCK_N1, BLOCK_M2, BLOCK_N2 = 32, 128, 128, 32,
+    ``triton_kernels.attention(..., causal=True, M=M)``; all (batch * heads, S, D) contiguous
+    fp16, S a multiple of 128. Its tiles: BLOCK_M1, BLOCK_N1, BLOCK_M2, BLOCK_N2 = 32, 128, 128, 32,
     BLK_SLICE_FACTOR 2, 4 warps, 5 stages; K pre-scaled by sm_scale / ln 2 (timed, as there)."""
     bh, s, d = q.shape
     assert s % 128 == 0, "the tutorial's backward has no masks for a ragged end"

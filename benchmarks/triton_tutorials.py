@@ -290,7 +290,7 @@ def _t06_backward(b, q, k, v, bm, bn):
     if b.tk:
         ot, mt = torch.empty_like(q), torch.empty((bh, s), dtype=torch.float32,
                                                   device=env.device)
-        b.tt.attention_fwd(q, k, v, ot, d ** -0.5, True, M=mt)
+        b.tk.attention(q, k, v, ot, d ** -0.5, True, BM=bm, BN=bn, M=mt)
         b.check("t06 backward's forward triton", ot, out.detach(), 1e-2)
         gt = [torch.empty_like(q) for _ in range(3)]
     flops = 2.5 * 4 * bh * s * s * d * 0.5
@@ -335,8 +335,8 @@ def _t06_fp8(b, q, k, v, bm, bn):
               _variant(b, f"{bm}x{bn}", lambda: [FA.attention(
                   tile.partition(o.permute(1, 0, 2), (bm, 1, d)), tq, tk_, tv, bn, causal)]),
               lambda: _fp8_check("t06 fp8 tilejit", env.read(o), ref),
-              b.tk and (lambda: b.tt.attention_fwd(q8, k8, v8, ot, d ** -0.5, causal, BM=bm,
-                                                   BN=bn)),
+              b.tk and (lambda: b.tk.attention(q8, k8, v8, ot, d ** -0.5, causal, BM=bm,
+                                               BN=bn)),
               lambda: _fp8_check("t06 fp8 triton", ot, ref))
 
 

@@ -10,8 +10,8 @@ examples/matmul.py; the file runs it next to the one-block-per-tile form.
 The tutorial's TMA variants need no separate kernel: tilejit's tile loads use TMA where the layout
 allows it (`allow_tma=True` is the default), so the plain kernel is the TMA one, and
 ``tma=False`` below (``allow_tma=False`` on its loads) is the one without, as the tutorial's
-pointer-based persistent kernel. Its warp-specialized variant cannot be written: Tile IR has no warps
-or warp roles (a block is one thread of tile operations), and `tileiras` chooses the
+pointer-based persistent kernel. Its warp-specialized variant cannot be written: Tile IR has no
+warps or warp roles (a block is one thread of tile operations), and `tileiras` chooses the
 pipelining and warp specialization that Triton's ``num_stages`` and ``warp_specialize`` set.
 """
 import os
