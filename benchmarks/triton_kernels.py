@@ -157,11 +157,12 @@ def rms_norm(x, w, y, eps):
 
 
 @triton.jit
-def _attn_block(acc, l_i, m_i, q, K, V, base, stride_s, offs_m, offs_n, offs_d, lo, hi,
-                qk_scale, BN: tl.constexpr, MASK: tl.constexpr):
+def _attn_block(acc, l_i, m_i, q, K, V, k_base, v_base, stride_ks, stride_vs, stride_vd, offs_m,
+                offs_n, offs_d, lo, hi, qk_scale, BN: tl.constexpr, MASK: tl.constexpr):
+    # V through its own strides: Triton's fp8 forward (triton_tutorial_kernels.py) transposes it
     for start_n in range(lo, hi, BN):
         cols = start_n + offs_n
-        k = tl.load(K + base + cols[None, :] * stride_s + offs_d[:, None])
+        k = tl.load(K + k_base + cols[None, :] * stride_ks + offs_d[:, None])
         qk = tl.dot(q, k) * qk_scale
         if MASK:
             qk = tl.where(offs_m[:, None] >= cols[None, :], qk, float("-inf"))
@@ -169,19 +170,23 @@ def _attn_block(acc, l_i, m_i, q, K, V, base, stride_s, offs_m, offs_n, offs_d, 
         p = tl.math.exp2(qk - m_ij[:, None])
         alpha = tl.math.exp2(m_i - m_ij)
         l_i = l_i * alpha + tl.sum(p, 1)
-        v = tl.load(V + base + cols[:, None] * stride_s + offs_d[None, :])
-        acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])
+        v = tl.load(V + v_base + cols[:, None] * stride_vs + offs_d[None, :] * stride_vd)
+        acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])   # fp8: P in V's e5m2
         m_i = m_ij
     return acc, l_i, m_i
 
 
 @triton.jit
-def attn_kernel(Q, K, V, O, sm_scale, S, stride_h, stride_s, D: tl.constexpr,
-                BM: tl.constexpr, BN: tl.constexpr, CAUSAL: tl.constexpr):
+def attn_kernel(Q, K, V, O, M, sm_scale, S, stride_h, stride_s, stride_vh, stride_vs, stride_vd,
+                D: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, CAUSAL: tl.constexpr,
+                STORE_M: tl.constexpr):
     # Triton's fused-attention tutorial (FlashAttention-2 forward): off-diagonal key blocks
-    # without a mask, then the diagonal ones with it
+    # without a mask, then the diagonal ones with it; with STORE_M each row's M = m + log2(l)
+    # (the scaled log2 domain) is saved for the backward
     start_m = tl.program_id(0)
-    base = tl.program_id(1) * stride_h
+    bh = tl.program_id(1).to(tl.int64)
+    base = bh * stride_h
+    v_base = bh * stride_vh
     offs_m = start_m * BM + tl.arange(0, BM)
     offs_n = tl.arange(0, BN)
     offs_d = tl.arange(0, D)
@@ -191,20 +196,27 @@ def attn_kernel(Q, K, V, O, sm_scale, S, stride_h, stride_s, D: tl.constexpr,
     acc = tl.zeros([BM, D], tl.float32)
     qk_scale = sm_scale * 1.4426950408889634
     if CAUSAL:
-        acc, l_i, m_i = _attn_block(acc, l_i, m_i, q, K, V, base, stride_s, offs_m, offs_n,
-                                    offs_d, 0, start_m * BM, qk_scale, BN, False)
-        acc, l_i, m_i = _attn_block(acc, l_i, m_i, q, K, V, base, stride_s, offs_m, offs_n,
-                                    offs_d, start_m * BM, (start_m + 1) * BM, qk_scale, BN, True)
+        acc, l_i, m_i = _attn_block(acc, l_i, m_i, q, K, V, base, v_base, stride_s, stride_vs,
+                                    stride_vd, offs_m, offs_n, offs_d, 0, start_m * BM, qk_scale,
+                                    BN, False)
+        acc, l_i, m_i = _attn_block(acc, l_i, m_i, q, K, V, base, v_base, stride_s, stride_vs,
+                                    stride_vd, offs_m, offs_n, offs_d, start_m * BM,
+                                    (start_m + 1) * BM, qk_scale, BN, True)
     else:
-        acc, l_i, m_i = _attn_block(acc, l_i, m_i, q, K, V, base, stride_s, offs_m, offs_n,
-                                    offs_d, 0, S, qk_scale, BN, False)
+        acc, l_i, m_i = _attn_block(acc, l_i, m_i, q, K, V, base, v_base, stride_s, stride_vs,
+                                    stride_vd, offs_m, offs_n, offs_d, 0, S, qk_scale, BN, False)
+    if STORE_M:
+        tl.store(M + bh * S + offs_m, m_i + tl.math.log2(l_i))
     o = acc / l_i[:, None]
     tl.store(O + base + offs_m[:, None] * stride_s + offs_d[None, :], o.to(O.dtype.element_ty))
 
 
-def attention(q, k, v, o, sm_scale, causal, BM=128, BN=64):
-    """q, k, v, o: contiguous (batch * heads, S, D)."""
+def attention(q, k, v, o, sm_scale, causal, BM=128, BN=64, M=None):
+    """q, k, o: contiguous (batch * heads, S, D); v the same shape with any strides (the
+    tutorial's fp8 forward stores it transposed); ``M`` (B * H, S) float32, if given, receives
+    each row's log2-sum-exp for triton_tutorial_kernels.attention_bwd."""
     bh, s, d = q.shape
-    attn_kernel[(s // BM, bh)](q, k, v, o, sm_scale, s, q.stride(0), q.stride(1), D=d, BM=BM,
-                               BN=BN, CAUSAL=causal, num_warps=4 if BM == 64 else 8,
+    attn_kernel[(s // BM, bh)](q, k, v, o, M, sm_scale, s, q.stride(0), q.stride(1), *v.stride(),
+                               D=d, BM=BM, BN=BN, CAUSAL=causal, STORE_M=M is not None,
+                               num_warps=4 if BM == 64 else 8,
                                num_stages=3 if BN == 64 else 2)

@@ -1,7 +1,7 @@
 """Triton versions of the tutorials that benchmarks/triton_kernels.py lacks (vector add, seeded
-dropout, libdevice asin, LayerNorm backward with locks, grouped GEMM, persistent matmul), written
-by us following Triton's published tutorial algorithms. Imported only where triton is installed
-(the GPU machine)."""
+dropout, libdevice asin, LayerNorm backward with locks, attention backward, grouped GEMM,
+persistent matmul with pointers and with TMA descriptors), written by us following Triton's
+published tutorial algorithms. Imported only where triton is installed (the GPU machine)."""
 import torch
 import triton
 import triton.language as tl
@@ -12,6 +12,11 @@ except ImportError:                                   # older layouts keep it un
     from triton.language.extra.cuda import libdevice
 
 from triton_kernels import _grouped, _output_tile
+
+try:
+    from triton.tools.tensor_descriptor import TensorDescriptor
+except ImportError:                                   # Triton before 3.4: no host descriptors
+    TensorDescriptor = None
 
 
 @triton.jit
@@ -185,11 +190,176 @@ def matmul_persistent_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, s
                      BM, BN, BK)
 
 
-def matmul_persistent(a, b, c, BM=128, BN=128, BK=64, GROUP=8):
+def _sm_count(device):
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+def matmul_persistent(a, b, c, BM=128, BN=128, BK=64, GROUP=8, sms=None):
     M, K = a.shape
     N = b.shape[1]
-    sms = torch.cuda.get_device_properties(a.device).multi_processor_count
+    sms = sms or _sm_count(a.device)
     grid = (min(sms, triton.cdiv(M, BM) * triton.cdiv(N, BN)),)
     matmul_persistent_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0),
                                    b.stride(1), c.stride(0), c.stride(1), BM=BM, BN=BN, BK=BK,
                                    GROUP=GROUP, NUM_SMS=grid[0], num_warps=8, num_stages=3)
+
+
+@triton.jit
+def matmul_tma_persistent_kernel(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr,
+                                 BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr,
+                                 NUM_SMS: tl.constexpr):
+    # the tutorial's TMA persistent variant: tiles move through host-made tensor descriptors
+    # (the TMA unit; out-of-bounds parts read as zero and are not written)
+    num_m = tl.cdiv(M, BM)
+    num_n = tl.cdiv(N, BN)
+    for t in tl.range(tl.program_id(0), num_m * num_n, NUM_SMS):
+        pid_m, pid_n = _grouped(t, num_m, num_n, GROUP)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for ki in range(tl.cdiv(K, BK)):
+            acc = tl.dot(a_desc.load([pid_m * BM, ki * BK]), b_desc.load([ki * BK, pid_n * BN]),
+                         acc)
+        c_desc.store([pid_m * BM, pid_n * BN], acc.to(c_desc.dtype))
+
+
+def matmul_tma_persistent(a, b, c, BM=128, BN=128, BK=64, GROUP=8, sms=None):
+    """C = A @ B with TMA descriptors (A (M, K), B (K, N), C row-major), one wave of SMs."""
+    if TensorDescriptor is None:
+        raise RuntimeError(f"Triton {triton.__version__} has no host tensor descriptors "
+                           "(triton.tools.tensor_descriptor, Triton 3.4+)")
+    M, K = a.shape
+    N = b.shape[1]
+    sms = sms or _sm_count(a.device)
+    grid = (min(sms, triton.cdiv(M, BM) * triton.cdiv(N, BN)),)
+    descs = [TensorDescriptor.from_tensor(t, block) for t, block in
+             ((a, [BM, BK]), (b, [BK, BN]), (c, [BM, BN]))]
+    matmul_tma_persistent_kernel[grid](*descs, M, N, K, BM=BM, BN=BN, BK=BK, GROUP=GROUP,
+                                       NUM_SMS=grid[0], num_warps=8, num_stages=3)
+
+
+@triton.jit
+def attn_bwd_preprocess_kernel(O, DO, Delta, S, BM: tl.constexpr, D: tl.constexpr):
+    offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
+    bh = tl.program_id(1)
+    offs = bh.to(tl.int64) * S * D + offs_m[:, None] * D + tl.arange(0, D)[None, :]
+    o = tl.load(O + offs)
+    do = tl.load(DO + offs).to(tl.float32)
+    tl.store(Delta + bh * S + offs_m, tl.sum(o * do, axis=1))
+
+
+@triton.jit
+def _attn_bwd_dkdv(dk, dv, Q, k, v, DO, M, Delta, start_n, start_m, num_steps,
+                   BM1: tl.constexpr, BN1: tl.constexpr, D: tl.constexpr, MASK: tl.constexpr):
+    # dK and dV of one K/V block over num_steps query blocks, working on the transposes
+    offs_n = start_n + tl.arange(0, BN1)
+    offs_d = tl.arange(0, D)
+    curr_m = start_m
+    for _ in range(num_steps):
+        offs_m = curr_m + tl.arange(0, BM1)
+        qT = tl.load(Q + offs_m[None, :] * D + offs_d[:, None])
+        m = tl.load(M + offs_m)
+        pT = tl.math.exp2(tl.dot(k, qT) - m[None, :])          # k is pre-scaled
+        if MASK:
+            pT = tl.where(offs_m[None, :] >= offs_n[:, None], pT, 0.0)
+        do = tl.load(DO + offs_m[:, None] * D + offs_d[None, :])
+        dv += tl.dot(pT.to(tl.float16), do)
+        Di = tl.load(Delta + offs_m)
+        dpT = tl.dot(v, tl.trans(do)).to(tl.float32)
+        dsT = (pT * (dpT - Di[None, :])).to(tl.float16)
+        dk += tl.dot(dsT, tl.trans(qT))
+        curr_m += BM1
+    return dk, dv
+
+
+@triton.jit
+def _attn_bwd_dq(dq, q, K, V, do, m, Di, start_m, start_n, num_steps, BM2: tl.constexpr,
+                 BN2: tl.constexpr, D: tl.constexpr, MASK: tl.constexpr):
+    # dQ of one query block over num_steps K/V blocks
+    offs_m = start_m + tl.arange(0, BM2)
+    offs_d = tl.arange(0, D)
+    curr_n = start_n
+    for _ in range(num_steps):
+        offs_n = curr_n + tl.arange(0, BN2)
+        kT = tl.load(K + offs_n[None, :] * D + offs_d[:, None])
+        vT = tl.load(V + offs_n[None, :] * D + offs_d[:, None])
+        p = tl.math.exp2(tl.dot(q, kT) - m)
+        if MASK:
+            p = tl.where(offs_m[:, None] >= offs_n[None, :], p, 0.0)
+        dp = tl.dot(do, vT).to(tl.float32)
+        ds = (p * (dp - Di[:, None])).to(tl.float16)
+        dq += tl.dot(ds, tl.trans(kT))
+        curr_n += BN2
+    return dq
+
+
+@triton.jit
+def attn_bwd_kernel(Q, K, V, sm_scale, DO, DQ, DK, DV, M, Delta, S, BM1: tl.constexpr,
+                    BN1: tl.constexpr, BM2: tl.constexpr, BN2: tl.constexpr,
+                    SLICE: tl.constexpr, D: tl.constexpr):
+    # the tutorial's causal backward: program pid computes dK/dV of K/V block pid (the diagonal
+    # query blocks in slices of BM1 / SLICE with the mask, the rest without), then dQ of query
+    # block pid (diagonal K/V blocks masked, in slices, then the ones left of them)
+    LN2: tl.constexpr = 0.6931471824645996
+    bh = tl.program_id(2)
+    adj = bh.to(tl.int64) * S * D
+    pid = tl.program_id(0)
+    Q += adj
+    K += adj
+    V += adj
+    DO += adj
+    DQ += adj
+    DK += adj
+    DV += adj
+    M += bh.to(tl.int64) * S
+    Delta += bh.to(tl.int64) * S
+    offs_d = tl.arange(0, D)
+
+    start_n = pid * BN1
+    MASK_BM1: tl.constexpr = BM1 // SLICE
+    offs_n = start_n + tl.arange(0, BN1)
+    dv = tl.zeros([BN1, D], dtype=tl.float32)
+    dk = tl.zeros([BN1, D], dtype=tl.float32)
+    k = tl.load(K + offs_n[:, None] * D + offs_d[None, :])
+    v = tl.load(V + offs_n[:, None] * D + offs_d[None, :])
+    num_steps = BN1 // MASK_BM1
+    dk, dv = _attn_bwd_dkdv(dk, dv, Q, k, v, DO, M, Delta, start_n, start_n, num_steps,
+                            MASK_BM1, BN1, D, True)
+    start_m = start_n + num_steps * MASK_BM1
+    num_steps = (S - start_m) // BM1
+    dk, dv = _attn_bwd_dkdv(dk, dv, Q, k, v, DO, M, Delta, start_n, start_m, num_steps,
+                            BM1, BN1, D, False)
+    tl.store(DV + offs_n[:, None] * D + offs_d[None, :], dv.to(DV.dtype.element_ty))
+    tl.store(DK + offs_n[:, None] * D + offs_d[None, :], (dk * sm_scale).to(DK.dtype.element_ty))
+
+    start_m = pid * BM2
+    end_n = start_m + BM2
+    MASK_BN2: tl.constexpr = BN2 // SLICE
+    offs_m = start_m + tl.arange(0, BM2)
+    q = tl.load(Q + offs_m[:, None] * D + offs_d[None, :])
+    do = tl.load(DO + offs_m[:, None] * D + offs_d[None, :])
+    m = tl.load(M + offs_m)[:, None]
+    Di = tl.load(Delta + offs_m)
+    dq = tl.zeros([BM2, D], dtype=tl.float32)
+    num_steps = BM2 // MASK_BN2
+    dq = _attn_bwd_dq(dq, q, K, V, do, m, Di, start_m, end_n - num_steps * MASK_BN2, num_steps,
+                      BM2, MASK_BN2, D, True)
+    end_n -= num_steps * MASK_BN2
+    num_steps = end_n // BN2
+    dq = _attn_bwd_dq(dq, q, K, V, do, m, Di, start_m, end_n - num_steps * BN2, num_steps,
+                      BM2, BN2, D, False)
+    tl.store(DQ + offs_m[:, None] * D + offs_d[None, :], (dq * LN2).to(DQ.dtype.element_ty))
+
+
+def attention_bwd(q, k, v, o, do, M, dq, dk, dv, sm_scale):
+    """The tutorial's backward (causal only, as the tutorial's): dq, dk, dv of
+    ``triton_kernels.attention(..., causal=True, M=M)``; all (batch * heads, S, D) contiguous
+    fp16, S a multiple of 128. Its tiles: BLOCK_M1, BLOCK_N1, BLOCK_M2, BLOCK_N2 = 32, 128, 128, 32,
+    BLK_SLICE_FACTOR 2, 4 warps, 5 stages; K pre-scaled by sm_scale / ln 2 (timed, as there)."""
+    bh, s, d = q.shape
+    assert s % 128 == 0, "the tutorial's backward has no masks for a ragged end"
+    bm1, bn1, bm2, bn2 = 32, 128, 128, 32
+    arg_k = k * (sm_scale * 1.4426950408889634)
+    delta = torch.empty_like(M)
+    attn_bwd_preprocess_kernel[(s // 128, bh)](o, do, delta, s, BM=128, D=d)
+    attn_bwd_kernel[(s // bn1, 1, bh)](q, arg_k, v, sm_scale, do, dq, dk, dv, M, delta, s,
+                                       BM1=bm1, BN1=bn1, BM2=bm2, BN2=bn2, SLICE=2, D=d,
+                                       num_warps=4, num_stages=5)

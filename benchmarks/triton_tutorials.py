@@ -165,29 +165,38 @@ def t04(b):
 
 
 def t05(b):
+    for dtype, tol in ((b.torch.float16, 1e-2), (b.torch.float32, 1e-4)):   # the tutorial's fp16
+        _t05(b, dtype, tol)
+
+
+def _t05(b, dt, tol):
+    """Forward and backward rows in ``dt`` (x, w, b, dy, y, dx, dw, db; mean, rstd and the
+    partial dw/db sums float32 on both sides), checked against torch in float32."""
     import layernorm as LN
     env, torch = b.env, b.torch
     m, n = env.size((4096, 8192), (16, 300))
     group, bm, eps = env.size(64, 4), 4, 1e-5
     width = 1 << (n - 1).bit_length()
-    f32 = torch.float32
-    x, dy = env.randn(m, n, dtype=f32), env.randn(m, n, dtype=f32, scale=0.1)
-    w, bias = env.randn(n, dtype=f32), env.randn(n, dtype=f32)
-    xr, wr, br = (t.clone().requires_grad_() for t in (x, w, bias))
+    f32, name = torch.float32, str(dt).replace("torch.", "")
+    x, dy = env.randn(m, n, dtype=dt), env.randn(m, n, dtype=dt, scale=0.1)
+    w, bias = env.randn(n, dtype=dt), env.randn(n, dtype=dt)
+    xr, wr, br = (t.to(f32, copy=True).requires_grad_() for t in (x, w, bias))
     yr = torch.nn.functional.layer_norm(xr, (n,), wr, br, eps)
-    yr.backward(dy)
+    yr.backward(dy.float())
     tx, tw, tb, tdy = (env.tj(t) for t in (x, w, bias, dy))
-    y, mean, rstd = env.empty((m, n), f32), env.empty((m,), f32), env.empty((m,), f32)
+    y, mean, rstd = env.empty((m, n), dt), env.empty((m,), f32), env.empty((m,), f32)
+    es = x.element_size()
     if b.tk:                                              # Triton's outputs (its own mean/rstd)
-        yt, mt, rt = torch.empty_like(x), torch.empty_like(x[:, 0]), torch.empty_like(x[:, 0])
-    b.row("t05 layer norm", f"forward float32 {m}x{n}", "GB/s", 8 * m * n / 1e9,
+        yt = torch.empty_like(x)
+        mt, rt = (torch.empty((m,), dtype=f32, device=env.device) for _ in range(2))
+    b.row("t05 layer norm", f"forward {name} {m}x{n}", "GB/s", 2 * es * m * n / 1e9,
           _variant(b, f"rows {bm}", lambda: [LN.layernorm_fwd(
               tile.partition(y, (bm, width)), tx, tw, tb, tile.atomic(mean), tile.atomic(rstd),
               eps)]),
-          lambda: b.check("t05 forward tilejit", env.read(y), yr.detach(), 1e-4),
+          lambda: b.check("t05 forward tilejit", env.read(y), yr.detach(), tol),
           b.tk and (lambda: b.tk.layer_norm(x, w, bias, yt, mt, rt, eps)),
-          lambda: b.check("t05 forward triton", yt, yr.detach(), 1e-4))
-    dx, dw, db = env.empty((m, n), f32), env.empty((n,), f32), env.empty((n,), f32)
+          lambda: b.check("t05 forward triton", yt, yr.detach(), tol))
+    dx, dw, db = env.empty((m, n), dt), env.empty((n,), dt), env.empty((n,), dt)
     parts = [env.empty((group, n), f32) for _ in range(2)]
     locks = env.empty((group,), torch.int32)
     b.zero(locks)
@@ -200,16 +209,16 @@ def t05(b):
                 LN.column_sum(tile.partition(db, (256,)), parts[1], 32)]
 
     def check_tj():
-        for name, got, ref in (("dx", dx, xr.grad), ("dw", dw, wr.grad), ("db", db, br.grad)):
-            b.check(f"t05 backward tilejit {name}", env.read(got), ref, 1e-4)
+        for what, got, ref in (("dx", dx, xr.grad), ("dw", dw, wr.grad), ("db", db, br.grad)):
+            b.check(f"t05 backward tilejit {what}", env.read(got), ref, tol)
 
     def check_tr():
-        for name, got, ref in (("dx", dxt, xr.grad), ("dw", dwt, wr.grad), ("db", dbt, br.grad)):
-            b.check(f"t05 backward triton {name}", got, ref, 1e-4)
+        for what, got, ref in (("dx", dxt, xr.grad), ("dw", dwt, wr.grad), ("db", dbt, br.grad)):
+            b.check(f"t05 backward triton {what}", got, ref, tol)
     if b.tk:
         dxt, dwt, dbt = torch.empty_like(x), torch.empty_like(w), torch.empty_like(w)
-    b.row("t05 layer norm", f"backward float32 {m}x{n} (locked dw/db, {group} groups)", "GB/s",
-          12 * m * n / 1e9, _variant(b, f"rows {bm}", build), check_tj,
+    b.row("t05 layer norm", f"backward {name} {m}x{n} (locked dw/db, {group} groups)", "GB/s",
+          3 * es * m * n / 1e9, _variant(b, f"rows {bm}", build), check_tj,
           b.tk and (lambda: b.tt.layer_norm_bwd(x, w, dy, mt, rt, dxt, dwt, dbt, group)),
           check_tr, before=lambda: [b.zero(t) for t in parts])
 
@@ -221,8 +230,8 @@ def t06(b):
     bm, bn = env.size((128, 64), (64, 32))
     q, k, v = (env.randn(bh, s, d) for _ in range(3))
     tq, tk_, tv = (env.tj(t) for t in (q, k, v))
+    qf = (lambda t: t) if env.gpu else (lambda t: t.float())   # CPU SDPA: float32
     for causal in (False, True):
-        qf = (lambda t: t) if env.gpu else (lambda t: t.float())
         ref = torch.nn.functional.scaled_dot_product_attention(qf(q), qf(k), qf(v),
                                                                is_causal=causal)
         o, ot = env.empty((bh, s, d), torch.float16), torch.empty_like(q)
@@ -234,6 +243,101 @@ def t06(b):
               lambda: b.check("t06 tilejit", env.read(o), ref, 1e-2),
               b.tk and (lambda: b.tk.attention(q, k, v, ot, d ** -0.5, causal, BM=bm, BN=bn)),
               lambda: b.check("t06 triton", ot, ref, 1e-2))
+    _t06_backward(b, q, k, v, bm, bn)
+    _t06_fp8(b, q, k, v, bm, bn)
+
+
+def _t06_backward(b, q, k, v, bm, bn):
+    """The tutorial's backward row: causal only (as there), FLOPs 2.5x the forward's; both sides
+    run their own forward (untimed) for O and the log2-sum-exp, then time dQ, dK, dV (delta
+    included) against torch autograd of SDPA."""
+    import attention_backward as AB
+    env, torch = b.env, b.torch
+    bh, s, d = q.shape
+    do = env.randn(bh, s, d)
+    qf = (lambda t: t) if env.gpu else (lambda t: t.float())
+    qg, kg, vg = (qf(t).detach().clone().requires_grad_() for t in (q, k, v))
+    out = torch.nn.functional.scaled_dot_product_attention(qg, kg, vg, is_causal=True)
+    refs = torch.autograd.grad(out, (qg, kg, vg), qf(do))
+    tq, tk_, tv, tdo = (env.tj(t) for t in (q, k, v, do))
+    o = env.empty((bh, s, d), torch.float16)
+    lse, delta = env.empty((bh, s), torch.float32), env.empty((bh, s), torch.float32)
+    fwd = env.prepare(AB.forward(o, lse, tq, tk_, tv, bm, bn, True))
+    fwd.launch()
+    env.sync()
+    fwd.close()
+    b.check("t06 backward's forward tilejit", env.read(o), out.detach(), 1e-2)
+    grads = [env.empty((bh, s, d), torch.float16) for _ in range(3)]
+    # dQ blocks (BM, BN), dK/dV blocks (K/V rows, query rows): the vendor rows' best at D=128
+    tiles = env.size(((64, 64), (64, 128)), ((64, 32), (32, 64)))
+
+    def build():
+        return [AB.attention_bwd_delta(tile.partition(delta, (1, 64)), o, tdo, d),
+                AB.attention_bwd_dkdv(tile.partition(grads[1].permute(1, 0, 2),
+                                                     (tiles[1][0], 1, d)),
+                                      tile.partition(grads[2].permute(1, 0, 2),
+                                                     (tiles[1][0], 1, d)),
+                                      tq, tk_, tv, tdo, lse, delta, tiles[1][1], True),
+                AB.attention_bwd_dq(tile.partition(grads[0].permute(1, 0, 2),
+                                                   (tiles[0][0], 1, d)),
+                                    tq, tk_, tv, tdo, lse, delta, tiles[0][1], True)]
+
+    def checker(what, outs, read):
+        def check():
+            for name, got, ref in zip(("dq", "dk", "dv"), outs, refs):
+                b.check(f"{what} {name}", read(got), ref, 2e-2)
+        return check
+    if b.tk:
+        ot, mt = torch.empty_like(q), torch.empty((bh, s), dtype=torch.float32,
+                                                  device=env.device)
+        b.tk.attention(q, k, v, ot, d ** -0.5, True, BM=bm, BN=bn, M=mt)
+        b.check("t06 backward's forward triton", ot, out.detach(), 1e-2)
+        gt = [torch.empty_like(q) for _ in range(3)]
+    flops = 2.5 * 4 * bh * s * s * d * 0.5
+    b.row("t06 fused attention", f"backward float16 BH={bh} S={s} D={d} causal", "TFLOP/s",
+          flops / 1e12,
+          _variant(b, "dq {}x{}, dkdv {}x{}".format(*tiles[0], *tiles[1]), build),
+          checker("t06 backward tilejit", grads, env.read),
+          b.tk and (lambda: b.tt.attention_bwd(q, k, v, ot, do, mt, *gt, d ** -0.5)),
+          b.tk and checker("t06 backward triton", gt, lambda t: t))
+
+
+def _fp8_check(what, got, ref):
+    """e5m2 outputs: P rounded to e5m2 for P @ V and the output rounded again (up to 1/8 of
+    each value) leave ~5% RMS; a wrong mask or scale is off by far more."""
+    got, ref = got.float().cpu(), ref.float().cpu()
+    rms = ((got - ref).pow(2).mean() / ref.pow(2).mean()).sqrt().item()
+    worst = ((got - ref).abs().max() / ref.abs().max()).item()
+    if not (rms <= 0.12 and worst <= 0.3):
+        raise AssertionError(f"{what}: relative error RMS {rms:.3g} (max 0.12), largest "
+                             f"{worst:.3g} (max 0.3)")
+
+
+def _t06_fp8(b, q, k, v, bm, bn):
+    """The tutorial's fp8 forward rows: q, k, v and the output in float8_e5m2, V stored
+    transposed (S contiguous) as the tutorial does; checked against SDPA of the same e5m2
+    values."""
+    import flash_attention as FA
+    env, torch = b.env, b.torch
+    bh, s, d = q.shape
+    e5m2 = torch.float8_e5m2
+    q8, k8 = q.to(e5m2), k.to(e5m2)
+    v8 = v.transpose(1, 2).contiguous().to(e5m2).transpose(1, 2)
+    tq, tk_, tv = (env.tj(t) for t in (q8, k8, v8))
+    up = (lambda t: t.half()) if env.gpu else (lambda t: t.float())   # e5m2 fits fp16
+    for causal in (False, True):
+        ref = torch.nn.functional.scaled_dot_product_attention(up(q8), up(k8), up(v8),
+                                                               is_causal=causal)
+        o, ot = env.empty((bh, s, d), e5m2), torch.empty_like(q8)
+        flops = 4 * bh * s * s * d * (0.5 if causal else 1.0)
+        b.row("t06 fused attention", f"forward float8_e5m2 BH={bh} S={s} D={d}"
+              f"{' causal' if causal else ''}", "TFLOP/s", flops / 1e12,
+              _variant(b, f"{bm}x{bn}", lambda: [FA.attention(
+                  tile.partition(o.permute(1, 0, 2), (bm, 1, d)), tq, tk_, tv, bn, causal)]),
+              lambda: _fp8_check("t06 fp8 tilejit", env.read(o), ref),
+              b.tk and (lambda: b.tk.attention(q8, k8, v8, ot, d ** -0.5, causal, BM=bm,
+                                               BN=bn)),
+              lambda: _fp8_check("t06 fp8 triton", ot, ref))
 
 
 def t07(b):
@@ -276,20 +380,25 @@ def t08(b):
 
 
 def t09(b):
+    """Two rows: tilejit's loads through TMA (the default) against the tutorial's TMA-descriptor
+    persistent kernel, and with ``allow_tma=False`` against its pointer-based one."""
     import t09_persistent_matmul as T
     env, torch = b.env, b.torch
     s = env.size(8192, 96)
     tiles = env.size((128, 128, 64), (32, 32, 32))
     sms = env.size(None, 3)
     a, w, ta, tw, ref = _matmul_inputs(b, s, s, s)
-    c, ct = env.empty((s, s), torch.float16), torch.empty((s, s), dtype=torch.float16,
-                                                          device=env.device)
-    b.row("t09 persistent matmul", f"float16 {s}^3", "TFLOP/s", 2 * s ** 3 / 1e12,
-          _variant(b, "{}x{}x{} one wave".format(*tiles),
-                   lambda: [T.persistent_matmul(ta, tw, c, tiles, True, sms)]),
-          lambda: b.check("t09 tilejit", env.read(c), ref, 1e-2),
-          b.tk and (lambda: b.tt.matmul_persistent(a, w, ct, *tiles)),
-          lambda: b.check("t09 triton", ct, ref, 1e-2))
+    for tma in (True, False):
+        c, ct = env.empty((s, s), torch.float16), torch.empty((s, s), dtype=torch.float16,
+                                                              device=env.device)
+        triton = b.tt and (b.tt.matmul_tma_persistent if tma else b.tt.matmul_persistent)
+        b.row("t09 persistent matmul", f"float16 {s}^3, {'TMA' if tma else 'no TMA'}",
+              "TFLOP/s", 2 * s ** 3 / 1e12,
+              _variant(b, "{}x{}x{} one wave{}".format(*tiles, "" if tma else ", allow_tma=False"),
+                       lambda: [T.persistent_matmul(ta, tw, c, tiles, True, sms, tma=tma)]),
+              lambda: b.check("t09 tilejit", env.read(c), ref, 1e-2),
+              triton and (lambda: triton(a, w, ct, *tiles, sms=sms)),
+              lambda: b.check("t09 triton", ct, ref, 1e-2))
 
 
 def table(results) -> str:

@@ -126,20 +126,20 @@ def column_sum(out, part, BR: tile.Constant[int]):
     acc = tile.zeros((BN,), tile.float32)
     for r in range(tile.cdiv(part.shape[0], BR)):
         acc += tile.sum(part.load((r, j), (BR, BN), padding=ZERO), axis=0)
-    out.store(acc)
+    out.store(acc.astype(out.dtype))
 
 
 def backward(x, w, dy, mean, rstd, bm: int, group: int):
-    """dx, dw, db (tilejit tensors) of LayerNorm with the saved ``mean``/``rstd``; ``group``
-    rows of partial dw/db, each behind its own lock."""
+    """dx (``x``'s dtype), dw, db (``w``'s dtype) of LayerNorm with the saved ``mean``/``rstd``
+    (tilejit tensors); ``group`` float32 rows of partial dw/db, each behind its own lock."""
     m, n = x.shape
     width = 1 << (n - 1).bit_length()
-    dx = api.zeros((m, n)).sync()
+    dx = api.zeros((m, n), x.dtype).sync()
     dw_group, db_group = api.zeros((group, n)).sync(), api.zeros((group, n)).sync()
     locks = api.zeros((group,), tile.int32).sync()
     layernorm_bwd(dx.partition((bm, width)), x, w, dy, mean, rstd, tile.atomic(dw_group),
                   tile.atomic(db_group), tile.atomic(locks)).sync()
-    dw, db = api.zeros((n,)).sync(), api.zeros((n,)).sync()
+    dw, db = api.zeros((n,), w.dtype).sync(), api.zeros((n,), w.dtype).sync()
     column_sum(dw.partition((256,)), dw_group, 32).sync()
     column_sum(db.partition((256,)), db_group, 32).sync()
     return dx, dw, db

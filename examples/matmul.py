@@ -50,29 +50,33 @@ def grouped_position(t, num_m, num_n, GROUP):
 
 
 @tile.function
-def tile_product(a, b, pm, pn, BM, BN, BK):
-    """The float32 (BM, BN) tile (pm, pn) of a @ b."""
+def tile_product(a, b, pm, pn, BM, BN, BK, TMA=True):
+    """The float32 (BM, BN) tile (pm, pn) of a @ b; ``TMA=False`` keeps the loads off the TMA
+    unit (plain loads by the block's threads)."""
     acc = tile.zeros((BM, BN), tile.float32)
     for k in range(tile.cdiv(a.shape[1], BK)):
-        acc = tile.mma(a.load((pm, k), (BM, BK)), b.load((k, pn), (BK, BN)), acc)
+        acc = tile.mma(a.load((pm, k), (BM, BK), allow_tma=TMA),
+                       b.load((k, pn), (BK, BN), allow_tma=TMA), acc)
     return acc
 
 
 @tile.entry
 def matmul_scheduled(c, a, b, BM: tile.Constant[int], BN: tile.Constant[int],
                      BK: tile.Constant[int], GROUP: tile.Constant[int],
-                     PERSISTENT: tile.Constant[bool]):
-    """C = A @ B for fp16 / bf16 / fp8 inputs; ``c`` is a writable tensor (``tile.atomic``)."""
+                     PERSISTENT: tile.Constant[bool], TMA: tile.Constant[bool] = True):
+    """C = A @ B for fp16 / bf16 / fp8 inputs; ``c`` is a writable tensor (``tile.atomic``);
+    ``TMA=False`` loads without the TMA unit (Triton's tutorial 09 times both)."""
     num_m = tile.cdiv(a.shape[0], BM)
     num_n = tile.cdiv(b.shape[1], BN)
     out = c.partition((BM, BN))
     if PERSISTENT:
         for t in range(tile.bid(0), num_m * num_n, tile.num_blocks(0)):
             pm, pn = grouped_position(t, num_m, num_n, GROUP)
-            tile.store(out, (pm, pn), tile_product(a, b, pm, pn, BM, BN, BK).astype(c.dtype))
+            tile.store(out, (pm, pn),
+                       tile_product(a, b, pm, pn, BM, BN, BK, TMA).astype(c.dtype))
     else:
         pm, pn = grouped_position(tile.bid(0), num_m, num_n, GROUP)
-        tile.store(out, (pm, pn), tile_product(a, b, pm, pn, BM, BN, BK).astype(c.dtype))
+        tile.store(out, (pm, pn), tile_product(a, b, pm, pn, BM, BN, BK, TMA).astype(c.dtype))
 
 
 def scheduled_grid(cfg, args, sms=None):

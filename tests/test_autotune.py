@@ -124,3 +124,17 @@ def test_a_host_array_output_receives_the_results():
     z = np.zeros(16, np.float32)
     copy8(z, np.arange(16, dtype=np.float32)).sync()        # copied in and back, as in Numba
     np.testing.assert_array_equal(z, np.arange(16, dtype=np.float32))
+
+
+def _scaled(z, x, SCALE: tile.Constant[int] = 2):
+    z.store(tile.load_tile_like(x, z) * SCALE)
+
+
+@pytest.mark.parametrize("config, factor", [(tile.Config(tile=(32,)), 2),
+                                            (tile.Config(tile=(32,), SCALE=3), 3)])
+def test_a_constant_keeps_its_default_unless_the_config_sets_it(config, factor):
+    k = tile.autotune(configs=[config], key=["x"])(tile.entry(_scaled))
+    xn = np.arange(100, dtype=np.float32)
+    z = api.zeros((100,)).sync()
+    k(z, api.from_numpy(xn).sync()).sync()
+    np.testing.assert_array_equal(z.to_numpy(), factor * xn)

@@ -53,6 +53,19 @@ def test_scheduled_matmul(persistent, group):
     assert rel(c, mm_ref(an, bn)) < 5e-3
 
 
+def test_scheduled_matmul_tma_off_marks_every_load():
+    """TMA=False (t09's variant without TMA) puts allow_tma=false on both operand loads; the
+    default leaves the choice to tileiras."""
+    a, c = dev(np.ones((64, 64), np.float16)), api.empty((64, 64), tile.float16).sync()
+    loads = {}
+    for tma in (True, False):
+        ir = MM.matmul_scheduled.inspect_tileir(tile.atomic(c), a, a, 32, 32, 32, 8, True, tma)
+        loads[tma] = [ln for ln in ir.splitlines() if "load_view" in ln]
+    assert len(loads[False]) == len(loads[True]) == 2
+    assert all("allow_tma = false" in ln for ln in loads[False])
+    assert not any("allow_tma" in ln for ln in loads[True])
+
+
 @pytest.mark.parametrize("splits", [1, 4])
 def test_splitk_with_an_empty_split(splits):
     an = rng.standard_normal((16, 80)).astype(np.float16)      # 5 K tiles of 16: 2+2+1+0
@@ -257,6 +270,8 @@ def _sm90_cases():
     xl, wl = empty((2048, 32768)), empty((32768,))
     st, stl = empty((16384,), tile.float32), empty((2048,), tile.float32)
     q, kv8 = empty((64, 4096, 128)), empty((16, 4096, 128))
+    e5 = api.empty((32, 4096, 64), tile.float8_e5m2).sync()
+    e5t = api.empty((32, 64, 4096), tile.float8_e5m2).sync().permute(0, 2, 1)  # V, S contiguous
     lse = empty((64, 4096), tile.float32)
     oq, okv = empty((64, 4, 128)), empty((64, 16384, 128))
     ows, lws = empty((8, 64 * 16, 128), tile.float32), empty((8, 64 * 16), tile.float32)
@@ -273,6 +288,8 @@ def _sm90_cases():
     return [
         ("matmul persistent", MM.matmul_scheduled, lambda: (t(c), a, a),
          dict(BM=128, BN=128, BK=64, GROUP=8, PERSISTENT=True)),
+        ("matmul persistent no TMA", MM.matmul_scheduled, lambda: (t(c), a, a),
+         dict(BM=128, BN=128, BK=64, GROUP=8, PERSISTENT=True, TMA=False)),
         ("splitk partial", SK.matmul_partial,
          lambda: (part(ws.shape, (1, 16, 64), tile.float32), empty((16, 8192)), sk), {"BK": 128}),
         ("splitk sum", SK.sum_partials, lambda: (part((16, 8192), (16, 128)), ws), {}),
@@ -288,6 +305,9 @@ def _sm90_cases():
         ("rmsnorm chunked", RN.rmsnorm_chunked, lambda: (t(xl), xl, wl, 1e-6), chunks),
         ("attention gqa causal", FA.attention, lambda: (heads(q, 128), q, kv8, kv8),
          dict(BN=64, CAUSAL=True)),
+        ("attention fp8 e5m2", FA.attention,        # t06's fp8 forward: V transposed
+         lambda: (empty(e5.shape, tile.float8_e5m2).permute(1, 0, 2).partition((128, 1, 64)), e5,
+                  e5, e5t), dict(BN=64, CAUSAL=True)),
         ("attention two query tiles", FA.attention_2q, lambda: (heads(q, 128), q, q, q),
          dict(BN=64, CAUSAL=False)),
         ("decode partial", AD.decode_partial,
