@@ -109,13 +109,7 @@ def main():
             c.executables[dev] = stubs.setdefault(c.slots, stub_cuda.StubExecutable(c.slots))
     for key in list(axpb._executables):
         axpb._executables[key] = next(iter(stubs.values()))
-    cap = ctypes.pythonapi.PyCapsule_New
-    cap.restype = ctypes.py_object
-    cap.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
-    ext.set_torch(StandIn, {}, lambda dev: 0)
-    lib.stub_set_work_stream(s.handle, 0)
-    ext.set_torch_exchange(cap(lib.stub_exchange_api(), b"dlpack_exchange_api", None),
-                           StandIn, {(2, 32): "float32"})
+    _exchange(ext, lib, s)
     xt, zt = StandIn(x), StandIn(z)
     part = tile.partition
     t = (256,)
@@ -135,6 +129,7 @@ def main():
 
 
 def _exchange(ext, lib, s):
+    """The stand-ins read as torch tensors through the stub's DLPack exchange API."""
     cap = ctypes.pythonapi.PyCapsule_New
     cap.restype = ctypes.py_object
     cap.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
