@@ -8,12 +8,19 @@ launch path can be compared before/after without one (the driver call itself is 
   read through a DLPack C exchange API (the stub's), as torch >= 2.10 tensors are;
 * tilejit-tensor call: ``kernel(z.partition(t), x, 2.0, 1).submit_on(s)``;
 * prepared launch: ``p.launch()``.
+With ``--cutile``: ``ct.launch(stream, grid, kernel, args)`` of the cuTile samples' softmax (fp16
+and f32, two ``ct.Constant[int]``) and fmha (a float and an int runtime scalar, five
+``ct.Constant[int]`` and two ``ct.Constant[bool]``) through their host functions in
+tests/cutile_samples.py, torch stand-ins and a torch-like stream, next to tilejit's own launch
+of the same bound kernel (``k(*values).grid(g).submit_on(s)``).
+
 Prints the best of ``repeat`` batches (ns per call) and the C launch path's stats. To compare
 with an older tree, copy this file, tests/stub_cuda.py, tests/stub_driver.c and
 tilejit/csrc/native.h into it (same paths) and run it there.
 """
 import argparse
 import ctypes
+import functools
 import os
 import sys
 import time
@@ -37,13 +44,29 @@ def axpb(z, x, a, b):
 class StandIn:
     """A torch-like tensor over a simulated tensor's memory, read through the stub's API."""
 
-    def __init__(self, t):
+    is_cpu = False                  # as torch.Tensor.is_cpu (ct.launch asks a written array)
+
+    def __init__(self, t, code=2, bits=32):
         ptr = t.__cuda_array_interface__["data"][0]
-        self._dl = (ptr, 2, 0, 2, 32, tuple(t.shape), None, 0)
-        self.ndim = len(t.shape)
+        self.shape = tuple(t.shape)
+        self._dl = (ptr, 2, 0, code, bits, self.shape, None, 0)
+        self.ndim = len(self.shape)
+        self.t = t
 
     def is_neg(self):
         return False
+
+    @property
+    def __cuda_array_interface__(self):     # Python's classification, if C gives a launch back
+        return self.t.__cuda_array_interface__
+
+
+class StandInStream:
+    """A torch-like stream (``cuda_stream``, ``device_index``) over a tilejit stream's handle."""
+
+    def __init__(self, s):
+        self.cuda_stream = s.handle
+        self.device_index = 0
 
 
 def _best(fn, n, repeat):
@@ -60,6 +83,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, default=20000)
     ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--cutile", action="store_true",
+                    help="time ct.launch of the cuTile samples' softmax and fmha instead")
+    ap.add_argument("--pieces", action="store_true",
+                    help="with --cutile: time the pieces of ct.launch too")
     a = ap.parse_args()
     ext = native.ext()
     if ext is None:
@@ -71,6 +98,8 @@ def main():
     if hasattr(ext, "use_driver"):
         ext.use_driver(lib.path)
     s = tile.Device(0).new_stream()
+    if a.cutile:
+        return cutile_rows(ext, lib, s, a)
     x = api.from_numpy(np.ones(1024, np.float32)).sync_on(s)
     z = api.zeros((1024,)).sync_on(s)
     axpb(z.partition((256,)), x, 2.0, 1)._sync_plain(s)       # compile (simulator)
@@ -80,13 +109,7 @@ def main():
             c.executables[dev] = stubs.setdefault(c.slots, stub_cuda.StubExecutable(c.slots))
     for key in list(axpb._executables):
         axpb._executables[key] = next(iter(stubs.values()))
-    cap = ctypes.pythonapi.PyCapsule_New
-    cap.restype = ctypes.py_object
-    cap.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
-    ext.set_torch(StandIn, {}, lambda dev: 0)
-    lib.stub_set_work_stream(s.handle, 0)
-    ext.set_torch_exchange(cap(lib.stub_exchange_api(), b"dlpack_exchange_api", None),
-                           StandIn, {(2, 32): "float32"})
+    _exchange(ext, lib, s)
     xt, zt = StandIn(x), StandIn(z)
     part = tile.partition
     t = (256,)
@@ -103,6 +126,83 @@ def main():
     assert launched == 3 * a.n * a.repeat, (launched, "some calls did not reach the driver")
     if hasattr(native, "stats"):
         print("C launch path:", native.stats())
+
+
+def _exchange(ext, lib, s):
+    """The stand-ins read as torch tensors through the stub's DLPack exchange API."""
+    cap = ctypes.pythonapi.PyCapsule_New
+    cap.restype = ctypes.py_object
+    cap.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+    ext.set_torch(StandIn, {}, lambda dev: 0)
+    lib.stub_set_work_stream(s.handle, 0)
+    ext.set_torch_exchange(cap(lib.stub_exchange_api(), b"dlpack_exchange_api", None),
+                           StandIn, {(2, 32): "float32", (2, 16): "float16"})
+
+
+def _bound_call(b, values, grid, s):
+    op = b(*values)         # tilejit's own launch of the bound kernel (ct.launch's grid setter)
+    op._grid = grid
+    op.submit_on(s)
+
+
+def cutile_rows(ext, lib, s, a):
+    """ct.launch through the samples' host functions, and the bound kernels' own launches."""
+    import contextlib
+    import cutile_samples as S
+    import tilejit.cutile as ct
+    from tilejit.cutile import _kernel as ctk
+    from tilejit.runtime.argspec import atomic
+
+    def arrays(shape, np_dtype, n):
+        rng = np.random.default_rng(0)
+        return [api.from_numpy(rng.standard_normal(shape).astype(np_dtype)).sync_on(s)
+                for _ in range(n)]
+
+    bits = {np.float16: 16, np.float32: 32}
+    cases = []          # (name, host call, kernel, its args as ct.launch gets them, grid)
+    for dt in (np.float16, np.float32):
+        x, y = arrays((64, 32), dt, 2)
+        S.softmax(s, x, y, rows_per_block=16)                # compile (simulator)
+        xt, yt = (StandIn(t, 2, bits[dt]) for t in (x, y))
+        cases.append((f"softmax {np.dtype(dt).name}",
+                      lambda xt=xt, yt=yt: S.softmax(st, xt, yt, rows_per_block=16),
+                      S.softmax_kernel, (xt, yt, 16, 32), (4, 1, 1)))
+    q, k, v, o = arrays((1, 2, 32, 16), np.float16, 4)
+    S.fmha(s, q, k, v, o, tile_m=16, tile_n=16)
+    qt, kt, vt, ot = (StandIn(t, 2, 16) for t in (q, k, v, o))
+    cases.append(("fmha fp16", lambda: S.fmha(st, qt, kt, vt, ot, tile_m=16, tile_n=16),
+                  S.fmha_kernel, (qt, kt, vt, ot, 0.25, 0, 16, 2, 16, 16, 1, False, True),
+                  (2, 2, 1)))
+    _exchange(ext, lib, s)
+    st = StandInStream(s)
+    with contextlib.ExitStack() as stack:
+        for _, _, kern, _, _ in cases:
+            for b in list(kern._bound_by_key.values()):
+                stack.enter_context(stub_cuda.installed(b))
+        rows = []
+        for name, call, kern, args, grid in cases:
+            b, values = kern._plain_launch(args)
+            values = [atomic(v.value) if type(v) is atomic else v for v in values]
+            call()                                          # memoize the stand-ins' keys
+            rows.append((f"{name}: ct.launch", call))
+            rows.append((f"{name}: bound kernel", functools.partial(_bound_call, b, values,
+                                                                     grid, s)))
+        native.reset_stats()
+        count0 = lib.stub_count()
+        for name, fn in rows:
+            print(f"{name:28s} {_best(fn, a.n, a.repeat):8.0f} ns")
+        launched = lib.stub_count() - count0
+        assert launched == len(rows) * a.n * a.repeat, (launched, "some calls missed the driver")
+        print("C launch path:", native.stats())
+        if a.pieces:
+            for name, _, kern, args, grid in cases:
+                b, values = kern._plain_launch(args)
+                pieces = [("ct.launch(...) itself", lambda: ct.launch(st, grid, kern, args)),
+                          ("kernel._plain_launch", lambda: kern._plain_launch(args)),
+                          ("_stream_of", lambda: ctk._stream_of(st)),
+                          ("_grid3", lambda: ctk._grid3(grid))]
+                for what, fn in pieces:
+                    print(f"  {name}: {what:24s} {_best(fn, a.n, a.repeat):8.0f} ns")
 
 
 if __name__ == "__main__":

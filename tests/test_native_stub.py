@@ -111,6 +111,57 @@ def test_weak_scalars_are_checked_in_c(stub, stream):
                 small(z32.partition((4,)), x32, -1e300).sync_on(s)
 
 
+def test_python_scalars_of_annotated_parameters_are_classified_in_c(stub, stream, monkeypatch):
+    """``n: tile.int32`` given a Python int (cuTile's ``int`` parameters): C takes its plan from
+    scalars.annotated_plans and packs what Python packs, without calling argspec.classify; a
+    value the dtype cannot hold is Python's to refuse or round (as NumPy does)."""
+    from tilejit import dispatcher
+    calls = []
+
+    def counting(v, ann=None, stream=None):
+        calls.append(v)
+        return argspec.classify(v, ann, stream)
+    monkeypatch.setattr(dispatcher, "classify", counting)     # the launchers made from now on
+
+    @tile.entry
+    def annotated(z, x, n: tile.int32, a: tile.float32, d: tile.float64, f: tile.bool_,
+                  u: tile.uint8):
+        t = tile.load_tile_like(x, z) * a + tile.where(f, 1.0, 0.0)
+        z.store(t + tile.astype(n, tile.float32) + tile.astype(u, tile.float32) +
+                tile.astype(d, tile.float32))
+
+    s = stream
+    x = api.from_numpy(np.ones(8, np.float32)).sync_on(s)
+    z = api.zeros((8,)).sync_on(s)
+    _warm(annotated, (z.partition((8,)), x, 1, 0.5, 0.25, True, 3), s)
+    with stub_cuda.installed(annotated) as stubs:
+        (exe,) = stubs.values()
+        for args in [(7, 0.1, 1e30, True, 255), (-2**31, -3.4e38, -0.0, False, 0),
+                     (2**31 - 1, float("nan"), float("inf"), True, 1)]:
+            native.reset_stats()
+            calls.clear()
+            full = (z.partition((8,)), x) + args
+            annotated(*full).sync_on(s)
+            assert native.stats() == {"launches": 1, "fallbacks": {}}
+            assert calls == [] and exe.python_launches == 0, calls
+            assert stub_cuda.last()[3:] == exe.expected(_python_params(annotated, full, s))
+        with pytest.raises(OverflowError, match="Python integer 2147483648 out of bounds for "
+                                                "int32"):
+            annotated(z.partition((8,)), x, 2**31, 0.5, 0.25, True, 3).sync_on(s)
+        with pytest.raises(OverflowError, match="Python integer -1 out of bounds for uint8"):
+            annotated(z.partition((8,)), x, 1, 0.5, 0.25, True, -1).sync_on(s)
+        big = (z.partition((8,)), x, 1, 1e39, 0.25, True, 3)
+        with pytest.warns(RuntimeWarning, match="overflow encountered in cast"):
+            annotated(*big).sync_on(s)
+        with pytest.warns(RuntimeWarning, match="overflow encountered in cast"):
+            assert stub_cuda.last()[3:] == exe.expected(_python_params(annotated, big, s))
+        calls.clear()                   # other Python types: converted by argspec.classify
+        other = (z.partition((8,)), x, True, 2, 1, 1, 3)
+        annotated(*other).sync_on(s)
+        assert calls == [True, 2, 1, 1] and exe.python_launches == 0
+        assert stub_cuda.last()[3:] == exe.expected(_python_params(annotated, other, s))
+
+
 def test_prepared_and_raw_launches_through_the_stub(stub, stream):
     s = stream
     x = api.from_numpy(np.ones(64, np.float32)).sync_on(s)

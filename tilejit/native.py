@@ -12,7 +12,9 @@ about 6. The first launch without the extension says so once (a RuntimeWarning).
 * keys: ``runtime.argspec`` computes every argument key; C looks them up in the shared memo
   (``argspec.array_keys``, filled through ``argspec.array_key_named`` on a miss), reads the
   sealed tuple a tensor or partition caches (``ArgInfo.seal``), and takes the keys of Python
-  scalars from ``tilejit.scalars.PYTHON_SCALARS`` (``set_scalar_keys``); any other argument is
+  scalars from ``tilejit.scalars.PYTHON_SCALARS`` (``set_scalar_keys``) and, for a Python
+  scalar passed to an annotated parameter (``n: tile.int32``), its plan from
+  ``scalars.annotated_plans`` (``set_annotated_scalars``); any other argument is
   classified by calling ``argspec.classify``;
 * packing: the slot layout and the weak-scalar range checks of a specialization are computed
   once in Python (``runtime.cuda_executable.native_layout`` / ``native_checks``); C packs by those codes,
@@ -33,7 +35,8 @@ What C does, on the launch hot path: ``kernel(*args)``, ``op.submit_on(s)``, ``o
 ``t.partition(tile)`` and ``tile.partition(torch_tensor or cupy_array, tile)`` are C methods for
 their common case; ``Launcher.launch`` classifies, checks, finds the executable (remembering the
 last lookup), orders storages on the stream, packs and calls ``cuLaunchKernel``;
-``Prepared.launch`` replays a launch packed once. The runtime classes are read by ``__slots__``
+``Prepared.launch`` replays a launch packed once; ``ct.launch`` (``tilejit.cutile``) replays
+its kernel's memos (``ct_launch``, csrc/cutile.c) and then makes the same lazy call. The runtime classes are read by ``__slots__``
 offset (``set_layout``): a class that changes shape turns these paths off instead of misreading.
 """
 from __future__ import annotations
@@ -49,8 +52,9 @@ except ImportError as _e:         # not built (no compiler at install time)
     _IMPORT_ERROR = str(_e)
 else:
     _IMPORT_ERROR = ""
-    from .scalars import PYTHON_SCALARS as _PY
+    from .scalars import PYTHON_SCALARS as _PY, annotated_plans as _plans
     _ext.set_scalar_keys(_PY[int][0], _PY[float][0], _PY[bool][0])
+    _ext.set_annotated_scalars(_plans())
 
 COST = "about 30 µs of host time per kernel call with torch tensors instead of about 6"
 BUILD_HINT = ("install a C compiler (e.g. `apt install gcc` or `conda install gcc`) and reinstall "

@@ -133,5 +133,30 @@ def python_scalar(value) -> Optional[tuple]:
     return hit
 
 
-__all__ = ["PYTHON_SCALARS", "checked_slot", "slot_abi", "slot_intos", "needs_check",
+def annotated_plans() -> dict:
+    """``{dtype: (int plan, float plan, bool plan)}``: how a Python scalar passed to a parameter
+    annotated ``dtype`` travels when it needs no conversion on the host (the C launcher replays
+    these; ``argspec`` is the definition, and everything else goes through it). A plan is
+    ``(key, lo, hi)``: the argument's key (weak: it is a Python scalar) and the range its value
+    must lie in to travel as is (an int that fits the dtype; a float that does not overflow
+    it, or any NaN or inf), else None. A bool travels as 0/1."""
+    out = {}
+    for d in _dt.ALL_DTYPES:
+        key = scalar_key(d.name, True)
+        int_plan = float_plan = bool_plan = None
+        if d.is_bool:
+            bool_plan = (key, 0, 1)
+        elif d.is_integer:
+            info = np.iinfo(d.np_dtype)
+            int_plan = (key, max(int(info.min), INT64_MIN), min(int(info.max), INT64_MAX))
+        elif d is _dt.float64:
+            float_plan = (key, -math.inf, math.inf)
+        elif d is _dt.float32:      # rounded to float32 by the packer, as NumPy's cast rounds
+            hi = _float_limit(d)
+            float_plan = (key, -hi, hi)
+        out[d] = (int_plan, float_plan, bool_plan)
+    return out
+
+
+__all__ = ["PYTHON_SCALARS", "annotated_plans", "checked_slot", "slot_abi", "slot_intos", "needs_check",
            "slot_range", "out_of_range", "check_int_fits", "constant_for", "python_scalar"]

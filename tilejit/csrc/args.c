@@ -4,6 +4,7 @@
  * anything else is classified by calling argspec.classify. Returns 1 (classified), 0 (the launch
  * goes back to Python: counted by reason) or -1 (error set). */
 #include "native.h"
+#include <math.h>
 
 void clear_args(Arg *a, Py_ssize_t n) {
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -219,6 +220,46 @@ static int python_scalar(Arg *a, PyObject *v) {
     return a->params ? 1 : -1;
 }
 
+/* A Python int/float/bool passed to a parameter annotated with a dtype: its plan from
+   scalars.annotated_plans (set_annotated_scalars) when the value travels as is (1), else 0
+   (argspec.classify converts it, or explains the error). */
+static int annotated_scalar(Arg *a, PyObject *v, PyObject *ann) {
+    PyTypeObject *tp = Py_TYPE(v);
+    int which = tp == &PyLong_Type ? 0 : tp == &PyFloat_Type ? 1 : tp == &PyBool_Type ? 2 : -1;
+    if (which < 0 || !A_scalars) return 0;
+    PyObject *plans = PyDict_GetItemWithError(A_scalars, ann);
+    if (!plans) {
+        if (!PyErr_Occurred()) return 0;
+        if (!PyErr_ExceptionMatches(PyExc_TypeError)) return -1;
+        PyErr_Clear();                  /* an unhashable annotation: Python's to judge */
+        return 0;
+    }
+    PyObject *plan = PyTuple_GET_ITEM(plans, which);
+    if (plan == Py_None) return 0;
+    PyObject *key = PyTuple_GET_ITEM(plan, 0), *lo = PyTuple_GET_ITEM(plan, 1),
+             *hi = PyTuple_GET_ITEM(plan, 2), *param;
+    if (which == 0) {
+        int overflow = 0;
+        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (x == -1 && PyErr_Occurred()) return -1;
+        if (overflow || x < PyLong_AsLongLong(lo) || x > PyLong_AsLongLong(hi)) return 0;
+        param = v;
+        Py_INCREF(param);
+    } else if (which == 1) {
+        double x = PyFloat_AS_DOUBLE(v);
+        if (isfinite(x) && (x < PyFloat_AS_DOUBLE(lo) || x > PyFloat_AS_DOUBLE(hi))) return 0;
+        param = v;                      /* the packer rounds it to the slot's precision */
+        Py_INCREF(param);
+    } else {
+        param = PyLong_FromLong(v == Py_True);
+        if (!param) return -1;
+    }
+    a->key = key; a->scalar = 1;        /* the key is kept alive by A_scalars */
+    a->params = PyTuple_Pack(1, param);
+    Py_DECREF(param);
+    return a->params ? 1 : -1;
+}
+
 /* Classify args[pos]; 1 ok, 0 give up, -1 error. */
 int classify_arg(Launcher *self, Arg *a, PyObject *v, PyObject *ann, StreamInfo *si,
                  Py_ssize_t pos) {
@@ -232,6 +273,9 @@ int classify_arg(Launcher *self, Arg *a, PyObject *v, PyObject *ann, StreamInfo 
         if (r == 0) r = foreign_arg(self, a, v, pos, si, S_kind_tensor, Py_False);
         if (r != 0) return r;
         reset_arg(a);
+    } else {
+        int r = annotated_scalar(a, v, ann);
+        if (r != 0) return r;
     }
     int isop = PyObject_IsInstance(v, self->deviceop_type);
     if (isop) return isop < 0 ? -1 : give_up(R_DEVICEOP);

@@ -7,8 +7,40 @@ PyObject *S_acquire, *S_key, *S_params, *S_storage, *S_writable, *S_extent, *S_p
     *S_finish, *S_grid, *S_use, *S_native, *S_launch, *S_what, *S_name, *S_ptr, *S_wait_raw,
     *S_get_device, *S_is_neg, *S_dtype, *S_data_ptr, *S_shape, *S_stride, *S_kind_tensor,
     *S_kind_partition, *S_data, *S_device_id, *S_strides, *S_sealed, *S_ndim, *S_check_globals,
-    *S_synchronize, *S_out_of_range, *S_raise_launch_error;
+    *S_synchronize, *S_out_of_range, *S_raise_launch_error, *S_cuda_stream, *S_device_index,
+    *S_is_cpu;
 PyObject *K_int, *K_float, *K_bool;
+PyObject *A_scalars;
+
+/* set_annotated_scalars({dtype: (int plan, float plan, bool plan)}): how Python scalars passed to
+   annotated parameters travel (tilejit/scalars.py: annotated_plans) */
+static PyObject *py_set_annotated_scalars(PyObject *self, PyObject *plans) {
+    if (!PyDict_Check(plans)) {
+        PyErr_SetString(PyExc_TypeError, "set_annotated_scalars() takes a dict");
+        return NULL;
+    }
+    PyObject *k, *v;
+    Py_ssize_t i = 0;
+    while (PyDict_Next(plans, &i, &k, &v)) {
+        int ok = PyTuple_Check(v) && PyTuple_GET_SIZE(v) == 3;
+        for (int j = 0; ok && j < 3; j++) {
+            PyObject *p = PyTuple_GET_ITEM(v, j);
+            ok = p == Py_None || (PyTuple_Check(p) && PyTuple_GET_SIZE(p) == 3 &&
+                                  (j == 1 ? PyFloat_Check(PyTuple_GET_ITEM(p, 1)) &&
+                                   PyFloat_Check(PyTuple_GET_ITEM(p, 2))
+                                   : PyLong_Check(PyTuple_GET_ITEM(p, 1)) &&
+                                   PyLong_Check(PyTuple_GET_ITEM(p, 2))));
+        }
+        if (!ok) {
+            PyErr_SetString(PyExc_ValueError, "set_annotated_scalars(): each value must be "
+                            "(int plan, float plan, bool plan), a plan (key, lo, hi) or None");
+            return NULL;
+        }
+    }
+    Py_INCREF(plans);
+    Py_XSETREF(A_scalars, plans);
+    Py_RETURN_NONE;
+}
 
 /* set_scalar_keys(int_key, float_key, bool_key): the keys of weak Python scalars
    (tilejit/scalars.py: PYTHON_SCALARS) */
@@ -108,6 +140,11 @@ static PyMethodDef module_methods[] = {
      "use_driver(path | None): launch through another driver library (tests: a stub driver)"},
     {"set_scalar_keys", py_set_scalar_keys, METH_VARARGS,
      "set_scalar_keys(int_key, float_key, bool_key): the keys of weak Python scalars"},
+    {"set_annotated_scalars", py_set_annotated_scalars, METH_O,
+     "set_annotated_scalars({dtype: (int plan, float plan, bool plan)}): Python scalars passed "
+     "to annotated parameters"},
+    {"ct_launch", (PyCFunction)(void (*)(void))py_ct_launch, METH_FASTCALL,
+     "ct_launch(plan, kernel, stream, grid, args) -> True | None: ct.launch from its memos"},
     {"stats", py_stats, METH_NOARGS,
      "stats() -> {'launches': n, 'fallbacks': {reason: count}}"},
     {"reset_stats", py_reset_stats, METH_NOARGS, "reset_stats(): zero the counters"},
@@ -133,7 +170,8 @@ static int intern_names(void) {
         {&S_data, "data"}, {&S_device_id, "device_id"}, {&S_strides, "strides"},
         {&S_ndim, "ndim"}, {&S_check_globals, "check_globals"},
         {&S_synchronize, "synchronize"}, {&S_out_of_range, "scalar_out_of_range"},
-        {&S_raise_launch_error, "raise_launch_error"},
+        {&S_raise_launch_error, "raise_launch_error"}, {&S_cuda_stream, "cuda_stream"},
+        {&S_device_index, "device_index"}, {&S_is_cpu, "is_cpu"},
     };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (!(*names[i].var = PyUnicode_InternFromString(names[i].s))) return -1;

@@ -8,6 +8,7 @@
  *   launcher.c the Launcher type: one plain launch, classification to cuLaunchKernel
  *   prepared.c the Prepared type (dispatcher.PreparedLaunch) and the lazy call (kernel(...),
  *              op.submit_on/sync_on, t.partition, tile.partition)
+ *   cutile.c   ct.launch (tilejit.cutile) replayed from its memos
  *   module.c   module setup, interned names, DLPack export deleters
  *
  * The rules live in Python (tilejit/native.py explains the split): C replays what Python
@@ -117,8 +118,10 @@ extern PyObject *S_acquire, *S_key, *S_params, *S_storage, *S_writable, *S_exten
     *S_finish, *S_grid, *S_use, *S_native, *S_launch, *S_what, *S_name, *S_ptr, *S_wait_raw,
     *S_get_device, *S_is_neg, *S_dtype, *S_data_ptr, *S_shape, *S_stride, *S_kind_tensor,
     *S_kind_partition, *S_data, *S_device_id, *S_strides, *S_sealed, *S_ndim, *S_check_globals,
-    *S_synchronize, *S_out_of_range, *S_raise_launch_error;
+    *S_synchronize, *S_out_of_range, *S_raise_launch_error, *S_cuda_stream, *S_device_index,
+    *S_is_cpu;
 extern PyObject *K_int, *K_float, *K_bool;
+extern PyObject *A_scalars;     /* scalars.annotated_plans(), or NULL */
 
 /* --- memo.c ----------------------------------------------------------------------------- */
 /* The memo entry of the last foreign array seen at one argument position, by value: the next
@@ -221,5 +224,10 @@ PyObject *py_partition(PyObject *m, PyObject *const *argv, Py_ssize_t nargs, PyO
 PyObject *py_set_partition_fallback(PyObject *m, PyObject *fn);
 PyObject *py_executing(PyObject *m, PyObject *noargs);
 PyObject *py_swap_executing(PyObject *m, PyObject *flag);
+PyObject *new_launch(PyObject *kernel, PyObject *args);     /* kernel(*args) */
+PyObject *submit_on(PyObject *op, PyObject *stream);        /* op.submit_on(stream) */
+
+/* --- cutile.c --------------------------------------------------------------------------- */
+PyObject *py_ct_launch(PyObject *m, PyObject *const *argv, Py_ssize_t nargs);
 
 #endif

@@ -140,6 +140,10 @@ static PyObject *klaunch_submit_on(PyObject *op, PyObject *stream) {
     return submit_common(op, stream, 0);
 }
 
+PyObject *new_launch(PyObject *kernel, PyObject *args) { return kernel_call(kernel, args, NULL); }
+
+PyObject *submit_on(PyObject *op, PyObject *stream) { return submit_common(op, stream, 0); }
+
 static PyObject *klaunch_sync_on(PyObject *op, PyObject *stream) {
     return submit_common(op, stream, 1);
 }

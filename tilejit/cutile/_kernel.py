@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 import re
+import struct
 import warnings
 from typing import Optional
 
@@ -25,7 +26,8 @@ import numpy as np
 from .. import dtypes as D
 from .. import keys as _keys
 from ..dispatcher import Kernel as _TileKernel
-from ..dispatcher import _native_launcher
+from .. import native as _native
+from ..dispatcher import _NATIVE_LAYOUT, _native_launcher
 from ..language import TileFunction
 from ..memo import BoundedMemo
 from ..runtime.argspec import MAX_GRID_DIM as _GRID_LIMIT
@@ -110,10 +112,13 @@ class Kernel(_TileKernel):
         self._constants_of = operator.itemgetter(*self._const_pos) if self._const_pos else None
         self._runtime_of = operator.itemgetter(*runtime_pos, *runtime_pos[:1]) \
             if runtime_pos else (lambda args: ((),))
-        # the constants' values as passed -> the kernel bound to them (_Bound), and the same by
-        # their checked key (floats by bits: a NaN or -0.0 finds its own)
+        # the constants' values as passed -> (the kernel bound to them (_Bound), those values,
+        # their types when flat and float-free, else None): a hit counts when the values have
+        # the same types and floats the same bits (_same_constants; 1 == True == 1.0 and
+        # 0.0 == -0.0 as keys); and the same kernels by their checked key
         self._bound = BoundedMemo(f"{self.__name__}._bound", 256, register=False)
         self._bound_by_key = BoundedMemo(f"{self.__name__}._bound_by_key", 256, register=False)
+        self._ct_plan = None        # what the C launcher replays (_launch_plan), once launched
 
     @staticmethod
     def _scalar_annotations(pyfunc):
@@ -150,10 +155,13 @@ class Kernel(_TileKernel):
         if self._constants_of is not None:
             raw = self._constants_of(args)
             try:
-                b = self._bound.get(raw)
+                hit = self._bound.get(raw)
             except TypeError:             # an unhashable value: constant_value explains
-                b = None
-            if b is None or b._raw_types != _types_of(raw):
+                hit = None
+            if hit is not None and (_types_of(raw) == hit[2] if hit[2] is not None
+                                    else _same_constants(raw, hit[1])):
+                b = hit[0]
+            else:
                 b = self._bound_to(raw)
             values = list(self._runtime_of(args))
             values.pop()
@@ -184,13 +192,20 @@ class Kernel(_TileKernel):
         b = self._bound_by_key.get(key)
         if b is None:
             b = self._bound_by_key.put(key, _Bound(self, consts))
-        b._raw_types = _types_of(raw)
-        if not _has_float(raw):     # 0.0 == -0.0 as dict keys: floats take constant_key's way
-            try:
-                self._bound.put(raw, b)
-            except TypeError:
-                pass
+        flat = not any(type(v) is tuple or isinstance(v, float) for v in values)
+        try:
+            self._bound.put(raw, (b, raw, _types_of(raw) if flat else None))
+        except TypeError:
+            pass
         return b
+
+    def _launch_plan(self) -> tuple:
+        """What ``ct.launch``'s C path replays (csrc/cutile.c): the positions of the constants
+        and of the runtime values, which runtime values are written arrays, and the memos."""
+        written = set(self._writes())
+        rt = tuple(i for i in range(len(self.param_names)) if i not in self._const_pos)
+        return (len(self.param_names), self._const_pos, rt, tuple(i in written for i in rt),
+                self._bound if self._const_pos else None, _ARRAY_TYPES, _streams, _GRID_LIMIT)
 
     def replace_hints(self, **hints) -> "Kernel":
         """A new kernel with some hints replaced (it has its own compiled specializations)."""
@@ -240,7 +255,6 @@ class _Bound(Kernel):
         self._hints = parent._hints
         self._stats = parent._stats         # one set of counters for the kernel
         self._consts = consts
-        self._raw_types = ()
         self.constant_names = ()
         self._constant_types = {}
         self.param_names = self.runtime_names
@@ -265,8 +279,16 @@ def _array_kind(v) -> int:
     return _MAY_BE_HOST if hasattr(type(v), "is_cpu") else 1
 
 
-def _has_float(v) -> bool:
-    return type(v) is float or (type(v) is tuple and any(map(_has_float, v)))
+def _same_constants(x, y) -> bool:
+    """Whether constants' values found equal are the same: same types, floats by bits (a NaN
+    or -0.0 binds its own kernel), tuples item by item (csrc/cutile.c: same_constant)."""
+    if type(x) is not type(y):
+        return False
+    if isinstance(x, float):
+        return _struct_d.pack(x) == _struct_d.pack(y)
+    if type(x) is tuple:
+        return len(x) == len(y) and all(map(_same_constants, x, y))
+    return True
 
 
 def _types_of(raw):
@@ -277,6 +299,7 @@ def _types_of(raw):
 # type of a written argument -> whether it is wrapped in tile.atomic (the launch hot path)
 _ARRAY_TYPES = BoundedMemo("cutile.array_types", 256)
 _new_atomic = object.__new__        # tile.atomic(v) for a plain array: its checks are done
+_struct_d = struct.Struct("<d")
 
 
 def kernel(function=None, /, *, num_ctas=None, occupancy=None, opt_level=3,
@@ -338,6 +361,9 @@ def launch(stream, grid, kernel, kernel_args, /) -> None:
     (1 to 3 dimensions) with the arguments ``args`` (a tuple: arrays, scalars and the values of
     the ``ct.Constant`` parameters, in parameter order). Arrays the kernel stores into are
     written in place (NumPy arrays are copied in and back before this returns)."""
+    plan = getattr(kernel, "_ct_plan", None)
+    if plan is not None and _ct_launch(plan, kernel, stream, grid, kernel_args):
+        return                # the C path: every memo hit (csrc/cutile.c)
     if not isinstance(kernel, Kernel):
         hint = (" (a tilejit @tile.entry kernel runs with kernel(*args).grid(g).sync())"
                 if isinstance(kernel, _TileKernel) else "")
@@ -349,10 +375,18 @@ def launch(stream, grid, kernel, kernel_args, /) -> None:
     if len(kernel_args) != n:
         raise TypeError(f"Kernel expects {n} arguments but {len(kernel_args)} were given "
                         f"({kernel.__name__}{kernel._sig})")
+    grid = _grid3(grid)
+    stream = _stream_of(stream)
     k, values = kernel._plain_launch(kernel_args)
-    op = k(*values)           # a KernelLaunch (made in C with the extension: the hot path)
-    op._grid = _grid3(grid)   # as op.grid(g), without a copy
-    op.submit_on(_stream_of(stream))
+    op = k(*values)           # a KernelLaunch (made in C with the extension)
+    op._grid = grid           # as op.grid(g), without a copy
+    op.submit_on(stream)
+    if _ct_launch is not None and kernel._ct_plan is None:
+        kernel._ct_plan = kernel._launch_plan()
+
+
+# ct.launch's C path (the C launcher's layout must be installed: its objects are made there)
+_ct_launch = _native.ext().ct_launch if _NATIVE_LAYOUT else None
 
 
 def _grid3(grid) -> tuple:
