@@ -328,3 +328,31 @@ def test_every_unit_stride_is_static_and_compiles():
     copy_column(z.partition((16, 1)), x).sync()
     np.testing.assert_array_equal(z.to_numpy(), 2 * x_np)
     assert copy_column.compile(z.partition((16, 1)), x, arch="sm_90")
+
+
+@tile.entry
+def grid_stride_rows(z, x):
+    step = tile.num_blocks(0)
+    for r in range(tile.bid(0), x.shape[0], step):
+        tile.store(z.partition((1, 16)), (r, 0), x.load((r, 0), (1, 16)) * 2.0)
+
+
+@tile.entry
+def stride_from_argument(z, x, s):
+    for r in range(tile.bid(0), x.shape[0], s):
+        tile.store(z.partition((1, 16)), (r, 0), x.load((r, 0), (1, 16)) * 2.0)
+
+
+def test_a_grid_stride_loop_is_a_plain_for_without_a_zero_step_check():
+    """``range(bid, n, tile.num_blocks(0))``: the step is at least 1, so the loop is Tile IR's
+    ``for`` over (bid, n, grid size) as written, with no trip-count arithmetic and no
+    device assertion (a step from an argument keeps both)."""
+    x = rand((40, 16))
+    z = api.zeros((40, 16)).sync()
+    ir = grid_stride_rows.inspect_tileir(tile.atomic(z), x)
+    assert re.search(r"for %\w+ in \(%blockId_x to %\S+, step %gridSize_x\)", ir), ir
+    assert "must not be zero" not in ir and "divi" not in ir
+    grid_stride_rows(tile.atomic(z), x).grid((3, 1, 1)).sync()
+    np.testing.assert_array_equal(z.to_numpy(), 2 * x)
+    ir = stride_from_argument.inspect_tileir(tile.atomic(z), x, 3)
+    assert "must not be zero" in ir

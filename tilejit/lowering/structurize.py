@@ -124,10 +124,12 @@ class _Structurizer(CFG):
         self.loops = loops
         self.preds_map = preds
         defs = {}
+        self._def_count = {}
         for b in self.blocks.values():
             for s in b.body:
                 if isinstance(s, ir.Assign):
                     defs[s.target.name] = s
+                    self._def_count[s.target.name] = self._def_count.get(s.target.name, 0) + 1
         self.for_info = {h: self._match_for(lp, defs) for h, lp in loops.items()}
         for info in self.for_info.values():
             if info is not None:
@@ -243,10 +245,21 @@ class _Structurizer(CFG):
             if step.value == 0:
                 raise UnsupportedError("range() step must not be zero", self.loc(rng.loc))
             sign = 1 if step.value > 0 else -1
+        elif self._is_grid_extent(step, defs):
+            sign = 1        # a grid-stride loop: no zero check, the plain trip count
         body_t = term.truebr
         consumed = [nxt, first, second, getiter, rng] + chain[1:]
         return dict(iv=first.target.name, iv_type=iv_ty, start=start, stop=stop, step=step,
                     sign=sign, body=body_t, consumed=consumed, loc=rng.loc)
+
+    def _is_grid_extent(self, name, defs) -> bool:
+        """``name`` is assigned once, from ``tile.num_blocks(axis)``: at least 1 at run time."""
+        d = defs.get(name)
+        if self._def_count.get(name) != 1 or d is None or not (
+                isinstance(d.value, ir.Expr) and d.value.op == "call"):
+            return False
+        from ..language import num_blocks
+        return getattr(self.typemap.get(d.value.func.name), "typing_key", None) is num_blocks
 
     def _literal_or(self, x):
         if isinstance(x, Const):
