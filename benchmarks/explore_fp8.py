@@ -110,7 +110,7 @@ def main() -> int:
                     help="also the 128x256/256x128 tiles, the B layouts and cuTile's kernel")
     args = ap.parse_args()
     import torch
-    from harness import Timer
+    from harness import Timer, time_candidates
     if not torch.cuda.is_available():
         print("explore_fp8: no GPU; nothing to do")
         return 0
@@ -198,26 +198,11 @@ def main() -> int:
                               lambda bm=bm, bn=bn, o=opts, g=grid, gr=group, f=fast:
                               fp8_matmul_grouped(tile.atomic(c), a8, b8, sa, sb, bm, bn, 128,
                                                  gr, f).grid(g).compile_options(o)))
-    rows = []
-    for name, make in cands:
-        try:
-            p = make().prepare(s)
-            c.fill_(float("nan"))
-            p.launch()
-            torch.cuda.synchronize()
-            err = ((c.float() - ref).abs().max() / ref.abs().max()).item()
-            if not err < 1e-2:
-                print(f"{name}: WRONG (relative error {err:.3g})")
-                continue
-            ms = timer.ms(p.launch)
-            rows.append((tflop / ms * 1e3, name))
-            print(f"{name}: {tflop / ms * 1e3:.0f} TFLOP/s "
-                  f"({tflop / ms * 1e3 / (tflop / vendor * 1e3):.2f}x), error {err:.1e}",
-                  flush=True)
-        except Exception as e:  # noqa: BLE001
-            print(f"{name}: failed: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
-    rows.sort(reverse=True)
-    print("best:", rows[:3])
+    vendor_rate = tflop / vendor * 1e3
+    time_candidates(cands, s, timer, c,
+                    lambda: ((c.float() - ref).abs().max() / ref.abs().max()).item(), 1e-2,
+                    lambda ms: tflop / ms * 1e3,
+                    lambda r, err: f"{r:.0f} TFLOP/s ({r / vendor_rate:.2f}x), error {err:.1e}")
     return 0
 
 

@@ -4,12 +4,11 @@ softmax / LayerNorm / RMSNorm on 2048 rows of 32K (fp16), softmax on 65536 rows 
     python benchmarks/explore_norms.py [--only softmax32k,ln32k,rms32k,softmax1k]
 
 Candidates: a whole 32K row per block (one tile), the persistent form at WIDTH 32768, the
-chunked two-pass form at CHUNK 4096-16384 with latency hints on its loads, and for 1K rows more
-rows per block. Each is checked against torch before it is timed (median of single runs, L2
+chunked two-pass form at CHUNK 4096-16384, and for 1K rows more rows per block. (Latency hints
+on the chunked forms' loads were tried on 2026-11-27: within 1-3%.) Each is checked against torch before it is timed (median of single runs, L2
 flushed); GB/s counts one read and one write of x, as the copy roofline does.
 """
 import argparse
-import math
 import os
 import sys
 
@@ -21,48 +20,6 @@ import tilejit as tile  # noqa: E402
 import layernorm as LN  # noqa: E402
 import rmsnorm as RN  # noqa: E402
 import softmax as SM  # noqa: E402
-
-LOG2E = math.log2(math.e)
-NEG_INF = tile.PaddingMode.NEG_INF
-ZERO = tile.PaddingMode.ZERO
-
-
-@tile.entry
-def softmax_chunked_lat(z, x, ROWS: tile.Constant[int], CHUNK: tile.Constant[int],
-                        LATENCY: tile.Constant[int]):
-    """softmax.softmax_chunked with a latency hint on both passes' loads."""
-    i = tile.bid(0)
-    chunks = tile.cdiv(x.shape[1], CHUNK)
-    m = tile.full((ROWS, 1), -math.inf, tile.float32)
-    s = tile.zeros((ROWS, 1), tile.float32)
-    for j in range(chunks):
-        t = x.load((i, j), (ROWS, CHUNK), padding=NEG_INF,
-                   latency=LATENCY).astype(tile.float32) * LOG2E
-        m_new = tile.maximum(m, tile.max(t, axis=1, keepdims=True))
-        s = s * tile.exp2(m - m_new) + tile.sum(tile.exp2(t - m_new), axis=1, keepdims=True)
-        m = m_new
-    inv = 1.0 / s
-    out = z.partition((ROWS, CHUNK))
-    for j in range(chunks):
-        t = x.load((i, j), (ROWS, CHUNK), padding=NEG_INF,
-                   latency=LATENCY).astype(tile.float32) * LOG2E
-        tile.store(out, (i, j), (tile.exp2(t - m) * inv).astype(z.dtype))
-
-
-@tile.entry
-def rmsnorm_chunked_lat(y, x, w, eps, ROWS: tile.Constant[int], CHUNK: tile.Constant[int],
-                        LATENCY: tile.Constant[int]):
-    """rmsnorm.rmsnorm_chunked with a latency hint on both passes' loads."""
-    i = tile.bid(0)
-    ss = tile.zeros((ROWS, 1), tile.float32)
-    for j in range(tile.cdiv(x.shape[1], CHUNK)):
-        t = x.load((i, j), (ROWS, CHUNK), padding=ZERO, latency=LATENCY).astype(tile.float32)
-        ss += tile.sum(t * t, axis=1, keepdims=True)
-    rs = tile.rsqrt(ss / x.shape[1] + eps)
-    for j in range(tile.cdiv(x.shape[1], CHUNK)):
-        t = x.load((i, j), (ROWS, CHUNK), padding=ZERO, latency=LATENCY).astype(tile.float32)
-        wv = w.load((j,), (CHUNK,), padding=ZERO).astype(tile.float32)[None, :]
-        tile.store(y.partition((ROWS, CHUNK)), (i, j), (t * rs * wv).astype(y.dtype))
 
 
 def opts(occ):
@@ -76,7 +33,7 @@ def main() -> int:
                          "rows per block and the persistent form over occupancy and latency)")
     args = ap.parse_args()
     import torch
-    from harness import Timer
+    from harness import Timer, time_candidates
     if not torch.cuda.is_available():
         print("explore_norms: no GPU; nothing to do")
         return 0
@@ -147,16 +104,9 @@ def main() -> int:
                                   .grid((132 * o, 1, 1)).compile_options(opts(o))))
                 for ch in (4096, 8192, 16384):
                     for occ in (1, 2, 4):
-                        for lat in (None, 4, 8):
-                            if lat is None:
-                                cands.append((f"chunked CHUNK={ch} occ{occ}", lambda ch=ch, o=occ:
-                                              SM.softmax_chunked(tile.atomic(y), x, 1, ch)
-                                              .grid((m, 1, 1)).compile_options(opts(o))))
-                            else:
-                                cands.append((f"chunked CHUNK={ch} occ{occ} latency={lat}",
-                                              lambda ch=ch, o=occ, lat=lat: softmax_chunked_lat(
-                                                  tile.atomic(y), x, 1, ch, lat)
-                                              .grid((m, 1, 1)).compile_options(opts(o))))
+                        cands.append((f"chunked CHUNK={ch} occ{occ}", lambda ch=ch, o=occ:
+                                      SM.softmax_chunked(tile.atomic(y), x, 1, ch)
+                                      .grid((m, 1, 1)).compile_options(opts(o))))
         elif case == "ln32k":
             ref = F.layer_norm(x.float(), (n,), w.float(), b.float(), 1e-5)
             vendor = lambda: F.layer_norm(x, (n,), w, b, 1e-5)  # noqa: E731
@@ -179,34 +129,16 @@ def main() -> int:
                     tile.partition(y, (1, 32768)), x, w, 1e-6).compile_options(opts(o))))
             for ch in (4096, 8192, 16384):
                 for occ in (1, 2, 4):
-                    for lat in (4, 8):
-                        cands.append((f"chunked CHUNK={ch} occ{occ} latency={lat}",
-                                      lambda ch=ch, o=occ, lat=lat: rmsnorm_chunked_lat(
-                                          tile.atomic(y), x, w, 1e-6, 1, ch, lat)
-                                      .grid((m, 1, 1)).compile_options(opts(o))))
+                    cands.append((f"chunked CHUNK={ch} occ{occ}", lambda ch=ch, o=occ:
+                                  RN.rmsnorm_chunked(tile.atomic(y), x, w, 1e-6, 1, ch)
+                                  .grid((m, 1, 1)).compile_options(opts(o))))
         v_ms = timer.ms(vendor)
         print(f"== {case} {m}x{n} fp16: torch {gb / v_ms * 1e3:.0f} GB/s "
               f"({gb / v_ms * 1e3 / roof:.2f} of roofline)", flush=True)
-        rows = []
-        for name, make in cands:
-            try:
-                p = make().prepare(s)
-                y.fill_(float("nan"))
-                p.launch()
-                torch.cuda.synchronize()
-                err = (y.float() - ref).abs().max().item()
-                if not err < 2e-2:
-                    print(f"  {name}: WRONG (max error {err:.3g})")
-                    continue
-                ms = timer.ms(p.launch)
-                rows.append((gb / ms * 1e3, name))
-                print(f"  {name}: {gb / ms * 1e3:.0f} GB/s ({gb / ms * 1e3 / roof:.2f} of "
-                      f"roofline, {v_ms / ms:.2f}x torch)", flush=True)
-                p.close()
-            except Exception as e:  # noqa: BLE001
-                print(f"  {name}: failed: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
-        rows.sort(reverse=True)
-        print("  best:", rows[:3], flush=True)
+        time_candidates(cands, s, timer, y, lambda: (y.float() - ref).abs().max().item(), 2e-2,
+                        lambda ms: gb / ms * 1e3,
+                        lambda r, err: f"{r:.0f} GB/s ({r / roof:.2f} of roofline, "
+                                       f"{r / (gb / v_ms * 1e3):.2f}x torch)", indent="  ")
     return 0
 
 

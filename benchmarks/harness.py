@@ -51,6 +51,36 @@ class Timer:
         return 2 * nbytes / ms / 1e6
 
 
+def time_candidates(cands, stream, timer, out, error, tol, rate, describe, indent=""):
+    """Prepare, check and time each ``(name, make)`` of an exploration (``make()`` returns a
+    launch): ``out`` filled with NaN, one launch, ``error()`` must be below ``tol``; then the
+    median time. Prints a line each (``describe(rate, err)`` ends it) and the best three;
+    returns ``[(rate, name)]`` best first. A failing candidate is printed, not raised."""
+    torch = timer.torch
+    rows = []
+    for name, make in cands:
+        try:
+            p = make().prepare(stream)
+            try:
+                out.fill_(float("nan"))
+                p.launch()
+                torch.cuda.synchronize()
+                err = error()
+                if not err < tol:
+                    print(f"{indent}{name}: WRONG (error {err:.3g})", flush=True)
+                    continue
+                r = rate(timer.ms(p.launch))
+            finally:
+                p.close()
+            rows.append((r, name))
+            print(f"{indent}{name}: {describe(r, err)}", flush=True)
+        except Exception as e:  # noqa: BLE001  (one candidate's failure must not end the run)
+            print(f"{indent}{name}: failed: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
+    rows.sort(reverse=True)
+    print(f"{indent}best:", rows[:3], flush=True)
+    return rows
+
+
 @dataclass
 class Row:
     kernel: str
