@@ -14,7 +14,8 @@ The space is built from the kernel itself, once per key:
   4. every other axis is searched over powers of two, bounded by the tensor (next power of two of
      the extent), by 256 where two or more axes are searched (16 at least: the tensor cores'
      smallest) and by a budget of 32K elements per tile (a 128x256 float32 accumulator is what
-     one block's registers hold).
+     one block's registers hold); 16K for 8-bit inputs with two or more searched axes, whose
+     float8 products keep a second float32 accumulator (tiles over 8K elements rank lower).
 
   With an explicit ``grid=`` the kernel picks its own tile positions, so rules 2 and 3 do not
   apply.
@@ -54,10 +55,15 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 #: host (``autotune.py`` runs tileiras in parallel threads), well inside the 10 s per key.
 MAX_CONFIGS = 24
 #: Bump when the rules change: winners on disk are kept per space version.
-SPACE_VERSION = 1
+SPACE_VERSION = 2
 #: The SM count assumed where no GPU says (the simulator): an H100 SXM's.
 NOMINAL_SMS = 132
 TILE_ELEMS_MAX = 32 * 1024     # 128 x 256: one block's float32 accumulator in registers
+# 8-bit products (float8, int8) on Hopper: tiles of at most 16K elements, and those over 8K rank
+# below 8K ones. With float8's promoted float32 sum tileiras holds two accumulators: on an H200
+# 64x128 tiles ran at 1110 TFLOP/s, 128x128 at 530, 128x256 and 256x128 at 40-70 (2026-11-27)
+NARROW_ELEMS_MAX = 16 * 1024
+NARROW_ELEMS_GOOD = 8 * 1024
 MULTI_AXIS_MAX = 256           # per axis, where two or more axes are searched
 MULTI_AXIS_MIN = 16            # tensor-core fragments
 ONE_D_RANGE = (256, 4096)      # a 1-D searched tile (element-wise kernels)
@@ -280,6 +286,7 @@ def tile_candidates(facts: SourceFacts, prob: Problem, spec=None) -> List[Tuple[
                 rules[k] = tuple(int(v) for v in s) if isinstance(s, (tuple, list)) else int(s)
     searched = [k for k, r in enumerate(rules) if r is None]
     fixed_elems = math.prod(r if isinstance(r, int) else 1 for r in rules)
+    budget = NARROW_ELEMS_MAX if prob.itemsize == 1 and len(searched) > 1 else TILE_ELEMS_MAX
     per_axis = []
     for k, r in enumerate(rules):
         if isinstance(r, int):
@@ -293,9 +300,9 @@ def tile_candidates(facts: SourceFacts, prob: Problem, spec=None) -> List[Tuple[
             elif rank == 1:
                 per_axis.append(_pow2_range(min(ONE_D_RANGE[0], hi), min(hi, ONE_D_RANGE[1])))
             else:
-                per_axis.append(_pow2_range(1, max(1, min(hi, TILE_ELEMS_MAX // fixed_elems))))
+                per_axis.append(_pow2_range(1, max(1, min(hi, budget // fixed_elems))))
     shapes = [s for s in itertools.product(*per_axis)
-              if not searched or math.prod(s) <= max(TILE_ELEMS_MAX, fixed_elems)]
+              if not searched or math.prod(s) <= max(budget, fixed_elems)]
     return shapes
 
 
@@ -343,10 +350,11 @@ def option_candidates(tile: Optional[tuple], blocks0: Optional[int], prob: Probl
 
 
 def score(tile: Optional[tuple], blocks: Optional[int], occupancy: int, num_ctas: int,
-          num_sms: int, searched_axes: int) -> float:
+          num_sms: int, searched_axes: int, narrow: bool = False) -> float:
     """The model that orders candidates: the share of the last wave of blocks that is busy, the
     data reuse of a 2-D tile (its harmonic mean extent over 128, capped at 1), and a penalty for
-    occupancy beyond what one SM's registers hold."""
+    occupancy beyond what one SM's registers hold (``narrow``: 8-bit products, whose tiles
+    over :data:`NARROW_ELEMS_GOOD` elements pay it too)."""
     slots = max(1, num_sms * occupancy)
     fill = 1.0 if not blocks else blocks / (math.ceil(blocks / slots) * slots)
     elems = math.prod(tile) if tile else 0
@@ -357,6 +365,8 @@ def score(tile: Optional[tuple], blocks: Optional[int], occupancy: int, num_ctas
     elif tile:              # row kernels and the like: bytes in flight per block
         reuse = min(1.0, elems / 16384.0)
     pressure = 0.5 if elems * occupancy > 2 * TILE_ELEMS_MAX else 1.0
+    if narrow and searched_axes >= 2 and elems > NARROW_ELEMS_GOOD:
+        pressure *= 0.5
     cluster = 0.97 if num_ctas > 1 else 1.0       # kept, but after the same config without
     return fill * reuse * pressure * cluster
 
@@ -395,7 +405,7 @@ def build(facts: SourceFacts, prob: Problem, overrides: Optional[Dict[str, Any]]
             rank = sum(consts[n].index(v) for n, v in zip(names, values))
             for oi, occ in enumerate(occs):
                 for ci, nc in enumerate(ctas):
-                    s = score(t, blocks, occ, nc, prob.num_sms, searched)
+                    s = score(t, blocks, occ, nc, prob.num_sms, searched, prob.itemsize == 1)
                     scored.append((-round(s, 6), rank + oi + ci, len(scored),
                                    dict(cand, occupancy=occ, num_ctas=nc)))
     scored.sort(key=lambda x: x[:3])
