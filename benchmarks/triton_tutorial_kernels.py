@@ -161,8 +161,44 @@ def grouped_gemm_kernel(a_ptrs, b_ptrs, c_ptrs, sizes, lds, groups, NUM_SM: tl.c
         first = first + tiles
 
 
-def grouped_gemm(As, Bs, Cs, BM=128, BN=128, BK=32):
-    """Cs[g] = As[g] @ Bs[g] (fp16, contiguous, every size a multiple of its tile)."""
+@triton.jit
+def grouped_gemm_tma_kernel(a_ptrs, b_ptrs, c_ptrs, sizes, lds, groups, NUM_SM: tl.constexpr,
+                            BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    # the tutorial's TMA variant: the same schedule, each group's tiles through tensor
+    # descriptors made on the device (B (K, N) row-major here, so no transpose)
+    tile_idx = tl.program_id(0)
+    first = 0
+    for g in range(groups):
+        gm = tl.load(sizes + g * 3)
+        gn = tl.load(sizes + g * 3 + 1)
+        gk = tl.load(sizes + g * 3 + 2)
+        num_n = tl.cdiv(gn, BN)
+        tiles = tl.cdiv(gm, BM) * num_n
+        if tile_idx >= first and tile_idx < first + tiles:
+            a_desc = tl.make_tensor_descriptor(
+                tl.load(a_ptrs + g).to(tl.pointer_type(tl.float16)), shape=[gm, gk],
+                strides=[tl.load(lds + g * 3), 1], block_shape=[BM, BK])
+            b_desc = tl.make_tensor_descriptor(
+                tl.load(b_ptrs + g).to(tl.pointer_type(tl.float16)), shape=[gk, gn],
+                strides=[tl.load(lds + g * 3 + 1), 1], block_shape=[BK, BN])
+            c_desc = tl.make_tensor_descriptor(
+                tl.load(c_ptrs + g).to(tl.pointer_type(tl.float16)), shape=[gm, gn],
+                strides=[tl.load(lds + g * 3 + 2), 1], block_shape=[BM, BN])
+            while tile_idx >= first and tile_idx < first + tiles:
+                t = tile_idx - first
+                om = (t // num_n) * BM
+                on = (t % num_n) * BN
+                acc = tl.zeros((BM, BN), dtype=tl.float32)
+                for kk in range(0, tl.cdiv(gk, BK)):
+                    acc += tl.dot(a_desc.load([om, kk * BK]), b_desc.load([kk * BK, on]))
+                c_desc.store([om, on], acc.to(tl.float16))
+                tile_idx += NUM_SM
+        first = first + tiles
+
+
+def grouped_gemm(As, Bs, Cs, BM=128, BN=128, BK=32, tma=False):
+    """Cs[g] = As[g] @ Bs[g] (fp16, contiguous, every size a multiple of its tile); ``tma``:
+    the tutorial's TMA variant (device-made tensor descriptors, Triton 3.4+)."""
     dev = As[0].device
     for a, b in zip(As, Bs):
         assert a.shape[0] % BM == 0 and b.shape[1] % BN == 0 and a.shape[1] % BK == 0, \
@@ -173,8 +209,17 @@ def grouped_gemm(As, Bs, Cs, BM=128, BN=128, BK=32):
                          dtype=torch.int32, device=dev)
     lds = torch.tensor([[a.stride(0), b.stride(0), c.stride(0)] for a, b, c in zip(As, Bs, Cs)],
                        dtype=torch.int32, device=dev)
-    sms = torch.cuda.get_device_properties(dev).multi_processor_count
-    grouped_gemm_kernel[(sms,)](*ptrs, sizes, lds, len(As), NUM_SM=sms, BM=BM, BN=BN, BK=BK)
+    sms = _sm_count(dev)
+    kernel = grouped_gemm_kernel
+    if tma:
+        if not hasattr(tl, "make_tensor_descriptor"):
+            raise RuntimeError(f"Triton {triton.__version__} has no device tensor descriptors "
+                               "(tl.make_tensor_descriptor, Triton 3.4+)")
+        # descriptors made on the device live in a global scratch buffer Triton asks for
+        triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8,
+                                                                     device=dev))
+        kernel = grouped_gemm_tma_kernel
+    kernel[(sms,)](*ptrs, sizes, lds, len(As), NUM_SM=sms, BM=BM, BN=BN, BK=BK)
 
 
 @triton.jit
@@ -207,22 +252,27 @@ def matmul_persistent(a, b, c, BM=128, BN=128, BK=64, GROUP=8, sms=None):
 @triton.jit
 def matmul_tma_persistent_kernel(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr,
                                  BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr,
-                                 NUM_SMS: tl.constexpr):
+                                 NUM_SMS: tl.constexpr, B_T: tl.constexpr):
     # the tutorial's TMA persistent variant: tiles move through host-made tensor descriptors
-    # (the TMA unit; out-of-bounds parts read as zero and are not written)
+    # (the TMA unit; out-of-bounds parts read as zero and are not written); B_T: b_desc holds
+    # B transposed, (N, K) row-major, as the tutorial gives fp8's B
     num_m = tl.cdiv(M, BM)
     num_n = tl.cdiv(N, BN)
     for t in tl.range(tl.program_id(0), num_m * num_n, NUM_SMS):
         pid_m, pid_n = _grouped(t, num_m, num_n, GROUP)
         acc = tl.zeros((BM, BN), dtype=tl.float32)
         for ki in range(tl.cdiv(K, BK)):
-            acc = tl.dot(a_desc.load([pid_m * BM, ki * BK]), b_desc.load([ki * BK, pid_n * BN]),
-                         acc)
+            if B_T:
+                b = b_desc.load([pid_n * BN, ki * BK]).T
+            else:
+                b = b_desc.load([ki * BK, pid_n * BN])
+            acc = tl.dot(a_desc.load([pid_m * BM, ki * BK]), b, acc)
         c_desc.store([pid_m * BM, pid_n * BN], acc.to(c_desc.dtype))
 
 
 def matmul_tma_persistent(a, b, c, BM=128, BN=128, BK=64, GROUP=8, sms=None):
-    """C = A @ B with TMA descriptors (A (M, K), B (K, N), C row-major), one wave of SMs."""
+    """C = A @ B with TMA descriptors (A (M, K) and C row-major; B (K, N) row-major, or the
+    transpose of a row-major (N, K) tensor as the tutorial's fp8 B), one wave of SMs."""
     if TensorDescriptor is None:
         raise RuntimeError(f"Triton {triton.__version__} has no host tensor descriptors "
                            "(triton.tools.tensor_descriptor, Triton 3.4+)")
@@ -230,10 +280,11 @@ def matmul_tma_persistent(a, b, c, BM=128, BN=128, BK=64, GROUP=8, sms=None):
     N = b.shape[1]
     sms = sms or _sm_count(a.device)
     grid = (min(sms, triton.cdiv(M, BM) * triton.cdiv(N, BN)),)
+    b_t = b.stride(0) == 1 and b.stride(1) != 1            # K contiguous: describe (N, K)
     descs = [TensorDescriptor.from_tensor(t, block) for t, block in
-             ((a, [BM, BK]), (b, [BK, BN]), (c, [BM, BN]))]
+             ((a, [BM, BK]), (b.T, [BN, BK]) if b_t else (b, [BK, BN]), (c, [BM, BN]))]
     matmul_tma_persistent_kernel[grid](*descs, M, N, K, BM=BM, BN=BN, BK=BK, GROUP=GROUP,
-                                       NUM_SMS=grid[0], num_warps=8, num_stages=3)
+                                       NUM_SMS=grid[0], B_T=b_t, num_warps=8, num_stages=3)
 
 
 @triton.jit

@@ -368,20 +368,24 @@ def t08(b):
             for s, c, (*_, ref) in zip(sizes, outs, ins):
                 b.check(f"{what} {s}x{s}", read(c), ref, 1e-2)
         return check
-    b.row("t08 grouped gemm", f"float16 groups {sizes}", "TFLOP/s",
-          sum(2 * s ** 3 for s in sizes) / 1e12,
-          _variant(b, f"{bm}x{bn}x{bk}, {blocks} blocks", lambda: [T.grouped_gemm(
-              tuple(i[2] for i in ins), tuple(i[3] for i in ins),
-              tuple(tile.atomic(c) for c in Cs), bm, bn, bk).grid((blocks, 1, 1))]),
-          checker("t08 tilejit", Cs, env.read),
-          b.tk and (lambda: b.tt.grouped_gemm([i[0] for i in ins], [i[1] for i in ins], Ct,
-                                              BM=bm, BN=bn, BK=bk)),
-          checker("t08 triton", Ct, lambda t: t))
+    for tma in (True, False):      # the tutorial's TMA kernel and its pointer-based one
+        b.row("t08 grouped gemm", f"float16 groups {sizes}, {'TMA' if tma else 'no TMA'}",
+              "TFLOP/s", sum(2 * s ** 3 for s in sizes) / 1e12,
+              _variant(b, f"{bm}x{bn}x{bk}, {blocks} blocks{'' if tma else ', allow_tma=False'}",
+                       lambda: [T.grouped_gemm(
+                           tuple(i[2] for i in ins), tuple(i[3] for i in ins),
+                           tuple(tile.atomic(c) for c in Cs), bm, bn, bk, tma)
+                           .grid((blocks, 1, 1))]),
+              checker("t08 tilejit", Cs, env.read),
+              b.tk and (lambda: b.tt.grouped_gemm([i[0] for i in ins], [i[1] for i in ins], Ct,
+                                                  BM=bm, BN=bn, BK=bk, tma=tma)),
+              checker("t08 triton", Ct, lambda t: t))
 
 
 def t09(b):
-    """Two rows: tilejit's loads through TMA (the default) against the tutorial's TMA-descriptor
-    persistent kernel, and with ``allow_tma=False`` against its pointer-based one."""
+    """fp16 and fp8 (e4m3), each in two rows: tilejit's loads through TMA (the default) against
+    the tutorial's TMA-descriptor persistent kernel, and with ``allow_tma=False`` against its
+    pointer-based one."""
     import t09_persistent_matmul as T
     env, torch = b.env, b.torch
     s = env.size(8192, 96)
@@ -399,6 +403,43 @@ def t09(b):
               lambda: b.check("t09 tilejit", env.read(c), ref, 1e-2),
               triton and (lambda: triton(a, w, ct, *tiles, sms=sms)),
               lambda: b.check("t09 triton", ct, ref, 1e-2))
+    _t09_fp8(b, s, sms)
+
+
+def _t09_fp8(b, s, sms):
+    """The tutorial's fp8 rows: A (M, K) and B given transposed ((N, K) row-major: K contiguous)
+    in float8_e4m3fn, C in e4m3 as there. Triton's fp8 ``tl.dot`` keeps the running sum in the
+    tensor cores' reduced precision on sm_90 (max_num_imprecise_acc defaults to 2^30), so
+    tilejit's side is ``fast_acc=True``; 128x128x128 tiles on both sides (the tutorial's BM and
+    BK; the fast sum's best tiles in BENCHMARKS.md's fp8 runs)."""
+    import t09_persistent_matmul as T
+    env, torch = b.env, b.torch
+    e4m3 = torch.float8_e4m3fn
+    tiles = env.size((128, 128, 128), (32, 32, 64))
+    # scaled by K^-1/4: the sums have unit variance, far below e4m3's largest value (448)
+    a8 = (env.randn(s, s, dtype=torch.float32) * s ** -0.25).to(e4m3)
+    w8 = (env.randn(s, s, dtype=torch.float32) * s ** -0.25).to(e4m3).T   # (K, N) of (N, K)
+    ref = (a8.float() @ w8.float()).cpu().numpy()
+    ta, tw = env.tj(a8), env.tj(w8.T).permute(1, 0)   # simulated too: B's layout kept
+
+    def check(what, got):
+        err = T.fp8_error(got.float().cpu().numpy(), ref, fast_acc=True)
+        if err > 1:
+            raise AssertionError(f"{what}: error {err:.2f}x what e4m3 rounding and the fast "
+                                 f"sum allow")
+    for tma in (True, False):
+        c, ct = env.empty((s, s), e4m3), torch.empty((s, s), dtype=e4m3, device=env.device)
+        triton = b.tt and (b.tt.matmul_tma_persistent if tma else b.tt.matmul_persistent)
+        b.row("t09 persistent matmul",
+              f"float8_e4m3fn {s}^3 (B transposed), {'TMA' if tma else 'no TMA'}",
+              "TFLOP/s", 2 * s ** 3 / 1e12,
+              _variant(b, "{}x{}x{} one wave, fast_acc{}".format(
+                  *tiles, "" if tma else ", allow_tma=False"),
+                  lambda: [T.persistent_matmul(ta, tw, c, tiles, True, sms, tma=tma,
+                                               fast_acc=True)]),
+              lambda: check("t09 fp8 tilejit", env.read(c)),
+              triton and (lambda: triton(a8, w8, ct, *tiles, sms=sms)),
+              lambda: check("t09 fp8 triton", ct))
 
 
 def table(results) -> str:

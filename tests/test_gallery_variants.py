@@ -14,6 +14,7 @@ from tilejit import api
 from tilejit.toolchain import tileiras
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples", "triton_tutorials"))
 import attention_backward as AB  # noqa: E402
 import attention_decode as AD  # noqa: E402
 import flash_attention as FA  # noqa: E402
@@ -23,6 +24,8 @@ import matmul as MM  # noqa: E402
 import matmul_splitk as SK  # noqa: E402
 import rmsnorm as RN  # noqa: E402
 import softmax as SM  # noqa: E402
+import t08_grouped_gemm as T08  # noqa: E402
+import t09_persistent_matmul as T09  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("simulator_backend")
 rng = np.random.default_rng(26)
@@ -64,6 +67,51 @@ def test_scheduled_matmul_tma_off_marks_every_load():
     assert len(loads[False]) == len(loads[True]) == 2
     assert all("allow_tma = false" in ln for ln in loads[False])
     assert not any("allow_tma" in ln for ln in loads[True])
+
+
+def test_grouped_gemm_tma_off_marks_every_load():
+    """t08's TMA=False (the tutorial's pointer-based grouped GEMM) puts allow_tma=false on both
+    operand loads of every group; the default leaves the choice to tileiras."""
+    a, c = dev(np.ones((64, 64), np.float16)), api.empty((64, 64), tile.float16).sync()
+    loads = {}
+    for tma in (True, False):
+        ir = T08.grouped_gemm.inspect_tileir((a, a), (a, a), (tile.atomic(c), tile.atomic(c)),
+                                             32, 32, 32, tma)
+        loads[tma] = [ln for ln in ir.splitlines() if "load_view" in ln]
+    assert len(loads[False]) == len(loads[True]) == 2
+    assert all("allow_tma = false" in ln for ln in loads[False])
+    assert not any("allow_tma" in ln for ln in loads[True])
+
+
+def test_grouped_gemm_tma_off_on_the_simulator():
+    sizes = [40, 17, 64]
+    an = [rng.standard_normal((s, s)).astype(np.float16) for s in sizes]
+    bn = [rng.standard_normal((s, s)).astype(np.float16) for s in sizes]
+    Cs = T08.group_gemm([dev(x) for x in an], [dev(x) for x in bn], (16, 16, 16), 3, tma=False)
+    for a, b, c in zip(an, bn, Cs):
+        assert rel(c, mm_ref(a, b)) < 5e-3
+
+
+@pytest.mark.parametrize("fast", [False, True])
+def test_scheduled_matmul_fp8_transposed_b(fast):
+    """t09's fp8 rows: e4m3 A, B the transpose of a row-major (N, K), e4m3 C, ragged sizes;
+    within e4m3 rounding of the float32 product, the fast sum marked on the mma only when
+    asked (and only for fp8)."""
+    m, k, n = 50, 96, 70
+    an = (rng.standard_normal((m, k)) * k ** -0.25).astype(ml_dtypes.float8_e4m3fn)
+    btn = (rng.standard_normal((n, k)) * k ** -0.25).astype(ml_dtypes.float8_e4m3fn)
+    a, b = dev(an), dev(btn).permute(1, 0)
+    c = api.empty((m, n), tile.float8_e4m3fn).sync()
+    T09.persistent_matmul(a, b, c, (16, 32, 32), True, 3, fast_acc=fast).sync()
+    ref = an.astype(np.float32) @ btn.astype(np.float32).T
+    assert T09.fp8_error(c.to_numpy().astype(np.float32), ref, fast) <= 1
+    ir = MM.matmul_scheduled.inspect_tileir(tile.atomic(c), a, b, 16, 32, 32, 8, True, True,
+                                            fast)
+    assert any("mmaf" in ln and "fast_acc" in ln for ln in ir.splitlines()) == fast
+    a16, c16 = dev(np.ones((64, 64), np.float16)), api.empty((64, 64), tile.float16).sync()
+    ir16 = MM.matmul_scheduled.inspect_tileir(tile.atomic(c16), a16, a16, 32, 32, 32, 8, True,
+                                              True, True)
+    assert "fast_acc" not in ir16                    # fp16 has no reduced-precision sum
 
 
 @pytest.mark.parametrize("splits", [1, 4])
@@ -283,6 +331,10 @@ def _sm90_cases():
     def part(shape, tile_shape, dtype=tile.float16):
         return empty(shape, dtype).partition(tile_shape)
 
+    def groups():               # t08's groups: square fp16 products of four sizes
+        sq = [empty((s, s)) for s in (2048, 1024, 512, 256)]
+        return tuple(sq), tuple(sq), tuple(t(empty(x.shape)) for x in sq)
+
     rows = dict(ROWS=2, WIDTH=4096, LATENCY=4)
     chunks = dict(ROWS=1, CHUNK=4096)
     return [
@@ -290,6 +342,15 @@ def _sm90_cases():
          dict(BM=128, BN=128, BK=64, GROUP=8, PERSISTENT=True)),
         ("matmul persistent no TMA", MM.matmul_scheduled, lambda: (t(c), a, a),
          dict(BM=128, BN=128, BK=64, GROUP=8, PERSISTENT=True, TMA=False)),
+        ("t09 fp8 persistent, B transposed, e4m3 out, fast sum", MM.matmul_scheduled,
+         lambda: (t(api.empty((4096, 4096), tile.float8_e4m3fn).sync()), f8, f8.permute(1, 0)),
+         dict(BM=128, BN=128, BK=128, GROUP=8, PERSISTENT=True, FAST_ACC=True)),
+        ("t09 fp8 persistent no TMA", MM.matmul_scheduled,
+         lambda: (t(api.empty((4096, 4096), tile.float8_e4m3fn).sync()), f8, f8.permute(1, 0)),
+         dict(BM=128, BN=128, BK=128, GROUP=8, PERSISTENT=True, TMA=False, FAST_ACC=True)),
+        ("t08 grouped gemm", T08.grouped_gemm, lambda: groups(), dict(BM=128, BN=128, BK=32)),
+        ("t08 grouped gemm no TMA", T08.grouped_gemm, lambda: groups(),
+         dict(BM=128, BN=128, BK=32, TMA=False)),
         ("splitk partial", SK.matmul_partial,
          lambda: (part(ws.shape, (1, 16, 64), tile.float32), empty((16, 8192)), sk), {"BK": 128}),
         ("splitk sum", SK.sum_partials, lambda: (part((16, 8192), (16, 128)), ws), {}),
