@@ -12,7 +12,9 @@ With ``--cutile``: ``ct.launch(stream, grid, kernel, args)`` of the cuTile sampl
 and f32, two ``ct.Constant[int]``) and fmha (a float and an int runtime scalar, five
 ``ct.Constant[int]`` and two ``ct.Constant[bool]``) through their host functions in
 tests/cutile_samples.py, torch stand-ins and a torch-like stream, next to tilejit's own launch
-of the same bound kernel (``k(*values).grid(g).submit_on(s)``).
+of the same bound kernel (``k(*values).grid(g).submit_on(s)``); also transpose (fp16 and f32, a
+2-D grid of ``ct.cdiv``), vector_add (1-D and 2-D) and fft (7 arrays, 6 constants). ``--only``
+picks cases by name; ``--replay-only`` times only the C replay (for ``perf record``).
 
 Prints the best of ``repeat`` batches (ns per call) and the C launch path's stats. To compare
 with an older tree, copy this file, tests/stub_cuda.py, tests/stub_driver.c and
@@ -87,6 +89,10 @@ def main():
                     help="time ct.launch of the cuTile samples' softmax and fmha instead")
     ap.add_argument("--pieces", action="store_true",
                     help="with --cutile: time the pieces of ct.launch too")
+    ap.add_argument("--replay-only", action="store_true",
+                    help="with --cutile: time only the C replay (for perf record)")
+    ap.add_argument("--only", default="",
+                    help="with --cutile: comma-separated substrings of the cases' names")
     a = ap.parse_args()
     ext = native.ext()
     if ext is None:
@@ -159,20 +165,55 @@ def cutile_rows(ext, lib, s, a):
                 for _ in range(n)]
 
     bits = {np.float16: 16, np.float32: 32}
+
+    def stand_ins(ts, dt=np.float32):
+        return [StandIn(t, 2, bits[dt]) for t in ts]
+
     cases = []          # (name, host call, kernel, its args as ct.launch gets them, grid)
     for dt in (np.float16, np.float32):
         x, y = arrays((64, 32), dt, 2)
         S.softmax(s, x, y, rows_per_block=16)                # compile (simulator)
-        xt, yt = (StandIn(t, 2, bits[dt]) for t in (x, y))
+        xt, yt = stand_ins((x, y), dt)
         cases.append((f"softmax {np.dtype(dt).name}",
                       lambda xt=xt, yt=yt: S.softmax(st, xt, yt, rows_per_block=16),
                       S.softmax_kernel, (xt, yt, 16, 32), (4, 1, 1)))
     q, k, v, o = arrays((1, 2, 32, 16), np.float16, 4)
     S.fmha(s, q, k, v, o, tile_m=16, tile_n=16)
-    qt, kt, vt, ot = (StandIn(t, 2, 16) for t in (q, k, v, o))
+    qt, kt, vt, ot = stand_ins((q, k, v, o), np.float16)
     cases.append(("fmha fp16", lambda: S.fmha(st, qt, kt, vt, ot, tile_m=16, tile_n=16),
                   S.fmha_kernel, (qt, kt, vt, ot, 0.25, 0, 16, 2, 16, 16, 1, False, True),
                   (2, 2, 1)))
+    # transpose: two constants and a 2-D grid of ct.cdiv's (the samples' 128x128 / 32x32 tiles
+    # made 16x16 for the simulator)
+    for dt in (np.float16, np.float32):
+        x, = arrays((64, 32), dt, 1)
+        y, = arrays((32, 64), dt, 1)
+        S.transpose(s, x, y, tiles=(16, 16))
+        xt, yt = stand_ins((x, y), dt)
+        cases.append((f"transpose {np.dtype(dt).name}",
+                      lambda xt=xt, yt=yt: S.transpose(st, xt, yt, tiles=(16, 16)),
+                      S.transpose_kernel, (xt, yt, 16, 16), (4, 2, 1)))
+    # vector_add 1-D and 2-D (max_tile 256 for the simulator: 1024 on a GPU)
+    for shape, grid, consts in (((1024,), (4, 1, 1), (256,)), ((64, 32), (8, 1, 1), (8, 32))):
+        a_, b_, c_ = arrays(shape, np.float32, 3)
+        S.vector_add(s, a_, b_, c_, max_tile=256)
+        at, bt, ctt = stand_ins((a_, b_, c_))
+        kern = S.vec_add_1d if len(shape) == 1 else S.vec_add_2d
+        cases.append((f"vector_add {len(shape)}d",
+                      lambda at=at, bt=bt, ctt=ctt: S.vector_add(st, at, bt, ctt, max_tile=256),
+                      kern, (at, bt, ctt, *consts), grid))
+    # fft N=8 batch 2: 2 arrays + 5 twiddle tensors + 6 constants
+    factors, pack = (2, 2, 2), 2
+    xp, yp = arrays((2, 8, 2), np.float32, 2)
+    tw = tuple(api.from_numpy(t).sync_on(s) for t in S.fft_twiddles(factors, np.float32))
+    S.fft(s, xp, yp, tw, factors, batch_tile=1, pack=pack)
+    xpt, ypt, *twt = stand_ins((xp, yp, *tw))
+    twt = tuple(twt)
+    cases.append(("fft N=8 (7 arrays)",
+                  lambda: S.fft(st, xpt, ypt, twt, factors, batch_tile=1, pack=pack),
+                  S.fft_kernel, (xpt, ypt, *twt, 8, 2, 2, 2, 1, pack), (2, 1, 1)))
+    only = [o for o in a.only.split(",") if o]
+    cases = [c for c in cases if not only or any(o in c[0] for o in only)]
     _exchange(ext, lib, s)
     st = StandInStream(s)
     with contextlib.ExitStack() as stack:
@@ -187,6 +228,12 @@ def cutile_rows(ext, lib, s, a):
             rows.append((f"{name}: ct.launch", call))
             rows.append((f"{name}: bound kernel", functools.partial(_bound_call, b, values,
                                                                      grid, s)))
+        if a.replay_only:
+            for name, _, kern, args, grid in cases:
+                plan = kern._ct_plan
+                fn = functools.partial(ext.ct_launch, plan, kern, st, grid, args)
+                print(f"{name}: C replay {_best(fn, a.n, a.repeat):8.0f} ns")
+            return
         native.reset_stats()
         count0 = lib.stub_count()
         for name, fn in rows:
@@ -197,10 +244,14 @@ def cutile_rows(ext, lib, s, a):
         if a.pieces:
             for name, _, kern, args, grid in cases:
                 b, values = kern._plain_launch(args)
+                plan = kern._ct_plan
                 pieces = [("ct.launch(...) itself", lambda: ct.launch(st, grid, kern, args)),
+                          ("C replay (ct_launch)", lambda: ext.ct_launch(plan, kern, st, grid,
+                                                                          args)),
                           ("kernel._plain_launch", lambda: kern._plain_launch(args)),
                           ("_stream_of", lambda: ctk._stream_of(st)),
-                          ("_grid3", lambda: ctk._grid3(grid))]
+                          ("_grid3", lambda: ctk._grid3(grid)),
+                          ("ct.cdiv(1000, 16)", lambda: ct.cdiv(1000, 16))]
                 for what, fn in pieces:
                     print(f"  {name}: {what:24s} {_best(fn, a.n, a.repeat):8.0f} ns")
 

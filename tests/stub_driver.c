@@ -70,24 +70,30 @@ static int ring;
 static void *work_stream;
 static int stream_fails;
 
-/* obj._dl = (data, device_type, device_id, code, bits, shape, strides or None, byte_offset) */
+/* obj._dl = (data, device_type, device_id, code, bits, shape, strides or None, byte_offset),
+   read without parsing a format or making the attribute's name per call (torch's own reader is a
+   C++ cast: the stand-ins' cost should not hide the launcher's) */
+static PyObject *dl_attr;
+
 static int describe(void *py_object, DLTensor *out) {
-    PyObject *d = PyObject_GetAttrString((PyObject *)py_object, "_dl");
+    if (!dl_attr && !(dl_attr = PyUnicode_InternFromString("_dl"))) return -1;
+    PyObject *d = PyObject_GetAttr((PyObject *)py_object, dl_attr);
     if (!d) return -1;
-    unsigned long long data;
-    int dt, di, code, bits;
-    PyObject *shape, *st;
-    unsigned long long off;
-    int ok = PyArg_ParseTuple(d, "KiiiiO!OK", &data, &dt, &di, &code, &bits, &PyTuple_Type,
-                              &shape, &st, &off);
+    PyObject *shape = PyTuple_Check(d) && PyTuple_GET_SIZE(d) == 8 ? PyTuple_GET_ITEM(d, 5)
+                                                                    : NULL;
+    int ok = shape && PyTuple_Check(shape);
     if (ok) {
+        PyObject *st = PyTuple_GET_ITEM(d, 6);
         Py_ssize_t nd = PyTuple_GET_SIZE(shape);
         int slot = ring++ & 15;
-        out->data = (void *)(uintptr_t)data;
-        out->device.device_type = dt; out->device.device_id = di;
+        out->data = PyLong_AsVoidPtr(PyTuple_GET_ITEM(d, 0));
+        out->device.device_type = (int32_t)PyLong_AsLong(PyTuple_GET_ITEM(d, 1));
+        out->device.device_id = (int32_t)PyLong_AsLong(PyTuple_GET_ITEM(d, 2));
         out->ndim = (int32_t)nd;
-        out->dtype.code = (uint8_t)code; out->dtype.bits = (uint8_t)bits; out->dtype.lanes = 1;
-        out->byte_offset = off;
+        out->dtype.code = (uint8_t)PyLong_AsLong(PyTuple_GET_ITEM(d, 3));
+        out->dtype.bits = (uint8_t)PyLong_AsLong(PyTuple_GET_ITEM(d, 4));
+        out->dtype.lanes = 1;
+        out->byte_offset = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(d, 7));
         for (Py_ssize_t i = 0; i < nd && i < 8; i++) {
             shapes[slot][i] = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, i));
             if (st != Py_None) strides[slot][i] = PyLong_AsLongLong(PyTuple_GET_ITEM(st, i));
@@ -95,6 +101,8 @@ static int describe(void *py_object, DLTensor *out) {
         out->shape = shapes[slot];
         out->strides = st == Py_None ? NULL : strides[slot];
         ok = !PyErr_Occurred();
+    } else {
+        PyErr_SetString(PyExc_TypeError, "stub: _dl must be an 8-tuple with a shape tuple");
     }
     Py_DECREF(d);
     return ok ? 0 : -1;

@@ -155,3 +155,105 @@ def test_a_new_stream_or_grid_spelling_takes_the_slow_path_once():
         ct.launch(s, (1 << 24, 1, 1), scale_by, (x, y, 2.0, 32))
     with pytest.raises(TypeError, match="Kernel expects 4 arguments but 3 were given"):
         ct.launch(s, (1,), scale_by, (x, y, 2.0))
+
+
+# --- the samples' launch shapes (benchmarks/launch_stub.py --cutile times them) ----------------
+def _tensors(s, *arrays):
+    return [api.from_numpy(np.ascontiguousarray(a)).sync_on(s) for a in arrays]
+
+
+def _replays_in_c(kernel, launch, check, no_rebinding, repeats=3):
+    """``launch(out)`` into a new zeroed output (so a launch that did nothing shows) once (the
+    Python path records the plan), then ``repeats`` times more, each result checked by
+    ``check(out)``; with the C path every repeat is replayed in C (the Python path would bind
+    again, and native.stats() counts a fallback)."""
+    check(launch())
+    no_rebinding(kernel)
+    native.reset_stats()
+    for _ in range(repeats):
+        check(launch())
+    if C_PATH:
+        assert native.stats() == {"launches": repeats, "fallbacks": {}}
+
+
+def test_fft_with_seven_arrays_and_six_constants_replays(no_rebinding):
+    """The fft sample's launch: 2 arrays + 5 twiddle tensors + 6 constants."""
+    import cutile_samples as S
+    s = _stream()
+    factors, batch, pack = (2, 2, 2), 2, 2
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((batch, 8)) + 1j * rng.standard_normal((batch, 8))
+    xp_np = np.stack([x.real, x.imag], -1).reshape(batch, 16 // pack, pack).astype(np.float32)
+    xp, = _tensors(s, xp_np)
+    tw = tuple(_tensors(s, *S.fft_twiddles(factors, np.float32)))
+
+    def launch():
+        yp, = _tensors(s, np.zeros_like(xp_np))
+        S.fft(s, xp, yp, tw, factors, batch_tile=1, pack=pack)
+        return yp
+
+    def check(yp):
+        s.synchronize()
+        y = yp.to_numpy().reshape(batch, 8, 2)
+        np.testing.assert_allclose(y[..., 0] + 1j * y[..., 1], np.fft.fft(x, axis=-1),
+                                   atol=1e-5)
+
+    _replays_in_c(S.fft_kernel, launch, check, no_rebinding)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_transpose_with_a_two_dimensional_cdiv_grid_replays(dtype, no_rebinding):
+    import cutile_samples as S
+    s = _stream()
+    x_np = np.random.default_rng(2).standard_normal((48, 32)).astype(dtype)
+    x, = _tensors(s, x_np)
+
+    def launch():
+        y, = _tensors(s, np.zeros((32, 48), dtype))
+        S.transpose(s, x, y, tiles=(16, 16))
+        return y
+
+    def check(y):
+        s.synchronize()
+        np.testing.assert_array_equal(y.to_numpy(), x_np.T)
+
+    _replays_in_c(S.transpose_kernel, launch, check, no_rebinding)
+
+
+@pytest.mark.parametrize("shape", [(1000,), (40, 24)])
+def test_vector_add_one_and_two_dimensional_replays(shape, no_rebinding):
+    import cutile_samples as S
+    s = _stream()
+    rng = np.random.default_rng(3)
+    a_np, b_np = (rng.standard_normal(shape).astype(np.float32) for _ in range(2))
+    a, b = _tensors(s, a_np, b_np)
+
+    def launch():
+        c, = _tensors(s, np.zeros(shape, np.float32))
+        S.vector_add(s, a, b, c, max_tile=128)
+        return c
+
+    def check(c):
+        s.synchronize()
+        np.testing.assert_array_equal(c.to_numpy(), a_np + b_np)
+
+    kernel = S.vec_add_1d if len(shape) == 1 else S.vec_add_2d
+    _replays_in_c(kernel, launch, check, no_rebinding)
+
+
+def test_ct_launch_is_called_like_the_python_function():
+    """With the C path ct.launch is a builtin (no Python frame on a replayed launch): its
+    signature, name and errors are those of the Python function."""
+    import inspect
+    assert str(inspect.signature(ct.launch)).startswith("(stream, grid, kernel, kernel_args, /)")
+    assert ct.launch.__name__ == "launch" and "ct.Constant" in ct.launch.__doc__
+    x = np.zeros(32, np.float32)
+    with pytest.raises(TypeError, match=r"launch\(\) missing 1 required positional argument"):
+        ct.launch(0, (1,), scale_by)
+    with pytest.raises(TypeError, match=r"launch\(\) got an unexpected keyword argument"):
+        ct.launch(0, (1,), scale_by, (x, x, 1.0, 32), sync=True)
+    with pytest.raises(TypeError, match="expects a @ct.kernel"):
+        ct.launch(0, (1,), scale_by.py_func, (x, x, 1.0, 32))
+    ct.launch(0, (1,), scale_by, (np.ones(32, np.float32), x, 3.0, 32))
+    assert ct.launch(0, (1,), scale_by, (np.ones(32, np.float32), x, 3.0, 32)) is None
+    np.testing.assert_array_equal(x, np.full(32, 3, np.float32))

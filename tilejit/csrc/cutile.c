@@ -149,15 +149,12 @@ static PyObject *runtime_values(PyObject *args, PyObject *rt_idx, PyObject *writ
     return values;
 }
 
-/* ct_launch(plan, kernel, stream, grid, args) -> True (launched) or None (Python's path; nothing
-   was done). plan: (number of args, constants' positions, runtime positions, written flag per
-   runtime value, the _bound memo or None, cutile.array_types, cutile.streams, grid limit). */
-PyObject *py_ct_launch(PyObject *m, PyObject *const *argv, Py_ssize_t nargs) {
-    if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError, "ct_launch(plan, kernel, stream, grid, args)");
-        return NULL;
-    }
-    PyObject *plan = argv[0], *kernel = argv[1], *args = argv[4];
+/* Replay `plan` for ct.launch(stream, grid, kernel, args): 1 (launched), 0 (Python's path;
+   nothing was done, no error set) or -1 (the launch itself raised). plan: (number of args,
+   constants' positions, runtime positions, written flag per runtime value, the _bound memo or
+   None, cutile.array_types, cutile.streams, grid limit). */
+static int replay(PyObject *plan, PyObject *kernel, PyObject *stream_obj, PyObject *grid_obj,
+                  PyObject *args) {
     if (!layout_ok || !T_atomic || !PyTuple_CheckExact(plan) || PyTuple_GET_SIZE(plan) != 8 ||
         !PyTuple_CheckExact(args) ||
         PyTuple_GET_SIZE(args) != PyLong_AsSsize_t(PyTuple_GET_ITEM(plan, 0)))
@@ -165,8 +162,8 @@ PyObject *py_ct_launch(PyObject *m, PyObject *const *argv, Py_ssize_t nargs) {
     PyObject *const_idx = PyTuple_GET_ITEM(plan, 1), *rt_idx = PyTuple_GET_ITEM(plan, 2),
              *written = PyTuple_GET_ITEM(plan, 3), *bound = PyTuple_GET_ITEM(plan, 4),
              *kinds = PyTuple_GET_ITEM(plan, 5), *streams = PyTuple_GET_ITEM(plan, 6);
-    PyObject *grid = plain_grid(argv[3], PyLong_AsLongLong(PyTuple_GET_ITEM(plan, 7)));
-    PyObject *stream = grid ? memo_stream(argv[2], streams) : NULL;
+    PyObject *grid = plain_grid(grid_obj, PyLong_AsLongLong(PyTuple_GET_ITEM(plan, 7)));
+    PyObject *stream = grid ? memo_stream(stream_obj, streams) : NULL;
     PyObject *b = !stream ? NULL : bound == Py_None ? kernel : memo_bound(bound, const_idx, args);
     PyObject *values = b ? runtime_values(args, rt_idx, written, kinds) : NULL;
     if (!values) {
@@ -187,10 +184,70 @@ PyObject *py_ct_launch(PyObject *m, PyObject *const *argv, Py_ssize_t nargs) {
     Py_DECREF(b);
     Py_DECREF(stream);
     Py_DECREF(grid);
-    if (!f) return NULL;
+    if (!f) return -1;
     Py_DECREF(f);
-    Py_RETURN_TRUE;
+    return 1;
 python:
     PyErr_Clear();
+    return 0;
+}
+
+/* ct_launch(plan, kernel, stream, grid, args) -> True (launched) or None (Python's path; nothing
+   was done). */
+PyObject *py_ct_launch(PyObject *m, PyObject *const *argv, Py_ssize_t nargs) {
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "ct_launch(plan, kernel, stream, grid, args)");
+        return NULL;
+    }
+    int r = replay(argv[0], argv[1], argv[2], argv[3], argv[4]);
+    if (r < 0) return NULL;
+    if (r) Py_RETURN_TRUE;
     Py_RETURN_NONE;
+}
+
+/* ct.launch's Python path (cutile._kernel._launch_python): checks, binds, launches, records the
+   plan */
+static PyObject *ct_fallback;
+
+/* ct.launch(stream, grid, kernel, args) itself (no Python frame on a replayed launch): the
+   kernel's plan replayed, else the Python path with the same arguments, keywords included
+   (which checks them and raises its errors). */
+static PyObject *ct_entry(PyObject *m, PyObject *const *argv, Py_ssize_t nargs,
+                         PyObject *kwnames) {
+    if (nargs == 4 && !kwnames) {
+        PyObject *plan = PyObject_GetAttr(argv[2], S_ct_plan);
+        if (!plan) {
+            PyErr_Clear();          /* not a ct.kernel: Python's path explains */
+        } else {
+            int r = replay(plan, argv[2], argv[0], argv[1], argv[3]);
+            Py_DECREF(plan);
+            if (r < 0) return NULL;
+            if (r) Py_RETURN_NONE;
+        }
+    }
+    if (!ct_fallback) {
+        PyErr_SetString(PyExc_RuntimeError, "tilejit._native: ct.launch's Python path is not set");
+        return NULL;
+    }
+    return PyObject_Vectorcall(ct_fallback, argv, (size_t)nargs, kwnames);
+}
+
+static PyMethodDef ct_entry_def = {
+    "launch", (PyCFunction)(void (*)(void))ct_entry, METH_FASTCALL | METH_KEYWORDS,
+    "launch(stream, grid, kernel, kernel_args, /)\n--\n\n"
+    "``ct.launch(stream, grid, kernel, args)``: queue ``kernel`` on ``stream`` over ``grid`` (1 to "
+    "3 dimensions) with the arguments ``args`` (a tuple: arrays, scalars and the values of the "
+    "``ct.Constant`` parameters, in parameter order). Arrays the kernel stores into are written "
+    "in place (NumPy arrays are copied in and back before this returns)."};
+
+/* set_ct_fallback(fn) -> ct.launch: the C entry (a builtin `launch` of tilejit.cutile), which
+   calls fn when it cannot replay */
+PyObject *py_set_ct_fallback(PyObject *m, PyObject *fn) {
+    Py_INCREF(fn);
+    Py_XSETREF(ct_fallback, fn);
+    PyObject *mod = PyUnicode_FromString("tilejit.cutile");
+    if (!mod) return NULL;
+    PyObject *f = PyCFunction_NewEx(&ct_entry_def, NULL, mod);
+    Py_DECREF(mod);
+    return f;
 }

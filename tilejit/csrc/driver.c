@@ -144,8 +144,9 @@ static char *next_slot(ParamBuf *pb, const char *layout, Py_ssize_t nlayout, Py_
         PyErr_Format(PyExc_ValueError, "unknown parameter slot '%c'", c);
         return NULL;
     }
-    /* at most 512 slots of at most 8 bytes, naturally aligned: never beyond the buffer */
-    Py_ssize_t off = (pb->size + sz - 1) / sz * sz;
+    /* at most 512 slots of at most 8 bytes, naturally aligned: never beyond the buffer. Sizes
+       are powers of two: a mask, not a division (49 slots for fft's seven rank-3 arrays) */
+    Py_ssize_t off = (pb->size + sz - 1) & ~(Py_ssize_t)(sz - 1);
     pb->ptrs[pb->count++] = pb->data + off;
     pb->size = off + sz;
     *code = c;

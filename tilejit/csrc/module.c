@@ -8,7 +8,7 @@ PyObject *S_acquire, *S_key, *S_params, *S_storage, *S_writable, *S_extent, *S_p
     *S_get_device, *S_is_neg, *S_dtype, *S_data_ptr, *S_shape, *S_stride, *S_kind_tensor,
     *S_kind_partition, *S_data, *S_device_id, *S_strides, *S_sealed, *S_ndim, *S_check_globals,
     *S_synchronize, *S_out_of_range, *S_raise_launch_error, *S_cuda_stream, *S_device_index,
-    *S_is_cpu;
+    *S_is_cpu, *S_ct_plan;
 PyObject *K_int, *K_float, *K_bool;
 PyObject *A_scalars;
 
@@ -145,6 +145,9 @@ static PyMethodDef module_methods[] = {
      "to annotated parameters"},
     {"ct_launch", (PyCFunction)(void (*)(void))py_ct_launch, METH_FASTCALL,
      "ct_launch(plan, kernel, stream, grid, args) -> True | None: ct.launch from its memos"},
+    {"set_ct_fallback", py_set_ct_fallback, METH_O,
+     "set_ct_fallback(fn) -> ct.launch in C (a builtin named launch), which calls fn (ct.launch's "
+     "Python path) when it cannot replay"},
     {"stats", py_stats, METH_NOARGS,
      "stats() -> {'launches': n, 'fallbacks': {reason: count}}"},
     {"reset_stats", py_reset_stats, METH_NOARGS, "reset_stats(): zero the counters"},
@@ -172,6 +175,7 @@ static int intern_names(void) {
         {&S_synchronize, "synchronize"}, {&S_out_of_range, "scalar_out_of_range"},
         {&S_raise_launch_error, "raise_launch_error"}, {&S_cuda_stream, "cuda_stream"},
         {&S_device_index, "device_index"}, {&S_is_cpu, "is_cpu"},
+        {&S_ct_plan, "_ct_plan"},
     };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (!(*names[i].var = PyUnicode_InternFromString(names[i].s))) return -1;

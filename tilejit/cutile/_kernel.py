@@ -364,6 +364,12 @@ def launch(stream, grid, kernel, kernel_args, /) -> None:
     plan = getattr(kernel, "_ct_plan", None)
     if plan is not None and _ct_launch(plan, kernel, stream, grid, kernel_args):
         return                # the C path: every memo hit (csrc/cutile.c)
+    _launch_python(stream, grid, kernel, kernel_args)
+
+
+def _launch_python(stream, grid, kernel, kernel_args, /) -> None:
+    """``ct.launch``'s Python path: checks, binds the constants, launches, records the plan that
+    the C path replays."""
     if not isinstance(kernel, Kernel):
         hint = (" (a tilejit @tile.entry kernel runs with kernel(*args).grid(g).sync())"
                 if isinstance(kernel, _TileKernel) else "")
@@ -385,8 +391,13 @@ def launch(stream, grid, kernel, kernel_args, /) -> None:
         kernel._ct_plan = kernel._launch_plan()
 
 
-# ct.launch's C path (the C launcher's layout must be installed: its objects are made there)
+# ct.launch's C path (the C launcher's layout must be installed: its objects are made there).
+# ct.launch is then the C entry itself (csrc/cutile.c: ct_entry), so a replayed launch runs no
+# Python frame; it calls _launch_python (named `launch` in its errors) when it cannot replay.
 _ct_launch = _native.ext().ct_launch if _NATIVE_LAYOUT else None
+if _ct_launch is not None:
+    _launch_python.__name__ = _launch_python.__qualname__ = "launch"
+    launch = _native.ext().set_ct_fallback(_launch_python)
 
 
 def _grid3(grid) -> tuple:
