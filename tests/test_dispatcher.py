@@ -193,6 +193,16 @@ def test_dump_env(monkeypatch, capsys):
     assert "entry @add(" in capsys.readouterr().err
 
 
+def test_compile_options_take_num_ctas_as_tile_entry_and_config_do():
+    a = tile.CompileOptions(occupancy=2, num_ctas=2)
+    assert a.num_cta_in_cga == 2 and a == tile.CompileOptions(occupancy=2, num_cta_in_cga=2)
+    assert hash(a) == hash(tile.CompileOptions(occupancy=2, num_cta_in_cga=2))
+    with pytest.raises(ValueError, match="disagree"):
+        tile.CompileOptions(num_ctas=2, num_cta_in_cga=4)
+    with pytest.raises(ValueError, match="power of two"):
+        tile.CompileOptions(num_ctas=3)
+
+
 def test_compile_options_are_validated_and_keyed():
     with pytest.raises(ValueError, match="occupancy"):
         tile.CompileOptions(occupancy=0)

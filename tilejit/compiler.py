@@ -20,7 +20,7 @@ import hashlib
 import os
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from typing import Any, Dict, Optional, Sequence, Tuple
 
 from . import envvars
@@ -43,8 +43,15 @@ class CompileOptions:
     #: inline undecorated Python functions the kernel calls, as ``@tile.function`` helpers
     #: (cuTile Python's rule, used by ``tilejit.cutile`` kernels); else calling one is an error
     plain_helpers: bool = False
+    #: ``num_ctas=``, the name ``tile.entry``, ``tile.Config`` and cuTile use, for num_cta_in_cga
+    num_ctas: InitVar[Optional[int]] = None
 
-    def __post_init__(self):
+    def __post_init__(self, num_ctas=None):
+        if num_ctas is not None:
+            if self.num_cta_in_cga is not None and self.num_cta_in_cga != num_ctas:
+                raise ValueError(f"CompileOptions: num_ctas={num_ctas} and num_cta_in_cga="
+                                 f"{self.num_cta_in_cga} disagree (they are one option)")
+            object.__setattr__(self, "num_cta_in_cga", num_ctas)
         if self.occupancy is not None and not 1 <= int(self.occupancy) <= 32:
             raise ValueError(f"occupancy must be in [1, 32], got {self.occupancy}")
         n = self.num_cta_in_cga
