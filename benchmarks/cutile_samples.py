@@ -13,6 +13,9 @@ checked against a torch reference (a failing side is reported, not timed), then 
 * **call** (what a caller of the sample sees, as cuTile's samples/utils/benchmark.py measures):
   back-to-back calls between two events, host launch time included.
 
+The two sides' batches alternate (tilejit, cuTile, then cuTile, tilejit, ...), so drift in GPU
+clocks or host load during the run falls on both alike.
+
 Prints one markdown table per measure for BENCHMARKS.md (tilejit / cuTile ratio: higher is
 better for tilejit). Without a GPU it says so and exits 0; without ``cuda.tile`` the cuTile
 column is empty.
@@ -61,29 +64,30 @@ class Clock:
         t = self.torch
         return t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)
 
-    def call_ms(self, fn, n: int) -> float:
-        """Host + GPU time per call: the GPU waits for each call as the host issues it."""
-        return self._median_ms(fn, n, queued=False)
-
-    def kernel_ms(self, fn, n: int) -> float:
-        """GPU time per call: the host queues all n calls behind a sleep kernel first."""
-        return self._median_ms(fn, n, queued=True)
-
-    def _median_ms(self, fn, n: int, queued: bool) -> float:
+    def _batch_ms(self, fn, n: int, queued: bool) -> float:
+        """Per-call ms of n calls: with ``queued`` the host queues them behind a sleep kernel
+        first (GPU time); else the GPU waits for each call as the host issues it (host + GPU)."""
         t = self.torch
-        times = []
-        for _ in range(self.reps):
-            a, b = self._events()
-            t.cuda.synchronize()
-            if queued:
-                t.cuda._sleep(int(2e6 + 3e5 * n))    # the host queues all n calls while this runs
-            a.record()
-            for _ in range(n):
-                fn()
-            b.record()
-            b.synchronize()
-            times.append(a.elapsed_time(b) / n)
-        return statistics.median(times)
+        a, b = self._events()
+        t.cuda.synchronize()
+        if queued:
+            t.cuda._sleep(int(2e6 + 3e5 * n))    # the host queues all n calls while this runs
+        a.record()
+        for _ in range(n):
+            fn()
+        b.record()
+        b.synchronize()
+        return a.elapsed_time(b) / n
+
+    def paired_ms(self, fns, n: int, queued: bool) -> list:
+        """Median per-call ms of each callable, their batches alternating (the order reversed
+        every rep), so drift in clocks or host load falls on every side alike."""
+        times = [[] for _ in fns]
+        for rep in range(self.reps):
+            order = range(len(fns)) if rep % 2 == 0 else reversed(range(len(fns)))
+            for i in order:
+                times[i].append(self._batch_ms(fns[i], n, queued))
+        return [statistics.median(ts) for ts in times]
 
 
 # --- the cases: (name, setup(torch, S) -> (run(), check())) ------------------------------------
@@ -307,18 +311,32 @@ def _short(e: BaseException) -> str:
     return f"{type(e).__name__}: {text[0][:160] if text else ''}"
 
 
-def measure(torch, clock, module, setup, calls: int):
-    """(kernel ms, call ms) of one side, or an error text."""
+def prepared(torch, module, setup):
+    """The side's ``run`` after a checked first call and a warm second one, or an error text."""
     try:
+        torch.manual_seed(0)
         run, check = setup(torch, module)
         run()
         torch.cuda.synchronize()
         check()
         run()                                # warm: the second call takes the hot path
         torch.cuda.synchronize()
-        return clock.kernel_ms(run, calls), clock.call_ms(run, calls)
+        return run
     except Exception as e:  # noqa: BLE001  (report the side's failure, measure the rest)
         return _short(e)
+
+
+def measure(torch, clock, modules, setup, calls: int) -> list:
+    """[(kernel ms, call ms) or an error text] per module, the sides timed in alternating
+    batches."""
+    runs = [prepared(torch, m, setup) if m is not None else "not installed" for m in modules]
+    ok = [r for r in runs if callable(r)]
+    try:
+        kernel = iter(clock.paired_ms(ok, calls, queued=True))
+        call = iter(clock.paired_ms(ok, calls, queued=False))
+    except Exception as e:  # noqa: BLE001
+        return [_short(e) if callable(r) else r for r in runs]
+    return [(next(kernel), next(call)) if callable(r) else r for r in runs]
 
 
 def main() -> int:
@@ -348,10 +366,7 @@ def main() -> int:
     for name, setup in CASES:
         if only and not any(o in name for o in only):
             continue
-        torch.manual_seed(0)
-        mine = measure(torch, clock, tj, setup, args.calls)
-        torch.manual_seed(0)
-        theirs = measure(torch, clock, ct, setup, args.calls) if ct else "not installed"
+        mine, theirs = measure(torch, clock, (tj, ct), setup, args.calls)
         rows.append((name, mine, theirs))
         print(f"  {name}: tilejit {mine}, cuTile {theirs}", flush=True)
     for title, i in (("kernel time (GPU, launches queued)", 0), ("call time (host + GPU)", 1)):
