@@ -18,7 +18,7 @@ from tilejit.cutile import _kernel as ctk
 
 pytestmark = pytest.mark.usefixtures("simulator_backend")
 
-C_PATH = ctk._ct_launch is not None
+C_PATH = ctk._C_PATH
 
 
 @ct.kernel

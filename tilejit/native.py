@@ -36,8 +36,9 @@ What C does, on the launch hot path: ``kernel(*args)``, ``op.submit_on(s)``, ``o
 their common case; ``Launcher.launch`` classifies, checks, finds the executable (remembering the
 last lookup), orders storages on the stream, packs and calls ``cuLaunchKernel``;
 ``Prepared.launch`` replays a launch packed once; ``ct.launch`` (``tilejit.cutile``) replays
-its kernel's memos (``ct_launch``, csrc/cutile.c) and then makes the same lazy call. The runtime classes are read by ``__slots__``
-offset (``set_layout``): a class that changes shape turns these paths off instead of misreading.
+its kernel's memos (csrc/cutile.c) and then makes the same lazy call. The runtime classes are
+read by ``__slots__`` offset (``set_layout``): a class that changes shape turns these paths off
+instead of misreading.
 """
 from __future__ import annotations
 

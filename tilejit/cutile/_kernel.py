@@ -361,15 +361,7 @@ def launch(stream, grid, kernel, kernel_args, /) -> None:
     (1 to 3 dimensions) with the arguments ``args`` (a tuple: arrays, scalars and the values of
     the ``ct.Constant`` parameters, in parameter order). Arrays the kernel stores into are
     written in place (NumPy arrays are copied in and back before this returns)."""
-    plan = getattr(kernel, "_ct_plan", None)
-    if plan is not None and _ct_launch(plan, kernel, stream, grid, kernel_args):
-        return                # the C path: every memo hit (csrc/cutile.c)
-    _launch_python(stream, grid, kernel, kernel_args)
-
-
-def _launch_python(stream, grid, kernel, kernel_args, /) -> None:
-    """``ct.launch``'s Python path: checks, binds the constants, launches, records the plan that
-    the C path replays."""
+    # the Python path: checks, binds the constants, launches, records the plan C replays
     if not isinstance(kernel, Kernel):
         hint = (" (a tilejit @tile.entry kernel runs with kernel(*args).grid(g).sync())"
                 if isinstance(kernel, _TileKernel) else "")
@@ -387,17 +379,16 @@ def _launch_python(stream, grid, kernel, kernel_args, /) -> None:
     op = k(*values)           # a KernelLaunch (made in C with the extension)
     op._grid = grid           # as op.grid(g), without a copy
     op.submit_on(stream)
-    if _ct_launch is not None and kernel._ct_plan is None:
+    if _C_PATH and kernel._ct_plan is None:
         kernel._ct_plan = kernel._launch_plan()
 
 
-# ct.launch's C path (the C launcher's layout must be installed: its objects are made there).
-# ct.launch is then the C entry itself (csrc/cutile.c: ct_entry), so a replayed launch runs no
-# Python frame; it calls _launch_python (named `launch` in its errors) when it cannot replay.
-_ct_launch = _native.ext().ct_launch if _NATIVE_LAYOUT else None
-if _ct_launch is not None:
-    _launch_python.__name__ = _launch_python.__qualname__ = "launch"
-    launch = _native.ext().set_ct_fallback(_launch_python)
+# With the C launcher (its layout installed: its objects are made there), ct.launch is the C
+# entry itself (csrc/cutile.c: ct_entry): a replayed launch runs no Python frame, and the Python
+# function above runs when it cannot replay.
+_C_PATH = bool(_NATIVE_LAYOUT)
+if _C_PATH:
+    launch = _native.ext().set_ct_fallback(launch)
 
 
 def _grid3(grid) -> tuple:
