@@ -136,13 +136,10 @@ static PyObject *submit_common(PyObject *op, PyObject *stream, int wait) {
     return result;
 }
 
-static PyObject *klaunch_submit_on(PyObject *op, PyObject *stream) {
-    return submit_common(op, stream, 0);
-}
+/* op.submit_on(stream): the KernelLaunch method, and ct.launch's replay (csrc/cutile.c) */
+PyObject *submit_on(PyObject *op, PyObject *stream) { return submit_common(op, stream, 0); }
 
 PyObject *new_launch(PyObject *kernel, PyObject *args) { return kernel_call(kernel, args, NULL); }
-
-PyObject *submit_on(PyObject *op, PyObject *stream) { return submit_common(op, stream, 0); }
 
 static PyObject *klaunch_sync_on(PyObject *op, PyObject *stream) {
     return submit_common(op, stream, 1);
@@ -228,7 +225,7 @@ static PyMethodDef tensor_partition_def = {"partition", (PyCFunction)tensor_part
     "tensor may be partitioned at once)."};
 static PyMethodDef kernel_call_def = {"__call__", (PyCFunction)(void (*)(void))kernel_call,
     METH_VARARGS | METH_KEYWORDS, "kernel(*args) -> KernelLaunch (a lazy launch)"};
-static PyMethodDef submit_on_def = {"submit_on", (PyCFunction)klaunch_submit_on, METH_O,
+static PyMethodDef submit_on_def = {"submit_on", (PyCFunction)submit_on, METH_O,
     "Queue the launch on `stream` without waiting (the hot path of a kernel call)."};
 static PyMethodDef sync_on_def = {"sync_on", (PyCFunction)klaunch_sync_on, METH_O,
     "Run on `stream` and wait for completion; return the output."};
