@@ -335,3 +335,101 @@ def test_an_ordered_one_element_read_is_an_atomic_or_zero_shared_by_the_block():
     assert "atomic_rmw_tko acquire device" in ir and ", or, " in ir
     assert "ptr_to_ptr" in ir and "load_view_tko acquire" not in ir
     assert rd.compile(*args, arch="sm_90")
+
+
+# --------------------------------------------------------------------------------------------------
+# Parallel stores: a loop's only access to an array is a tile store indexed by the loop variable
+def make_rows_then_read_back():
+    """A fresh kernel (lowered anew, not from the in-memory cache): doubles rows in a grid-stride
+    loop, then reads its first row back after the loop."""
+    @tile.entry
+    def rows_then_read_back(z, first, x):
+        for r in range(tile.bid(0), x.shape[0], tile.num_blocks(0)):
+            tile.store(z.partition((1, 16)), (r, 0), x.load((r, 0), (1, 16)) * 2.0)
+        tile.store(first.partition((1, 16)), (tile.bid(0), 0),
+                   z.partition((1, 16)).load((tile.bid(0), 0)))
+    return rows_then_read_back
+
+
+@tile.entry
+def accumulate_rows(z, x):
+    """A read-modify-write of z in the loop: its stores stay ordered."""
+    for r in range(tile.bid(0), x.shape[0], tile.num_blocks(0)):
+        p = z.partition((1, 16))
+        tile.store(p, (r, 0), p.load((r, 0)) + x.load((r, 0), (1, 16)))
+
+
+@tile.entry
+def same_tile_every_iteration(z, x):
+    """Every iteration stores the same tile (its index is not the loop variable)."""
+    for r in range(x.shape[0]):
+        tile.store(z.partition((1, 16)), (tile.bid(0), 0), x.load((r, 0), (1, 16)))
+
+
+def _rows_args(rows=12, blocks=3):
+    x = np.random.default_rng(0).standard_normal((rows, 16)).astype(np.float32)
+    z, first = api.zeros((rows, 16)).sync(), api.zeros((blocks, 16)).sync()
+    return x, z, first
+
+
+def test_a_store_per_loop_row_waits_only_for_what_came_before_the_loop():
+    """cuTile Python's loop parallel store: the rows' stores are not chained through the loop,
+    and the loop carries no token when nothing after it reads the array."""
+    x, z, _ = _rows_args()
+    fn = _function(grid_stride_copy, tile.atomic(z), api.from_numpy(x).sync())
+    store = _first(fn, "store_view_tko")
+    assert store.operand("token").owner.name == "make_token"
+    assert _first(fn, "for").results == []
+    assert not any(op.name == "join_tokens" for op in fn.walk())
+
+
+@tile.entry
+def grid_stride_copy(z, x):
+    for r in range(tile.bid(0), x.shape[0], tile.num_blocks(0)):
+        tile.store(z.partition((1, 16)), (r, 0), x.load((r, 0), (1, 16)))
+
+
+def test_a_read_after_the_loop_waits_for_every_parallel_store():
+    x, z, first = _rows_args()
+    fn = _function(make_rows_then_read_back(), tile.atomic(z), tile.atomic(first),
+                   api.from_numpy(x).sync())
+    store = _first(fn, "store_view_tko")
+    assert store.operand("token").owner.name == "make_token"
+    loop = _first(fn, "for")
+    assert loop.results, "the loop carries z's token out to the read after it"
+    body_join = next(op for op in loop.regions[0].ops if op.name == "join_tokens")
+    assert store.results[0] in body_join.operands
+
+
+@pytest.mark.parametrize("kernel", [accumulate_rows, same_tile_every_iteration],
+                         ids=["load-and-store", "index-not-the-loop-variable"])
+def test_other_loop_stores_stay_chained(kernel):
+    x, z, _ = _rows_args()
+    fn = _function(kernel, tile.atomic(z), api.from_numpy(x).sync())
+    store, loop = _first(fn, "store_view_tko"), _first(fn, "for")
+    tok = store.operand("token")
+    # the carried token (a loop argument, or its join with the load's token)
+    assert tok in loop.regions[0].args or tok.owner.name == "join_tokens"
+    assert loop.results, "the loop carries z's tokens"
+
+
+def test_parallel_stores_then_a_read_back_are_right_interleaved(interleave):
+    """Under the interleave schedule a load reads memory as of its token's dependencies: the
+    read after the loop sees every row only because the loop's token joins every store."""
+    x, z, first = _rows_args()
+    make_rows_then_read_back()(tile.atomic(z), tile.atomic(first), api.from_numpy(x).sync()) \
+        .grid((3, 1, 1)).sync()
+    np.testing.assert_array_equal(z.to_numpy(), 2 * x)
+    np.testing.assert_array_equal(first.to_numpy(), 2 * x[:3])
+
+
+def test_parallel_stores_without_the_join_read_stale_rows_interleaved(monkeypatch):
+    """The test above fails when the loop's carried token does not join the stores."""
+    from tilejit.lowering import tokens
+    monkeypatch.setattr(tokens, "_replace_uses", lambda block, old, new: None)
+    _schedule(monkeypatch, "interleave")
+    x, z, first = _rows_args()
+    make_rows_then_read_back()(tile.atomic(z), tile.atomic(first), api.from_numpy(x).sync()) \
+        .grid((3, 1, 1)).sync()
+    np.testing.assert_array_equal(z.to_numpy(), 2 * x)          # the stores themselves happen
+    assert not np.array_equal(first.to_numpy(), 2 * x[:3])      # the read saw memory before them

@@ -20,7 +20,7 @@ from ..typing.types import DTypeType, EnumMemberType, dtype_of
 from . import loop_split
 from . import regions as R
 from .emit import TV
-from .tokens import MemoryTokens
+from .tokens import LoopAccesses, MemoryTokens
 
 # calls that read or write memory through their array arguments (see _touches_written_memory)
 _MEMORY_OPS = frozenset(["Partition.load", "Partition.store", "tile.store", "TileView.load",
@@ -271,6 +271,8 @@ class ControlFlow(MemoryTokens):
         saved_tokens = self._enter_body(dyn, args[1:])
         self.loop_stack.append({"kind": "for", "carried": node.carried, "static": static,
                                 "results": node.results})
+        accesses = LoopAccesses(op.regions[0], iv.value)
+        self.loop_accesses.append(accesses)
         outer_conds = self.static_conds
         self.static_conds = {**outer_conds, **decided}
         try:
@@ -279,6 +281,8 @@ class ControlFlow(MemoryTokens):
         finally:
             self.static_conds = outer_conds
             self.loop_stack.pop()
+            self.loop_accesses.pop()
+        self.parallelize_loop_stores(accesses, saved_tokens)
         # the carried names now hold the final values (the exit values read them)
         self._bind_results(dyn, op, saved_tokens)
 

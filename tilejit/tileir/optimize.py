@@ -9,6 +9,9 @@
 * :func:`fuse_transposed_loads`: a ``permute`` of a freshly loaded tile (``k.load(...).T``,
   possibly through a reshape that drops unit axes) becomes a load through a partition view whose
   ``dim_map`` is permuted, which the hardware reads transposed instead of shuffling registers.
+* :func:`drop_unused_loop_tokens`: a memory token a ``for`` loop carries that nothing after the
+  loop reads, and that inside the loop only feeds its own next value (through ``join_tokens``),
+  is dropped with its joins (a loop of parallel stores, see ``lowering/tokens.py``).
 """
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ from typing import Dict, List, Set
 
 from .ir import Block, Function, Module, Operation, Value
 from .op_table import OPS
-from .types import PartitionViewType
+from .types import TOKEN, PartitionViewType
 
 _LOOPS = ("for", "loop")
 # pure, but undefined for some inputs: not moved where a zero-trip loop would not have run them
@@ -29,6 +32,7 @@ def optimize_module(module: Module, fma: bool = True) -> Module:
         if fma:
             contract_fma(fn)
         hoist_invariants(fn)
+        drop_unused_loop_tokens(fn)
     return module
 
 
@@ -253,3 +257,77 @@ def _permuted_load(load: Operation, view: Value, order) -> Operation:
                     dict(load.attrs), loc=load.loc)
     new.parent = load.parent
     return new
+
+
+# --------------------------------------------------------------------------------------------------
+# unused loop-carried tokens
+def drop_unused_loop_tokens(fn: Function) -> None:
+    changed = True
+    while changed:
+        users = _users(fn)
+        changed = any(_drop_token(loop, i, users) for loop in fn.walk() if loop.name == "for"
+                      for i in range(len(loop.results) - 1, -1, -1))
+        if changed:
+            _drop_dead_joins(fn)
+
+
+def _users(fn: Function) -> Dict[Value, List[Operation]]:
+    users: Dict[Value, List[Operation]] = {}
+    for op in fn.walk():
+        for v in op.operands:
+            users.setdefault(v, []).append(op)
+    return users
+
+
+def _owning_loop(op: Operation):
+    """The innermost ``for``/``loop`` whose body holds ``op`` (through nested ``if`` regions)."""
+    block = op.parent
+    while block is not None and block.parent_op is not None:
+        owner = block.parent_op
+        if owner.name in _LOOPS:
+            return owner
+        block = owner.parent
+    return None
+
+
+def _drop_token(loop: Operation, i: int, users) -> bool:
+    """Drop carried value ``i`` of ``loop`` when it is a token nothing reads after the loop and
+    that inside it only feeds its own next value (directly or through ``join_tokens``)."""
+    if loop.results[i].type != TOKEN or users.get(loop.results[i]):
+        return False
+    body = loop.regions[0]
+    derived, todo = {body.args[1 + i]}, [body.args[1 + i]]
+    while todo:
+        for op in users.get(todo.pop(), ()):
+            if op.name == "join_tokens":
+                if op.results[0] not in derived:
+                    derived.add(op.results[0])
+                    todo.append(op.results[0])
+            elif op.name != "continue" or _owning_loop(op) is not loop or \
+                    [j for j, v in enumerate(op.operands) if v in derived] != [i]:
+                return False
+    exits = [op for op in body.walk() if op.name in ("continue", "break") and
+             _owning_loop(op) is loop]
+    if any(op.name == "break" for op in exits):
+        return False
+    for op in exits:
+        del op.operand_groups[0][i]
+    del loop.group("initValues")[i]
+    del body.args[1 + i]
+    del loop.results[i]
+    for k, v in enumerate(body.args):
+        v.index = k
+    for k, v in enumerate(loop.results):
+        v.index = k
+    return True
+
+
+def _drop_dead_joins(fn: Function) -> None:
+    """Remove ``join_tokens`` ops whose result nothing uses (until none is left)."""
+    while True:
+        users = _users(fn)
+        dead = [op for op in fn.walk() if op.name == "join_tokens" and not users.get(op.results[0])]
+        if not dead:
+            return
+        for op in dead:
+            op.parent.ops.remove(op)
