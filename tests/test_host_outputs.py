@@ -140,3 +140,28 @@ def test_a_cpu_torch_tensor_output_is_written_back():
     c = torch.zeros(1, dtype=torch.int32)
     count(tile.partition(np.zeros(64, np.float32), (16,)), tile.atomic(c)).sync()
     assert int(c[0]) == 4
+
+
+class _GpuArrayWithoutTypestr:
+    """Like a torch float8 CUDA tensor: ``__cuda_array_interface__`` raises KeyError (torch has no
+    typestr for float8), and DLPack says it lives on a GPU."""
+    shape, ndim = (8,), 1
+
+    @property
+    def __cuda_array_interface__(self):
+        raise KeyError("torch.float8_e4m3fn")
+
+    def __dlpack__(self, stream=None):
+        raise NotImplementedError
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+
+def test_a_gpu_array_whose_array_interface_raises_is_a_gpu_output():
+    """torch float8 CUDA tensors as outputs (tile.atomic(c)) raised torch's KeyError (2026-11-27,
+    the t09 fp8 benchmark rows)."""
+    from tilejit.runtime.hostarrays import in_host_memory
+    arr = _GpuArrayWithoutTypestr()
+    assert not in_host_memory(arr)
+    assert tile.atomic(arr).value is arr

@@ -353,3 +353,30 @@ def test_torch_shape_change_in_place_is_seen(torch):
     xt_ref = xt.clone()
     scale2d(tile.partition(zt, (16, 16)), xt, 1.0).sync_on(s)
     torch.testing.assert_close(zt, xt_ref)
+
+
+
+@tile.entry
+def cast_like(z, x):
+    z.store(tile.load_tile_like(x, z).astype(z.dtype))
+
+
+@tile.entry
+def copy_blocks(z, x):
+    i = tile.bid(0)
+    tile.store(z.partition((64,)), (i,), x.load((i,), (64,)))
+
+
+def test_torch_float8_tensors_as_inputs_and_outputs(torch):
+    """torch's __cuda_array_interface__ raises KeyError for float8, and tile.atomic(c) of a
+    float8 tensor passed it on (2026-11-27): float8 tensors are inputs, partitions and atomics."""
+    x = torch.randn(256, device="cuda")
+    c = torch.empty(256, device="cuda", dtype=torch.float8_e4m3fn)
+    cast_like(tile.partition(c, (64,)), x).sync()
+    assert torch.equal(c.float(), x.to(torch.float8_e4m3fn).float())
+    back = torch.empty(256, device="cuda")
+    cast_like(tile.partition(back, (64,)), c).sync()
+    assert torch.equal(back, c.float())
+    c2 = torch.zeros_like(c)
+    copy_blocks(tile.atomic(c2), c).grid((4, 1, 1)).sync()
+    assert torch.equal(c2.float(), c.float())

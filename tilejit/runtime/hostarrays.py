@@ -26,12 +26,19 @@ def in_host_memory(obj) -> bool:
     if isinstance(obj, np.ndarray):
         return True
     fn = getattr(obj, "__dlpack_device__", None)
-    if fn is None or hasattr(obj, "__cuda_array_interface__"):
+    if fn is None or _has_cuda_array_interface(obj):
         return False
     try:
         return int(fn()[0]) in _DLPACK_HOST
     except Exception:  # noqa: BLE001  (a broken producer: the import reports it later)
         return False
+
+
+def _has_cuda_array_interface(obj) -> bool:
+    try:
+        return hasattr(obj, "__cuda_array_interface__")
+    except Exception:  # noqa: BLE001  (torch raises KeyError for dtypes it has no typestr for,
+        return False   # such as float8: the DLPack device decides then)
 
 
 def refuse_jax(obj, what: str) -> None:
