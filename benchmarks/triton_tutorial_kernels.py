@@ -127,17 +127,23 @@ def layer_norm_bwd(x, w, dy, mean, rstd, dx, dw, db, group=64):
 
 
 @triton.jit
+def _group_tiles(sizes, g, BM: tl.constexpr, BN: tl.constexpr):
+    """Group g's (M, N, K), its column count of output tiles and its number of output tiles."""
+    gm = tl.load(sizes + g * 3)
+    gn = tl.load(sizes + g * 3 + 1)
+    gk = tl.load(sizes + g * 3 + 2)
+    num_n = tl.cdiv(gn, BN)
+    return gm, gn, gk, num_n, tl.cdiv(gm, BM) * num_n
+
+
+@triton.jit
 def grouped_gemm_kernel(a_ptrs, b_ptrs, c_ptrs, sizes, lds, groups, NUM_SM: tl.constexpr,
                         BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
     # the tutorial's schedule: NUM_SM programs walk group 0's tiles, then group 1's, ...
     tile_idx = tl.program_id(0)
     first = 0
     for g in range(groups):
-        gm = tl.load(sizes + g * 3)
-        gn = tl.load(sizes + g * 3 + 1)
-        gk = tl.load(sizes + g * 3 + 2)
-        num_n = tl.cdiv(gn, BN)
-        tiles = tl.cdiv(gm, BM) * num_n
+        gm, gn, gk, num_n, tiles = _group_tiles(sizes, g, BM, BN)
         while tile_idx >= first and tile_idx < first + tiles:
             lda = tl.load(lds + g * 3)
             ldb = tl.load(lds + g * 3 + 1)
@@ -169,11 +175,7 @@ def grouped_gemm_tma_kernel(a_ptrs, b_ptrs, c_ptrs, sizes, lds, groups, NUM_SM: 
     tile_idx = tl.program_id(0)
     first = 0
     for g in range(groups):
-        gm = tl.load(sizes + g * 3)
-        gn = tl.load(sizes + g * 3 + 1)
-        gk = tl.load(sizes + g * 3 + 2)
-        num_n = tl.cdiv(gn, BN)
-        tiles = tl.cdiv(gm, BM) * num_n
+        gm, gn, gk, num_n, tiles = _group_tiles(sizes, g, BM, BN)
         if tile_idx >= first and tile_idx < first + tiles:
             a_desc = tl.make_tensor_descriptor(
                 tl.load(a_ptrs + g).to(tl.pointer_type(tl.float16)), shape=[gm, gk],
