@@ -32,6 +32,7 @@ key.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import threading
@@ -50,7 +51,7 @@ from .runtime.partition import partition
 # pytest hides this module's frames in tracebacks of user errors (compile errors...)
 from .tracebacks import hide_frames_of_user_errors as __tracebackhide__  # noqa: E402
 
-_OPTION_NAMES = ("occupancy", "num_ctas", "opt_level")
+_OPTION_NAMES = ("occupancy", "num_ctas", "opt_level", "num_worker_warps")
 L2_FLUSH_BYTES = 256 << 20
 
 
@@ -60,17 +61,20 @@ class Config:
 
     def __init__(self, tile: Optional[Sequence[int]] = None, *, occupancy: Optional[int] = None,
                  num_ctas: Optional[int] = None, opt_level: Optional[int] = None,
-                 **constants: Any):
+                 num_worker_warps: Optional[int] = None, **constants: Any):
         self.tile = tuple(int(t) for t in tile) if tile is not None else None
         self.occupancy, self.num_ctas, self.opt_level = occupancy, num_ctas, opt_level
+        self.num_worker_warps = num_worker_warps
         self.constants = dict(constants)
 
     def options(self, base: CompileOptions) -> CompileOptions:
-        return CompileOptions(self.occupancy if self.occupancy is not None else base.occupancy,
-                              self.num_ctas if self.num_ctas is not None else base.num_cta_in_cga,
-                              base.max_divisibility,
-                              self.opt_level if self.opt_level is not None else base.opt_level,
-                              base.fma)
+        def pick(mine, theirs):
+            return mine if mine is not None else theirs
+        return dataclasses.replace(
+            base, occupancy=pick(self.occupancy, base.occupancy),
+            num_cta_in_cga=pick(self.num_ctas, base.num_cta_in_cga),
+            opt_level=pick(self.opt_level, base.opt_level),
+            num_worker_warps=pick(self.num_worker_warps, base.num_worker_warps))
 
     def as_dict(self) -> Dict[str, Any]:
         """A JSON-able form (the disk cache keeps default-space winners this way)."""

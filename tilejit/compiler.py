@@ -43,6 +43,11 @@ class CompileOptions:
     #: inline undecorated Python functions the kernel calls, as ``@tile.function`` helpers
     #: (cuTile Python's rule, used by ``tilejit.cutile`` kernels); else calling one is an error
     plain_helpers: bool = False
+    #: warps of the compute warp groups in tileiras's warp-specialized kernels (4: one warp group,
+    #: 8: two, sharing the tile's registers); None lets tileiras choose. tileiras 13.4 takes 4 and
+    #: 8; 13.5 any power of two in [1, 32]. For big accumulators (128x256 matmul tiles) and
+    #: normalizations of long rows, where one warp group runs out of registers.
+    num_worker_warps: Optional[int] = None
     #: ``num_ctas=``, the name ``tile.entry``, ``tile.Config`` and cuTile use, for num_cta_in_cga
     num_ctas: InitVar[Optional[int]] = None
 
@@ -57,6 +62,9 @@ class CompileOptions:
         n = self.num_cta_in_cga
         if n is not None and (n < 1 or n > 16 or n & (n - 1)):
             raise ValueError(f"num_cta_in_cga (num_ctas) must be a power of two in [1, 16], got {n}")
+        w = self.num_worker_warps
+        if w is not None and (not isinstance(w, int) or w < 1 or w > 32 or w & (w - 1)):
+            raise ValueError(f"num_worker_warps must be a power of two in [1, 32], got {w!r}")
         d = self.max_divisibility
         if d is not None and (d < 1 or d & (d - 1)):
             raise ValueError(f"max_divisibility must be a power of two, got {d}")
@@ -70,6 +78,8 @@ class CompileOptions:
             h["occupancy"] = int(self.occupancy)
         if self.num_cta_in_cga is not None:
             h["num_cta_in_cga"] = int(self.num_cta_in_cga)
+        if self.num_worker_warps is not None:
+            h["num_worker_warps_per_cta"] = int(self.num_worker_warps)
         return h
 
 

@@ -77,7 +77,7 @@ class Kernel:
     __tilejit_entry__ = True     # lets the front end reject calls to kernels from kernels
 
     def __init__(self, pyfunc, *, occupancy=None, num_ctas=None, opt_level=3, fma=True, cache=True,
-                 max_divisibility=None):
+                 max_divisibility=None, num_worker_warps=None):
         if isinstance(pyfunc, Kernel):
             pyfunc = pyfunc.py_func
         if not inspect.isfunction(pyfunc):
@@ -86,7 +86,8 @@ class Kernel:
         self.__name__ = pyfunc.__name__
         self.__doc__ = pyfunc.__doc__
         self.__wrapped__ = pyfunc
-        self.options = CompileOptions(occupancy, num_ctas, max_divisibility, opt_level, fma)
+        self.options = CompileOptions(occupancy, num_ctas, max_divisibility, opt_level, fma,
+                                      num_worker_warps=num_worker_warps)
         self.use_disk_cache = cache
         sig = inspect.signature(pyfunc)
         for p in sig.parameters.values():
@@ -514,7 +515,7 @@ _NATIVE_LAYOUT = _install_native()
 
 
 def entry(fn=None, *, occupancy=None, num_ctas=None, opt_level=3, fma=True, cache=True,
-          max_divisibility=None):
+          max_divisibility=None, num_worker_warps=None):
     """Mark a kernel: ``@tile.entry`` or ``@tile.entry(occupancy=4, num_ctas=2, opt_level=3)``.
 
     Args:
@@ -528,13 +529,17 @@ def entry(fn=None, *, occupancy=None, num_ctas=None, opt_level=3, fma=True, cach
         cache: Keep compiled cubins in the on-disk cache (``TILEJIT_CACHE_DIR``).
         max_divisibility: Cap on the power-of-two divisibility facts the specialization key
             records for pointers, shapes and strides (fewer facts: fewer specializations).
+        num_worker_warps: Warps of the compute warp groups (4: one, 8: two sharing the tile's
+            registers; tileiras 13.4 takes 4 and 8); None lets tileiras choose. For tiles whose
+            accumulators do not fit one warp group's registers (128x256 matmul tiles).
 
     Returns:
         A :class:`Kernel`: calling it returns a lazy :class:`KernelLaunch`.
     """
     def wrap(f):
         return Kernel(f, occupancy=occupancy, num_ctas=num_ctas, opt_level=opt_level, fma=fma,
-                      cache=cache, max_divisibility=max_divisibility)
+                      cache=cache, max_divisibility=max_divisibility,
+                      num_worker_warps=num_worker_warps)
     if fn is None:
         return wrap
     return wrap(fn)

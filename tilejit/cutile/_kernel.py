@@ -18,7 +18,6 @@ import dataclasses
 import operator
 import re
 import struct
-import warnings
 from typing import Optional
 
 import numpy as np
@@ -92,14 +91,11 @@ class Kernel(_TileKernel):
                  num_worker_warps=None):
         self._hints = {"num_ctas": num_ctas, "occupancy": occupancy, "opt_level": opt_level,
                        "num_worker_warps": num_worker_warps}
-        if num_worker_warps is not None:
-            warnings.warn("ct.kernel(num_worker_warps=...) is a hint tilejit does not take "
-                          "(tileiras chooses the warps); it is ignored", RuntimeWarning,
-                          stacklevel=3)
         level = _for_target(opt_level, None)
         super().__init__(pyfunc, occupancy=_for_target(occupancy, None),
                          num_ctas=_for_target(num_ctas, None),
-                         opt_level=3 if level is None else level)
+                         opt_level=3 if level is None else level,
+                         num_worker_warps=_for_target(num_worker_warps, None))
         self.options = dataclasses.replace(self.options, plain_helpers=True)
         self._by_target = any(isinstance(v, ByTarget) for v in self._hints.values())
         self._write_positions = None
@@ -137,6 +133,7 @@ class Kernel(_TileKernel):
             options = dataclasses.replace(
                 options, occupancy=_for_target(h["occupancy"], target),
                 num_cta_in_cga=_for_target(h["num_ctas"], target),
+                num_worker_warps=_for_target(h["num_worker_warps"], target),
                 opt_level=3 if level is None else level)
         return super()._compile(keys, consts, target, options, *args, **kwargs)
 
@@ -250,8 +247,7 @@ class _Bound(Kernel):
     compiles with the bound values, as the kernel would."""
 
     def __init__(self, parent: Kernel, consts: dict):
-        hints = dict(parent._hints, num_worker_warps=None)     # warned once, by the parent
-        super().__init__(parent.py_func, **hints)
+        super().__init__(parent.py_func, **parent._hints)
         self._hints = parent._hints
         self._stats = parent._stats         # one set of counters for the kernel
         self._consts = consts
@@ -304,8 +300,8 @@ _struct_d = struct.Struct("<d")
 
 def kernel(function=None, /, *, num_ctas=None, occupancy=None, opt_level=3,
            num_worker_warps=None):
-    """``@ct.kernel`` or ``@ct.kernel(num_ctas=, occupancy=, opt_level=)``: a tile kernel in
-    cuTile Python's language; hints may be :class:`ByTarget` values."""
+    """``@ct.kernel`` or ``@ct.kernel(num_ctas=, occupancy=, opt_level=, num_worker_warps=)``: a
+    tile kernel in cuTile Python's language; hints may be :class:`ByTarget` values."""
     def wrap(f):
         if isinstance(f, _TileKernel):
             f = f.py_func

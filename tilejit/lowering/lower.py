@@ -84,7 +84,7 @@ class Lowering(ControlFlow):
         self.version = tuple(bytecode_version)[:2]
         self.filename = self.tk.pyfunc.__code__.co_filename
         kparams = [p for p in self.tk.params if p.kind != "constant"]
-        opt = self.opt_hints(dict(hints)) if hints else None
+        opt = self.opt_hints(self._checked_entry_hints(dict(hints))) if hints else None
         self.fn, self.b, self.params = build_entry(
             name or self.tk.name, [p.name for p in kparams], [p.key for p in kparams],
             hints=opt, loc=SourceLocation(self.filename, self.tk.pyfunc.__code__.co_firstlineno))
@@ -530,6 +530,19 @@ class Lowering(ControlFlow):
             return TV(x32.value, arr.dtype) if narrow.carried(arr.dtype) else \
                 self.em.cast(x32, arr.dtype)
         return TV(v, arr.dtype)
+
+    def _checked_entry_hints(self, d: dict) -> dict:
+        """The entry hints the bytecode version can carry: worker warps need 13.3 (4 or 8) or
+        13.5 (any power of two)."""
+        w = d.get("num_worker_warps_per_cta")
+        if w is not None and (self.version < (13, 3) or
+                              (w not in (4, 8) and self.version < (13, 5))):
+            need = "13.3" if w in (4, 8) else "13.5"
+            raise CompileError(
+                f"num_worker_warps={w} needs tileiras {need} or newer (Tile IR bytecode "
+                f"{need}); this compile writes bytecode {self.version[0]}.{self.version[1]}. "
+                f"Use num_worker_warps=4 or 8, or leave it out (tileiras chooses)")
+        return d
 
     def opt_hints(self, d: dict) -> OptHints:
         """Optimization hints ``d`` for the target (per architecture before bytecode 13.3)."""

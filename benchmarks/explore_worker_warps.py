@@ -1,0 +1,159 @@
+"""``num_worker_warps`` (two compute warp groups sharing a tile's registers) on the issue-26 gaps:
+fp16 matmul at 4096^3 / 8192^3 against cuBLAS and the fp8 promoted sum against
+``torch._scaled_mm``. GPU only.
+
+    python benchmarks/explore_worker_warps.py [--only matmul,fp8] [--sizes 4096,8192]
+
+tileiras gives one warp group 128x128 float32 accumulators at most: 128x256 fp16 tiles and the
+fp8 promoted sum's two 128x128 accumulators ran 5-15x slower than 128x128 (register spills).
+With ``num_worker_warps=8`` two warp groups split the accumulator. Each candidate is checked
+against torch, then timed as single runs with the L2 flushed (``flush``) and as a loop of 10
+back-to-back launches (``loop``), with the vendor measured the same two ways in the same run.
+"""
+import argparse
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.join(HERE, ".."), HERE, os.path.join(HERE, "..", "examples")]
+
+import tilejit as tile  # noqa: E402
+
+from explore_fp8 import fp8_matmul_fast  # noqa: E402
+from matmul import matmul_scheduled  # noqa: E402
+
+LOOP = 10
+
+
+def timed(name, make, out, error, tol, flops, flush, loop, stream):
+    """Check ``make()``'s launch, then print its TFLOP/s both ways; (flush, loop) or None."""
+    import torch
+    try:
+        p = make().prepare(stream)
+    except Exception as e:  # noqa: BLE001  (one candidate's failure must not end the run)
+        print(f"  {name}: failed: {type(e).__name__}: {str(e).splitlines()[0][:200]}", flush=True)
+        return None
+    try:
+        out.fill_(float("nan"))
+        p.launch()
+        torch.cuda.synchronize()
+        err = error()
+        if not err < tol:
+            print(f"  {name}: WRONG (error {err:.3g})", flush=True)
+            return None
+        f = flops / flush.ms(p.launch) / 1e9
+
+        def ten():
+            for _ in range(LOOP):
+                p.launch()
+        lp = flops * LOOP / loop.ms(ten) / 1e9
+    finally:
+        p.close()
+    print(f"  {name}: flush {f:.0f} / loop {lp:.0f} TFLOP/s", flush=True)
+    return f, lp
+
+
+def vendor(name, fn, flops, flush, loop):
+    def ten():
+        for _ in range(LOOP):
+            fn()
+    f, lp = flops / flush.ms(fn) / 1e9, flops * LOOP / loop.ms(ten) / 1e9
+    print(f"  {name}: flush {f:.0f} / loop {lp:.0f} TFLOP/s", flush=True)
+    return f, lp
+
+
+def matmul_rows(torch, m, flush, loop, stream):
+    a = torch.randn(m, m, device="cuda", dtype=torch.float16)
+    b = torch.randn(m, m, device="cuda", dtype=torch.float16)
+    c = torch.empty(m, m, device="cuda", dtype=torch.float16)
+    ref = a.float() @ b.float()
+    flops = 2 * m ** 3
+    print(f"matmul float16 {m}^3", flush=True)
+    cublas = vendor("cuBLAS (torch.matmul)", lambda: torch.matmul(a, b, out=c), flops, flush, loop)
+
+    def error():
+        return ((c.float() - ref).abs().max() / ref.abs().max()).item()
+    rows = []
+    # (BM, BN, BK, occupancy, persistent, worker warps)
+    for bm, bn, bk, occ, pers, w in ((128, 128, 64, 2, False, None),
+                                     (128, 128, 64, 2, False, 8),
+                                     (128, 128, 64, 1, False, 8),
+                                     (128, 256, 64, 1, False, None),
+                                     (128, 256, 64, 1, False, 8),
+                                     (128, 256, 64, 1, True, 8),
+                                     (128, 256, 32, 1, False, 8),
+                                     (256, 128, 64, 1, False, 8),
+                                     (256, 128, 64, 1, True, 8),
+                                     (256, 128, 32, 1, False, 8)):
+        cfg = tile.Config(BM=bm, BN=bn, BK=bk, GROUP=8, PERSISTENT=pers, occupancy=occ)
+        from matmul import scheduled_grid
+        grid = scheduled_grid(cfg, {"a": a, "b": b})
+        opts = tile.CompileOptions(occupancy=occ, num_worker_warps=w)
+        name = f"{bm}x{bn}x{bk} occ{occ} {'persistent' if pers else 'grouped'} warps={w}"
+        r = timed(name, lambda: matmul_scheduled(tile.atomic(c), a, b, bm, bn, bk, 8, pers)
+                  .grid(grid).compile_options(opts), c, error, 2e-2, flops, flush, loop, stream)
+        if r:
+            rows.append((r, name))
+    if rows:
+        (f, lp), name = max(rows, key=lambda x: x[0][0])
+        print(f"  best flush: {name}: {f / cublas[0]:.2f}x cuBLAS flush", flush=True)
+        (f, lp), name = max(rows, key=lambda x: x[0][1])
+        print(f"  best loop: {name}: {lp / cublas[1]:.2f}x cuBLAS loop", flush=True)
+
+
+def fp8_rows(torch, m, flush, loop, stream):
+    f8 = torch.float8_e4m3fn
+    a8 = torch.randn(m, m, device="cuda").clamp(-8, 8).to(f8)
+    b8 = torch.randn(m, m, device="cuda").clamp(-8, 8).to(f8).t()
+    sa = torch.full((1,), 0.5, device="cuda")
+    sb = torch.full((1,), 4.0, device="cuda")
+    ref = (a8.float() @ b8.float()) * 2.0
+    c = torch.empty(m, m, dtype=torch.bfloat16, device="cuda")
+    flops = 2 * m ** 3
+    print(f"fp8 e4m3 {m}^3 (promoted float32 sum)", flush=True)
+    base = vendor("torch._scaled_mm", lambda: torch._scaled_mm(
+        a8, b8, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16), flops, flush, loop)
+
+    def error():
+        return ((c.float() - ref).abs().max() / ref.abs().max()).item()
+    rows = []
+    for bm, bn, bk, occ, w in ((64, 128, 128, 2, None), (128, 128, 128, 1, None),
+                               (128, 128, 128, 1, 8), (128, 128, 128, 2, 8),
+                               (128, 128, 64, 1, 8), (128, 256, 128, 1, 8),
+                               (256, 128, 128, 1, 8)):
+        opts = tile.CompileOptions(occupancy=occ, num_worker_warps=w)
+        name = f"{bm}x{bn}x{bk} occ{occ} warps={w}"
+        r = timed(name, lambda: fp8_matmul_fast(tile.partition(c, (bm, bn)), a8, b8, sa, sb,
+                                                bk, False).compile_options(opts),
+                  c, error, 1e-2, flops, flush, loop, stream)
+        if r:
+            rows.append((r, name))
+    if rows:
+        (f, lp), name = max(rows, key=lambda x: x[0][0])
+        print(f"  best: {name}: {f / base[0]:.2f}x flush, {lp / base[1]:.2f}x loop "
+              f"(torch._scaled_mm)", flush=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", default="matmul,fp8")
+    ap.add_argument("--sizes", default="4096,8192")
+    args = ap.parse_args()
+    import torch
+    from harness import Timer
+    if not torch.cuda.is_available():
+        print("explore_worker_warps: no GPU; nothing to do")
+        return 0
+    flush, loop = Timer(reps=15), Timer(reps=7, flush=False)
+    stream = torch.cuda.current_stream()
+    print(f"GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}")
+    for m in (int(s) for s in args.sizes.split(",")):
+        if "matmul" in args.only:
+            matmul_rows(torch, m, flush, loop, stream)
+        if "fp8" in args.only:
+            fp8_rows(torch, m, flush, loop, stream)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
