@@ -9,6 +9,7 @@ on the chunked forms' loads were tried on 2026-11-27: within 1-3%.) Each is chec
 flushed); GB/s counts one read and one write of x, as the copy roofline does.
 """
 import argparse
+import dataclasses
 import os
 import sys
 
@@ -26,8 +27,16 @@ def opts(occ):
     return tile.CompileOptions(occupancy=occ)
 
 
+def with_warps(launch, warps):
+    """``launch`` with num_worker_warps=warps added to its compile options."""
+    base = launch._options or launch.kernel.options
+    return launch.compile_options(dataclasses.replace(base, num_worker_warps=warps))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
+    ap.add_argument("--warps", default="",
+                    help="also each candidate with these num_worker_warps values, e.g. 8")
     ap.add_argument("--only", default="softmax32k,ln32k,rms32k,softmax1k",
                     help="also softmax4k, ln4k, rms4k, softmax16k (rows of 4K / 16K: whole "
                          "rows per block and the persistent form over occupancy and latency)")
@@ -132,6 +141,9 @@ def main() -> int:
                     cands.append((f"chunked CHUNK={ch} occ{occ}", lambda ch=ch, o=occ:
                                   RN.rmsnorm_chunked(tile.atomic(y), x, w, 1e-6, 1, ch)
                                   .grid((m, 1, 1)).compile_options(opts(o))))
+        for w in [int(v) for v in args.warps.split(",") if v]:
+            cands += [(f"{name} warps={w}", lambda mk=mk, w=w: with_warps(mk(), w))
+                      for name, mk in list(cands) if "warps=" not in name]
         v_ms = timer.ms(vendor)
         print(f"== {case} {m}x{n} fp16: torch {gb / v_ms * 1e3:.0f} GB/s "
               f"({gb / v_ms * 1e3 / roof:.2f} of roofline)", flush=True)

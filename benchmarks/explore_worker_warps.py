@@ -74,23 +74,23 @@ def matmul_rows(torch, m, flush, loop, stream):
     def error():
         return ((c.float() - ref).abs().max() / ref.abs().max()).item()
     rows = []
-    # (BM, BN, BK, occupancy, persistent, worker warps)
-    for bm, bn, bk, occ, pers, w in ((128, 128, 64, 2, False, None),
-                                     (128, 128, 64, 2, False, 8),
-                                     (128, 128, 64, 1, False, 8),
-                                     (128, 256, 64, 1, False, None),
-                                     (128, 256, 64, 1, False, 8),
-                                     (128, 256, 64, 1, True, 8),
-                                     (128, 256, 32, 1, False, 8),
-                                     (256, 128, 64, 1, False, 8),
-                                     (256, 128, 64, 1, True, 8),
-                                     (256, 128, 32, 1, False, 8)):
-        cfg = tile.Config(BM=bm, BN=bn, BK=bk, GROUP=8, PERSISTENT=pers, occupancy=occ)
-        from matmul import scheduled_grid
+    from matmul import scheduled_grid
+    # (BM, BN, BK, occupancy, persistent, worker warps, GROUP, num_ctas)
+    for bm, bn, bk, occ, pers, w, group, ctas in (
+            (128, 128, 64, 2, False, None, 8, None), (128, 128, 64, 2, False, 8, 8, None),
+            (128, 256, 64, 1, False, None, 8, None), (128, 256, 64, 1, False, 8, 8, None),
+            (128, 256, 64, 1, True, 8, 8, None), (128, 256, 32, 1, False, 8, 8, None),
+            (128, 256, 32, 1, True, 8, 8, None), (128, 256, 64, 1, False, 8, 4, None),
+            (128, 256, 64, 1, False, 8, 16, None), (128, 256, 64, 1, False, 8, 8, 2),
+            (128, 256, 64, 1, True, 8, 8, 2), (256, 128, 64, 1, False, 8, 8, None),
+            (256, 128, 64, 1, True, 8, 8, None), (256, 128, 32, 1, False, 8, 8, None),
+            (256, 128, 64, 1, False, 8, 8, 2)):
+        cfg = tile.Config(BM=bm, BN=bn, BK=bk, GROUP=group, PERSISTENT=pers, occupancy=occ)
         grid = scheduled_grid(cfg, {"a": a, "b": b})
-        opts = tile.CompileOptions(occupancy=occ, num_worker_warps=w)
-        name = f"{bm}x{bn}x{bk} occ{occ} {'persistent' if pers else 'grouped'} warps={w}"
-        r = timed(name, lambda: matmul_scheduled(tile.atomic(c), a, b, bm, bn, bk, 8, pers)
+        opts = tile.CompileOptions(occupancy=occ, num_worker_warps=w, num_ctas=ctas)
+        name = (f"{bm}x{bn}x{bk} occ{occ} {'persistent' if pers else 'grouped'} GROUP={group} "
+                f"ctas={ctas} warps={w}")
+        r = timed(name, lambda: matmul_scheduled(tile.atomic(c), a, b, bm, bn, bk, group, pers)
                   .grid(grid).compile_options(opts), c, error, 2e-2, flops, flush, loop, stream)
         if r:
             rows.append((r, name))
@@ -119,8 +119,9 @@ def fp8_rows(torch, m, flush, loop, stream):
     rows = []
     for bm, bn, bk, occ, w in ((64, 128, 128, 2, None), (128, 128, 128, 1, None),
                                (128, 128, 128, 1, 8), (128, 128, 128, 2, 8),
-                               (128, 128, 64, 1, 8), (128, 256, 128, 1, 8),
-                               (256, 128, 128, 1, 8)):
+                               (128, 128, 128, 1, 4), (128, 128, 256, 1, 8),
+                               (64, 256, 128, 1, 8), (64, 256, 128, 2, 8),
+                               (64, 128, 128, 2, 8)):
         opts = tile.CompileOptions(occupancy=occ, num_worker_warps=w)
         name = f"{bm}x{bn}x{bk} occ{occ} warps={w}"
         r = timed(name, lambda: fp8_matmul_fast(tile.partition(c, (bm, bn)), a8, b8, sa, sb,
