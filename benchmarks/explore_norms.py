@@ -141,9 +141,9 @@ def main() -> int:
                     cands.append((f"chunked CHUNK={ch} occ{occ}", lambda ch=ch, o=occ:
                                   RN.rmsnorm_chunked(tile.atomic(y), x, w, 1e-6, 1, ch)
                                   .grid((m, 1, 1)).compile_options(opts(o))))
-        for w in [int(v) for v in args.warps.split(",") if v]:
-            cands += [(f"{name} warps={w}", lambda mk=mk, w=w: with_warps(mk(), w))
-                      for name, mk in list(cands) if "warps=" not in name]
+        for nw in [int(v) for v in args.warps.split(",") if v]:
+            cands += [(f"{label} warps={nw}", lambda mk=mk, nw=nw: with_warps(mk(), nw))
+                      for label, mk in list(cands) if "warps=" not in label]
         v_ms = timer.ms(vendor)
         print(f"== {case} {m}x{n} fp16: torch {gb / v_ms * 1e3:.0f} GB/s "
               f"({gb / v_ms * 1e3 / roof:.2f} of roofline)", flush=True)

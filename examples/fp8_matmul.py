@@ -38,12 +38,15 @@ def fp8_matmul(c, a, b, scale_a, scale_b, BK: tile.Constant[int],
 
 
 #: candidates timed by benchmarks/vendor.py (fp8 tiles: twice fp16's K tile). With the sum
-#: promoted to float32 (the default) 64x128 tiles run at twice 128x128's speed on an H200
-#: (tileiras 13.4: 1110 against 530 TFLOP/s); with FAST_ACC 128x128 is fastest. 128x256 and
-#: 256x128 tiles run at 0.04-0.1x of these, so they are not tried.
-CONFIGS = [tile.Config(tile=(bm, 128), BK=bk, occupancy=occ)
-           for (bm, bk, occ) in ((64, 128, 2), (64, 128, 3), (64, 128, 4), (64, 256, 2),
-                                 (128, 128, 2), (128, 128, 1))]
+#: promoted to float32 (the default) tileiras keeps two accumulators: 128x128 tiles need two
+#: compute warp groups (num_worker_warps=8; H200, tileiras 13.4: 1080-1120 TFLOP/s, 470-530
+#: with one), 64x128 tiles fit one (840-1100). With FAST_ACC 128x128 with one group is fastest.
+#: 128x256 and 256x128 tiles run at 0.04-0.4x of these, so they are not tried.
+CONFIGS = [tile.Config(tile=(bm, 128), BK=bk, occupancy=occ, num_worker_warps=warps)
+           for (bm, bk, occ, warps) in ((64, 128, 2, None), (64, 128, 3, None),
+                                        (64, 128, 4, None), (64, 256, 2, None),
+                                        (128, 128, 2, None), (128, 128, 1, None),
+                                        (128, 128, 1, 8), (128, 256, 1, 8), (128, 128, 2, 8))]
 tuned = tile.autotune(configs=CONFIGS, key=["a", "b"])(fp8_matmul)
 
 

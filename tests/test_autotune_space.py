@@ -104,19 +104,40 @@ def test_8bit_inputs_double_the_k_tile():
     assert {c.constants["BK"] for c in space} <= {64, 128, 256} and space[0].constants["BK"] == 128
 
 
-def test_8bit_inputs_search_tiles_of_at_most_16k_elements_8k_first():
-    """float8 products keep a second float32 accumulator (the promoted sum): the best configs
-    measured on an H200 (64x128 BK128 occupancy 2 promoted, 128x128 BK128 occupancy 2 with
-    fast_acc) are both in the space; 128x256 / 256x128 (0.03-0.05x of those) are not."""
+def test_8bit_inputs_search_tiles_of_at_most_16k_elements_with_two_warp_groups():
+    """float8 products keep a second float32 accumulator (the promoted sum): 128x128 tiles run
+    with two compute warp groups (num_worker_warps=8: 1080-1120 TFLOP/s on an H200, 470-530
+    without) and come first; 64x128 (one group, 840-1100) follow; 128x256 / 256x128 (0.03-0.05x)
+    are not searched, and 64x256 (two groups do not rescue it) ranks last."""
     mm = tile.autotune(tile.entry(_matmul))
     a = Spec((4096, 4096), tile.float8_e4m3fn)
     space = mm.configs_for(Spec((4096, 4096), tile.bfloat16), a, a)
     assert all(math.prod(c.tile) <= tuning_space.NARROW_ELEMS_MAX for c in space)
-    assert math.prod(space[0].tile) <= tuning_space.NARROW_ELEMS_GOOD
+    assert space[0].tile == (128, 128) and space[0].num_worker_warps == 8
+    assert all(c.num_worker_warps == (8 if math.prod(c.tile) > tuning_space.NARROW_ELEMS_GOOD
+                                      else None) for c in space)
     found = {(c.tile, c.occupancy, c.constants["BK"]) for c in space}
-    assert {((64, 128), 2, 128), ((128, 128), 2, 128)} <= found
+    assert {((64, 128), 2, 128), ((128, 128), 1, 256), ((128, 128), 2, 128)} <= found
+    assert (64, 256) not in {c.tile for c in space}
     wide = mm.configs_for(Spec((4096, 4096)), Spec((4096, 4096)), Spec((4096, 4096)))
     assert any(math.prod(c.tile) > tuning_space.NARROW_ELEMS_MAX for c in wide)   # fp16 keeps 32K
+
+
+def test_tiles_over_one_warp_groups_accumulator_take_two():
+    """128x256 fp16 tiles spill with one compute warp group (45 TFLOP/s on an H200) and run at
+    700-750 with two: the space gives every tile over 16K elements num_worker_warps=8, and
+    none of them two blocks per SM (their accumulators would be the whole register file)."""
+    mm = tile.autotune(tile.entry(_matmul))
+    space = mm.configs_for(Spec((4096, 4096)), Spec((4096, 4096)), Spec((4096, 4096)))
+    big = [c for c in space if math.prod(c.tile) > tuning_space.ONE_GROUP_ELEMS]
+    assert big and all(c.num_worker_warps == 8 and c.occupancy == 1 for c in big)
+    assert all(c.num_worker_warps is None for c in space if c not in big)
+    assert space[1].tile == (128, 256)
+    one = tile.autotune(space={"num_worker_warps": (None,)})(tile.entry(_matmul))
+    assert all(c.num_worker_warps is None for c in
+               one.configs_for(Spec((4096, 4096)), Spec((4096, 4096)), Spec((4096, 4096))))
+    opts = space[1].options(tile.CompileOptions())
+    assert opts.num_worker_warps == 8 and opts.hints()["num_worker_warps_per_cta"] == 8
 
 
 def test_the_scheduled_matmul_space_holds_the_measured_best():

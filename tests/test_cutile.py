@@ -266,6 +266,18 @@ def test_by_target_hints_are_resolved_per_architecture(monkeypatch):
         ct.ByTarget(hopper=2)
 
 
+def test_num_worker_warps_is_taken_not_ignored(recwarn):
+    k = ct.kernel(vec_add.py_func, num_worker_warps=ct.ByTarget(sm_90=8))
+    args = tuple(np.zeros(64, np.float32) for _ in range(3)) + (32,)
+    ct.launch(0, (2,), k, args)
+    assert not [w for w in recwarn if "num_worker_warps" in str(w.message)]
+    assert k.options.num_worker_warps is None          # resolved per architecture
+    if tileiras.available():
+        assert k.compile(*args, arch="sm_90")[:4] == b"\x7fELF"
+    flat = ct.kernel(vec_add.py_func, num_worker_warps=8)
+    assert "num_worker_warps_per_cta = 8" in flat.inspect_tileir(*args)
+
+
 def test_replace_hints_makes_a_new_kernel():
     k = vec_add.replace_hints(occupancy=4)
     assert k is not vec_add and k.options.occupancy == 4 and k.options.plain_helpers

@@ -203,6 +203,35 @@ def test_compile_options_take_num_ctas_as_tile_entry_and_config_do():
         tile.CompileOptions(num_ctas=3)
 
 
+def test_num_worker_warps_is_an_entry_hint():
+    """num_worker_warps (cuTile's name) writes tileiras's num_worker_warps_per_cta hint; 4 and 8
+    are what bytecode 13.4 carries, other powers of two need 13.5, others are refused."""
+    k = tile.entry(num_worker_warps=8)(add.py_func)
+    x = api.from_numpy(rand(64)).sync()
+    z = api.zeros((64,)).sync()
+    assert "num_worker_warps_per_cta = 8" in k.inspect_tileir(z.partition((64,)), x, x)
+    assert "num_worker_warps" not in add.inspect_tileir(z.partition((64,)), x, x)
+    k(z.partition((64,)), x, x).sync()
+    np.testing.assert_allclose(z.to_numpy(), 2 * x.to_numpy())
+    with pytest.raises(ValueError, match="power of two in \\[1, 32\\]"):
+        tile.CompileOptions(num_worker_warps=3)
+    two = tile.entry(num_worker_warps=2)(add.py_func)
+    with pytest.raises(tile.CompileError, match="num_worker_warps=2 needs tileiras 13.5"):
+        _lower_at(two, (13, 4), z.partition((64,)), x, x)
+    cfg = tile.Config(tile=(64,), num_worker_warps=8)
+    assert tile.Config.from_dict(cfg.as_dict()).num_worker_warps == 8
+    assert "num_worker_warps=8" in repr(cfg)
+    if tileiras.available():
+        assert k.compile(z.partition((64,)), x, x, arch="sm_90")[:4] == b"\x7fELF"
+
+
+def _lower_at(kernel, version, *args):
+    from tilejit import compiler
+    keys, consts, ones = kernel._keys_for(args, {})
+    return compiler.front_end(kernel.py_func, keys, consts, compiler.SIM_TARGET, kernel.options,
+                              name=kernel.__name__, version=version, grid_ones=ones)
+
+
 def test_compile_options_are_validated_and_keyed():
     with pytest.raises(ValueError, match="occupancy"):
         tile.CompileOptions(occupancy=0)

@@ -55,6 +55,13 @@ _OPTION_NAMES = ("occupancy", "num_ctas", "opt_level", "num_worker_warps")
 L2_FLUSH_BYTES = 256 << 20
 
 
+def _writes_worker_warps() -> bool:
+    """Whether compiles write the num_worker_warps hint (bytecode 13.3 and newer; the simulator
+    writes the newest)."""
+    from .toolchain import tileiras
+    return not tileiras.available() or tileiras.max_bytecode_version() >= (13, 3)
+
+
 class Config:
     """One configuration: ``tile=`` (output partition tile shape), compile options and
     ``tile.Constant`` values by name, e.g. ``Config(tile=(128, 64), BK=32, occupancy=2)``."""
@@ -247,7 +254,8 @@ class Autotuned:
                 return tuple(int(g) for g in self.grid(c, bound)) + (1, 1)
         cands = tuning_space.build(self._facts, prob, self.space, blocks_of)
         return [Config(c["tile"], occupancy=c["occupancy"],
-                       num_ctas=c["num_ctas"] if c["num_ctas"] != 1 else None, **c["constants"])
+                       num_ctas=c["num_ctas"] if c["num_ctas"] != 1 else None,
+                       num_worker_warps=c["num_worker_warps"], **c["constants"])
                 for c in cands]
 
     def _problem(self, bound) -> "tuning_space.Problem":
@@ -270,7 +278,8 @@ class Autotuned:
             shape, min(sizes) if sizes else 2, consts,
             fixed={n: bound[n] for n in consts if n in bound}, defaults=defaults,
             num_sms=dev.multiprocessor_count if gpu else tuning_space.NOMINAL_SMS,
-            arch=parse_arch(dev.arch), explicit_grid=self.grid is not None)
+            arch=parse_arch(dev.arch), explicit_grid=self.grid is not None,
+            worker_warps=_writes_worker_warps())
 
     # --- keys and the disk cache -------------------------------------------------------------------
     def _key(self, bound: Dict[str, Any]) -> str:

@@ -28,14 +28,17 @@ The space is built from the kernel itself, once per key:
   (unless its name says it is tunable); any other constant must be passed at the call.
 * **compile options**: occupancy 1, 2, 4 (4 only for tiles of at most 8K elements), ``num_ctas``
   1 and 2 (2 only on sm_90 and newer, for tiles of 16K elements or more, and where the grid's
-  first axis is even: a cluster of two must divide it).
+  first axis is even: a cluster of two must divide it), and ``num_worker_warps=8`` (two compute
+  warp groups) for matmul-like tiles whose float32 accumulators outgrow one warp group: over 16K
+  elements (128x256), or over 8K with 8-bit inputs (whose promoted sum keeps two accumulators).
+  Without it tileiras spills those tiles (128x256 fp16: 45 against 700-750 TFLOP/s on an H200).
 
 Every combination is scored by a small model (:func:`score`: the tail of the last wave of blocks
 on the GPU's SMs, the data reuse of the tile, register pressure) and the best ``max_configs``
 (default :data:`MAX_CONFIGS`) are kept, best first; on the simulator the first one that compiles
 wins. ``space={...}`` overrides any part: ``{"tile": (None, "whole"), "BK": (32, 64),
-"occupancy": (1, 2), "num_ctas": (1,), "max_configs": 8}`` (a tile entry is None for the rules
-above, an int, a tuple of ints, or ``"whole"``).
+"occupancy": (1, 2), "num_ctas": (1,), "num_worker_warps": (None, 8), "max_configs": 8}`` (a tile
+entry is None for the rules above, an int, a tuple of ints, or ``"whole"``).
 
 This module builds plain candidates (dicts); ``autotune.py`` turns them into ``Config``.
 """
@@ -55,7 +58,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 #: host (``autotune.py`` runs tileiras in parallel threads), well inside the 10 s per key.
 MAX_CONFIGS = 24
 #: Bump when the rules change: winners on disk are kept per space version.
-SPACE_VERSION = 2
+SPACE_VERSION = 3
 #: The SM count assumed where no GPU says (the simulator): an H100 SXM's.
 NOMINAL_SMS = 132
 TILE_ELEMS_MAX = 32 * 1024     # 128 x 256: one block's float32 accumulator in registers
@@ -64,6 +67,12 @@ TILE_ELEMS_MAX = 32 * 1024     # 128 x 256: one block's float32 accumulator in r
 # 64x128 tiles ran at 1110 TFLOP/s, 128x128 at 530, 128x256 and 256x128 at 40-70 (2026-11-27)
 NARROW_ELEMS_MAX = 16 * 1024
 NARROW_ELEMS_GOOD = 8 * 1024
+# One warp group's float32 accumulator: larger matmul tiles take two compute warp groups
+# (num_worker_warps=8). On an H200 (2026-11-27) 128x256x32 fp16 tiles went from 45 to 749
+# TFLOP/s at 4096^3, and float8's 128x128x256 promoted-sum tiles from 470 to 1120 at 4096^3 and
+# 1114 at 8192^3 (64x128: 837).
+ONE_GROUP_ELEMS = 16 * 1024
+TWO_GROUPS = 8
 MULTI_AXIS_MAX = 256           # per axis, where two or more axes are searched
 MULTI_AXIS_MIN = 16            # tensor-core fragments
 ONE_D_RANGE = (256, 4096)      # a 1-D searched tile (element-wise kernels)
@@ -240,6 +249,8 @@ class Problem:
     num_sms: int = NOMINAL_SMS
     arch: Tuple[int, int] = (9, 0)
     explicit_grid: bool = False
+    #: tileiras writes the num_worker_warps hint (Tile IR bytecode 13.3 and newer)
+    worker_warps: bool = True
 
 
 def _pow2_ceil(n: int) -> int:
@@ -332,6 +343,18 @@ def constant_candidates(prob: Problem, overrides: Dict[str, Sequence]) -> Dict[s
     return out
 
 
+def worker_warps(tile: Optional[tuple], prob: Problem, searched: int,
+                 overrides: Dict[str, Sequence]) -> tuple:
+    """num_worker_warps values for one tile shape (None: tileiras chooses)."""
+    if "num_worker_warps" in overrides:
+        return tuple(overrides["num_worker_warps"])
+    elems = math.prod(tile) if tile else 0
+    limit = NARROW_ELEMS_GOOD if prob.itemsize == 1 else ONE_GROUP_ELEMS
+    if prob.worker_warps and searched >= 2 and elems > limit:
+        return (TWO_GROUPS,)
+    return (None,)
+
+
 def option_candidates(tile: Optional[tuple], blocks0: Optional[int], prob: Problem,
                       overrides: Dict[str, Sequence], searched: int = 2) -> Tuple[tuple, tuple]:
     """(occupancies, num_ctas values) for one tile shape; clusters only for tiles with two
@@ -350,11 +373,13 @@ def option_candidates(tile: Optional[tuple], blocks0: Optional[int], prob: Probl
 
 
 def score(tile: Optional[tuple], blocks: Optional[int], occupancy: int, num_ctas: int,
-          num_sms: int, searched_axes: int, narrow: bool = False) -> float:
+          num_sms: int, searched_axes: int, narrow: bool = False,
+          warps: Optional[int] = None) -> float:
     """The model that orders candidates: the share of the last wave of blocks that is busy, the
     data reuse of a 2-D tile (its harmonic mean extent over 128, capped at 1), and a penalty for
     occupancy beyond what one SM's registers hold (``narrow``: 8-bit products, whose tiles
-    over :data:`NARROW_ELEMS_GOOD` elements pay it too)."""
+    over :data:`NARROW_ELEMS_GOOD` elements pay it too, unless two warp groups (``warps``)
+    share them)."""
     slots = max(1, num_sms * occupancy)
     fill = 1.0 if not blocks else blocks / (math.ceil(blocks / slots) * slots)
     elems = math.prod(tile) if tile else 0
@@ -364,8 +389,12 @@ def score(tile: Optional[tuple], blocks: Optional[int], occupancy: int, num_ctas
         reuse = min(1.0, 2.0 / (1.0 / big[0] + 1.0 / big[1]) / 128.0)
     elif tile:              # row kernels and the like: bytes in flight per block
         reuse = min(1.0, elems / 16384.0)
-    pressure = 0.5 if elems * occupancy > 2 * TILE_ELEMS_MAX else 1.0
-    if narrow and searched_axes >= 2 and elems > NARROW_ELEMS_GOOD:
+    # two blocks of 128x256 float32 accumulators are the whole register file
+    pressure = 0.5 if elems * occupancy >= 2 * TILE_ELEMS_MAX else 1.0
+    if narrow and searched_axes >= 2 and elems > NARROW_ELEMS_GOOD and \
+            (not warps or (tile and max(tile) > 2 * min(tile))):
+        # two warp groups rescue 128x128 float8 tiles, not 64x256 (470-530 TFLOP/s against
+        # 1080-1120 on an H200)
         pressure *= 0.5
     cluster = 0.97 if num_ctas > 1 else 1.0       # kept, but after the same config without
     return fill * reuse * pressure * cluster
@@ -375,15 +404,15 @@ def build(facts: SourceFacts, prob: Problem, overrides: Optional[Dict[str, Any]]
           blocks_of: Optional[Callable[[dict], Optional[Tuple[int, int, int]]]] = None
           ) -> List[dict]:
     """The pruned, ordered default space: candidate dicts with ``tile``, ``occupancy``,
-    ``num_ctas`` and ``constants``. ``blocks_of(candidate)`` gives the launch grid of a
+    ``num_ctas``, ``num_worker_warps`` and ``constants``. ``blocks_of(candidate)`` gives the launch grid of a
     candidate (from ``grid=``) or None; without it the grid is the partition's."""
     overrides = dict(overrides or {})
-    unknown = set(overrides) - {"tile", "occupancy", "num_ctas", "max_configs"} - \
-        set(prob.constant_names)
+    unknown = set(overrides) - {"tile", "occupancy", "num_ctas", "num_worker_warps",
+                                "max_configs"} - set(prob.constant_names)
     if unknown:
         raise TypeError(f"tile.autotune space: unknown entr{'ies' if len(unknown) > 1 else 'y'} "
-                        f"{', '.join(sorted(unknown))} (tile, occupancy, num_ctas, max_configs or "
-                        f"a tile.Constant name)")
+                        f"{', '.join(sorted(unknown))} (tile, occupancy, num_ctas, "
+                        f"num_worker_warps, max_configs or a tile.Constant name)")
     limit = int(overrides.get("max_configs", MAX_CONFIGS))
     tiles: List[Optional[tuple]] = [None]
     searched = 0
@@ -402,11 +431,15 @@ def build(facts: SourceFacts, prob: Problem, overrides: Optional[Dict[str, Any]]
             blocks = math.prod(grid[:3]) if grid else None
             occs, ctas = option_candidates(t, grid[0] if grid else None, prob, overrides,
                                            searched if t is not None else 2)
+            warps = worker_warps(t, prob, searched if t is not None else 2, overrides)
             rank = sum(consts[n].index(v) for n, v in zip(names, values))
             for oi, occ in enumerate(occs):
                 for ci, nc in enumerate(ctas):
-                    s = score(t, blocks, occ, nc, prob.num_sms, searched, prob.itemsize == 1)
-                    scored.append((-round(s, 6), rank + oi + ci, len(scored),
-                                   dict(cand, occupancy=occ, num_ctas=nc)))
+                    for wi, w in enumerate(warps):
+                        s = score(t, blocks, occ, nc, prob.num_sms, searched,
+                                  prob.itemsize == 1, w)
+                        scored.append((-round(s, 6), rank + oi + ci + wi, len(scored),
+                                       dict(cand, occupancy=occ, num_ctas=nc,
+                                            num_worker_warps=w)))
     scored.sort(key=lambda x: x[:3])
     return [c for *_, c in scored[:limit]]
