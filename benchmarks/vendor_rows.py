@@ -650,21 +650,26 @@ def _attention_bwd_row(env, label, torch, dt, bsz, heads, s, d, causal):
     delta_build = lambda: [AB.attention_bwd_delta(tile.partition(delta, (1, 64)), o, tdo, d)]  # noqa: E731
     # D 64 leaves registers for 128x128 tiles and a second block per SM
     occs = (None,) if small or d > 64 else (None, 2)
-    opts = lambda occ: tile.CompileOptions(occupancy=occ)  # noqa: E731
-    dkdv = [(f"dkdv tile ({kn}, {km}){f' occupancy {occ}' if occ else ''}",
-             lambda kn=kn, km=km, occ=occ: [AB.attention_bwd_dkdv(
+    # two compute warp groups (num_worker_warps=8) share the dK/dV accumulators
+    warps = (None,) if small else (None, 8)
+    opts = lambda occ, w: tile.CompileOptions(occupancy=occ, num_worker_warps=w)  # noqa: E731
+
+    def note(occ, w):
+        return f"{f' occupancy {occ}' if occ else ''}{f' warps {w}' if w else ''}"
+    dkdv = [(f"dkdv tile ({kn}, {km}){note(occ, w)}",
+             lambda kn=kn, km=km, occ=occ, w=w: [AB.attention_bwd_dkdv(
                  tile.partition(heads_view(dk, kn), (kn, 1, d)),
                  tile.partition(heads_view(dv, kn), (kn, 1, d)),
-                 tq, tk, tv, tdo, lse, delta, km, causal).compile_options(opts(occ))])
+                 tq, tk, tv, tdo, lse, delta, km, causal).compile_options(opts(occ, w))])
             for kn, km in (((16, 32),) if small else
                            ((64, 64), (128, 64), (64, 128)) + (((128, 128),) if d <= 64 else ()))
-            for occ in occs]
-    dqs = [(f"dq tile ({bm}, {bn}){f' occupancy {occ}' if occ else ''}",
-            lambda bm=bm, bn=bn, occ=occ: [AB.attention_bwd_dq(
+            for occ in occs for w in warps]
+    dqs = [(f"dq tile ({bm}, {bn}){note(occ, w)}",
+            lambda bm=bm, bn=bn, occ=occ, w=w: [AB.attention_bwd_dq(
                 tile.partition(heads_view(dq, bm), (bm, 1, d)), tq, tk, tv, tdo, lse, delta, bn,
-                causal).compile_options(opts(occ))])
+                causal).compile_options(opts(occ, w))])
            for bm, bn in (((32, 16),) if small else ((128, 64), (64, 64), (128, 128)))
-           for occ in occs]
+           for occ in occs for w in warps]
     if env.gpu:
         precompile_ops(env, [delta_build] + [b_ for _, b_ in dkdv + dqs])
     ms_delta, mk_delta = fastest(env, "delta", [("(1, 64)", delta_build)], lambda what: None)
