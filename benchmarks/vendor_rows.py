@@ -442,8 +442,12 @@ def _attention_configs(d, rehearse):
     one = [tile.Config(tile=(128, 1, d), BN=64, occupancy=2),
            tile.Config(tile=(128, 1, d), BN=128, occupancy=1 if d == 128 else 2),
            tile.Config(tile=(64, 1, d), BN=64, occupancy=2),
-           tile.Config(tile=(128, 1, d), BN=64, occupancy=1)]
-    two = [tile.Config(tile=(128, 1, d), BN=64, occupancy=1)]
+           tile.Config(tile=(128, 1, d), BN=64, occupancy=1),
+           # two compute warp groups (FlashAttention-3 runs two consumer warp groups)
+           tile.Config(tile=(128, 1, d), BN=128, occupancy=1, num_worker_warps=8),
+           tile.Config(tile=(128, 1, d), BN=64, occupancy=1, num_worker_warps=8)]
+    two = [tile.Config(tile=(128, 1, d), BN=64, occupancy=1),
+           tile.Config(tile=(128, 1, d), BN=64, occupancy=1, num_worker_warps=8)]
     if d <= 64:
         two.append(tile.Config(tile=(256, 1, d), BN=64, occupancy=1))
     return one, two
