@@ -62,7 +62,9 @@ def attention_bwd_delta(delta, o, do, D: tile.Constant[int]):
     delta.store(tile.sum(t, axis=2))
 
 
-@tile.entry(occupancy=1)
+# two compute warp groups share the dK and dV accumulators (H200, D128: 1.3-1.5x SDPA's flash
+# backward with them; benchmarks/vendor.py picks occupancy 2 without them at D64)
+@tile.entry(occupancy=1, num_worker_warps=8)
 def attention_bwd_dkdv(dk, dv, q, k, v, do, lse, delta, BM: tile.Constant[int],
                        CAUSAL: tile.Constant[bool]):
     """dk, dv: the (S, B * H, D) views partitioned (BN, 1, D); one block per K/V tile."""
@@ -97,7 +99,7 @@ def attention_bwd_dkdv(dk, dv, q, k, v, do, lse, delta, BM: tile.Constant[int],
     dv.store(dv_acc.astype(dv.dtype).reshape((BN, 1, D)))
 
 
-@tile.entry(occupancy=1)
+@tile.entry(occupancy=1, num_worker_warps=8)
 def attention_bwd_dq(dq, q, k, v, do, lse, delta, BN: tile.Constant[int],
                      CAUSAL: tile.Constant[bool]):
     """dq: the (S, B * H, D) view partitioned (BM, 1, D); one block per query tile."""
