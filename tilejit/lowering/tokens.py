@@ -34,6 +34,7 @@ from numba.core import ir
 from ..tileir import Value
 from ..tileir.ir import Operation
 from ..tileir.op_table import OPS
+from ..tileir.types import TOKEN
 from ..typing.templates._base import NOT_STATIC, static_value
 from ..typing.types import PartitionType, TensorPartitionViewType, TensorType
 from .abi import ArrayParam, flat_params
@@ -65,11 +66,16 @@ class MemoryTokens:
     #: did before issue 21: tests set it to show that the interleave schedule catches the
     #: missing edges. Never False in use.
     ordering_edges = True
+    #: Reads of read-only tensors take one token made at the kernel's entry (which orders
+    #: nothing), as cuTile Python's do: tileiras schedules a loop of such loads and parallel
+    #: stores better with it (H200: a LayerNorm sample 23.0 us without, 21.4 with, as cuTile).
+    read_only_token = True
 
     def init_tokens(self) -> None:
         """One fresh token pair per array that takes tokens (see the module docstring)."""
         self.tokens: Dict[str, List[Value]] = {}
         self.loop_accesses: List[LoopAccesses] = []     # one per enclosing ``for`` being lowered
+        self._entry_token: Optional[Value] = None
         self.ordered_reads = self._has_ordered_reads()
         for p in flat_params(self.params.values()):        # a tuple argument's items too
             if isinstance(p, ArrayParam) and (p.written or self.ordered_reads):
@@ -149,7 +155,10 @@ class MemoryTokens:
         value, result token)``; the read becomes part of the last access (and with an acquire
         ``ordering`` every later operation waits for it). Returns the value in its tile dtype."""
         pairs = self._pairs(arr)
-        v, rtok = emit(self.join([p[0] for p in pairs]))
+        tok = self.join([p[0] for p in pairs])
+        if tok is None and self.read_only_token:
+            tok = self._read_only_token()
+        v, rtok = emit(tok)
         self._note_access(arr, rtok, ordering)
         if ordering in ACQUIRES and self.ordering_edges:
             self._acquired(rtok, released=False)      # joins rtok into this array's pair too
@@ -193,6 +202,16 @@ class MemoryTokens:
         self.ordered_write(arr, lambda tok: (None, self.b.store_view_tko(
             t.value, view, idx, token=tok, hints=hints, ordering=ordering,
             scope=scope)), ordering, tile_index=idx)
+
+    def _read_only_token(self) -> Value:
+        """The token of reads of read-only tensors: one make_token first in the entry block
+        (so that it dominates every read, wherever the first one is lowered)."""
+        if self._entry_token is None:
+            op = Operation(OPS["make_token"], [], [TOKEN])
+            op.parent = self.fn.body
+            self.fn.body.ops.insert(0, op)
+            self._entry_token = op.results[0]
+        return self._entry_token
 
     # --- parallel stores in loops ----------------------------------------------------------------
     def _note_access(self, arr, rtok: Value, ordering: str, tile_index=None) -> None:
