@@ -1,7 +1,10 @@
-"""Run a script with MemoryTokens class attributes set, for A/B runs of lowering choices:
+"""Run a script with lowering switches set, for A/B runs: MemoryTokens class attributes by
+name, module attributes by dotted path:
 
     python3 tools/gpu/run_with.py read_only_token=False benchmarks/cutile_samples.py --reps 11
+    python3 tools/gpu/run_with.py tilejit.tileir.optimize.VIEWS_PER_LOOP=False benchmarks/...
 """
+import importlib
 import os
 import runpy
 import sys
@@ -12,7 +15,14 @@ from tilejit.lowering.tokens import MemoryTokens  # noqa: E402
 args = sys.argv[1:]
 while args and "=" in args[0] and not args[0].endswith(".py"):
     name, value = args.pop(0).split("=", 1)
-    assert hasattr(MemoryTokens, name), name
-    setattr(MemoryTokens, name, {"True": True, "False": False}[value])
+    value = {"True": True, "False": False}[value]
+    if "." in name:
+        mod, attr = name.rsplit(".", 1)
+        m = importlib.import_module(mod)
+        assert hasattr(m, attr), name
+        setattr(m, attr, value)
+    else:
+        assert hasattr(MemoryTokens, name), name
+        setattr(MemoryTokens, name, value)
 sys.argv = args
 runpy.run_path(args[0], run_name="__main__")
