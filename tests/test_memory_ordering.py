@@ -401,8 +401,15 @@ def test_a_read_after_the_loop_waits_for_every_parallel_store():
     assert store.results[0] in body_join.operands
 
 
-@pytest.mark.parametrize("kernel", [accumulate_rows, same_tile_every_iteration],
-                         ids=["load-and-store", "index-not-the-loop-variable"])
+@tile.entry
+def chunks_of_a_row(z, x):
+    """A loop over the chunks of the block's row (not grid-stride): its stores stay chained."""
+    for j in range(x.shape[1] // 16):
+        tile.store(z.partition((1, 16)), (tile.bid(0), j), x.load((tile.bid(0), j), (1, 16)))
+
+
+@pytest.mark.parametrize("kernel", [accumulate_rows, same_tile_every_iteration, chunks_of_a_row],
+                         ids=["load-and-store", "index-not-the-loop-variable", "not-grid-stride"])
 def test_other_loop_stores_stay_chained(kernel):
     x, z, _ = _rows_args()
     fn = _function(kernel, tile.atomic(z), api.from_numpy(x).sync())

@@ -271,7 +271,7 @@ class ControlFlow(MemoryTokens):
         saved_tokens = self._enter_body(dyn, args[1:])
         self.loop_stack.append({"kind": "for", "carried": node.carried, "static": static,
                                 "results": node.results})
-        accesses = LoopAccesses(op.regions[0], iv.value)
+        accesses = LoopAccesses(op.regions[0], iv.value, node.grid_stride)
         self.loop_accesses.append(accesses)
         outer_conds = self.static_conds
         self.static_conds = {**outer_conds, **decided}

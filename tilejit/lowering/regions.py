@@ -223,6 +223,7 @@ class For:
     exit_values: List[Operand]  # values of ``results`` when the range is exhausted
     has_break: bool
     loc: object = None
+    grid_stride: bool = False  # range(start, stop, tile.num_blocks(axis)): one work item each
 
 
 @dataclass

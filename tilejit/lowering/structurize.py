@@ -240,17 +240,19 @@ class _Structurizer(CFG):
         else:
             start, stop, step = args[0].name, args[1].name, args[2].name
         start, stop, step = (self._literal_or(x) for x in (start, stop, step))
-        sign = None
+        sign, grid_stride = None, False
         if isinstance(step, Const):
             if step.value == 0:
                 raise UnsupportedError("range() step must not be zero", self.loc(rng.loc))
             sign = 1 if step.value > 0 else -1
         elif self._is_grid_extent(step, defs):
             sign = 1        # a grid-stride loop: no zero check, the plain trip count
+            grid_stride = True
         body_t = term.truebr
         consumed = [nxt, first, second, getiter, rng] + chain[1:]
         return dict(iv=first.target.name, iv_type=iv_ty, start=start, stop=stop, step=step,
-                    sign=sign, body=body_t, consumed=consumed, loc=rng.loc)
+                    sign=sign, grid_stride=grid_stride, body=body_t, consumed=consumed,
+                    loc=rng.loc)
 
     def _is_grid_extent(self, name, defs) -> bool:
         """``name`` is assigned once, from ``tile.num_blocks(axis)``: at least 1 at run time."""
@@ -287,6 +289,6 @@ class _Structurizer(CFG):
                 body.nodes.insert(0, head)
             return For(info["iv"], info["iv_type"], info["start"], info["stop"], info["step"],
                        info["sign"], carried, body, results, self.edge_values(E, h), has_break,
-                       info["loc"])
+                       info["loc"], info["grid_stride"])
         body = self.walk(h, preheader, None, ctx, at_header=True)
         return Loop(carried, body, results, self.blocks[h].loc)

@@ -17,11 +17,14 @@ threads tokens as follows (a part of :class:`~tilejit.lowering.lower.Lowering`):
 * **Release** (``RELEASE``/``ACQ_REL`` on an atomic or store): its input token joins every array's
   last access, so it waits for every earlier memory operation of the block: the protected stores
   are visible before the lock is given back.
-* **Parallel stores**: in a ``for`` loop whose body touches an array only with one weak tile
-  store, indexed by the loop variable itself (``y.store((r, 0), t)`` in a loop over rows), the
-  iterations write disjoint tiles, so the store waits only for what came before the loop, not for
-  the previous iteration's store; the token carried out of the loop still joins every store. This
-  is what cuTile Python does too; a chain of stores kept a grid-stride softmax 3% slower.
+* **Parallel stores**: in a grid-stride ``for`` loop (``range(bid, n, tile.num_blocks(0))``: one
+  work item per iteration) whose body touches an array only with one weak tile store, indexed by
+  the loop variable itself (``y.store((r, 0), t)``), the iterations write disjoint tiles, so the
+  store waits only for what came before the loop, not for the previous iteration's store; the
+  token carried out of the loop still joins every store. cuTile Python does this in every
+  ``for`` loop; measured on an H200 (tileiras 13.4) it made a grid-stride softmax 3% faster but a
+  LayerNorm's loop over the chunks of one row 12% slower (20.7 -> 23.2 us), so tilejit keeps
+  the chain in other loops.
 
 Kernels without ordered operations get exactly the tokens they had before (nothing is joined).
 """
@@ -34,7 +37,6 @@ from numba.core import ir
 from ..tileir import Value
 from ..tileir.ir import Operation
 from ..tileir.op_table import OPS
-from ..tileir.types import TOKEN
 from ..typing.templates._base import NOT_STATIC, static_value
 from ..typing.types import PartitionType, TensorPartitionViewType, TensorType
 from .abi import ArrayParam, flat_params
@@ -66,16 +68,11 @@ class MemoryTokens:
     #: did before issue 21: tests set it to show that the interleave schedule catches the
     #: missing edges. Never False in use.
     ordering_edges = True
-    #: Reads of read-only tensors take one token made at the kernel's entry (which orders
-    #: nothing), as cuTile Python's do: tileiras schedules a loop of such loads and parallel
-    #: stores better with it (H200: a LayerNorm sample 23.0 us without, 21.4 with, as cuTile).
-    read_only_token = True
 
     def init_tokens(self) -> None:
         """One fresh token pair per array that takes tokens (see the module docstring)."""
         self.tokens: Dict[str, List[Value]] = {}
         self.loop_accesses: List[LoopAccesses] = []     # one per enclosing ``for`` being lowered
-        self._entry_token: Optional[Value] = None
         self.ordered_reads = self._has_ordered_reads()
         for p in flat_params(self.params.values()):        # a tuple argument's items too
             if isinstance(p, ArrayParam) and (p.written or self.ordered_reads):
@@ -155,10 +152,7 @@ class MemoryTokens:
         value, result token)``; the read becomes part of the last access (and with an acquire
         ``ordering`` every later operation waits for it). Returns the value in its tile dtype."""
         pairs = self._pairs(arr)
-        tok = self.join([p[0] for p in pairs])
-        if tok is None and self.read_only_token:
-            tok = self._read_only_token()
-        v, rtok = emit(tok)
+        v, rtok = emit(self.join([p[0] for p in pairs]))
         self._note_access(arr, rtok, ordering)
         if ordering in ACQUIRES and self.ordering_edges:
             self._acquired(rtok, released=False)      # joins rtok into this array's pair too
@@ -203,16 +197,6 @@ class MemoryTokens:
             t.value, view, idx, token=tok, hints=hints, ordering=ordering,
             scope=scope)), ordering, tile_index=idx)
 
-    def _read_only_token(self) -> Value:
-        """The token of reads of read-only tensors: one make_token first in the entry block
-        (so that it dominates every read, wherever the first one is lowered)."""
-        if self._entry_token is None:
-            op = Operation(OPS["make_token"], [], [TOKEN])
-            op.parent = self.fn.body
-            self.fn.body.ops.insert(0, op)
-            self._entry_token = op.results[0]
-        return self._entry_token
-
     # --- parallel stores in loops ----------------------------------------------------------------
     def _note_access(self, arr, rtok: Value, ordering: str, tile_index=None) -> None:
         for rec in self.loop_accesses:
@@ -223,7 +207,7 @@ class MemoryTokens:
         last access before the loop (``outer``, the tokens the loop started from) instead of the
         carried one, and the carried token becomes the join of the two, so that what follows the
         loop still waits for every iteration's store."""
-        if rec.ordered:
+        if rec.ordered or not rec.grid_stride:
             return
         for name, accesses in rec.accesses.items():
             if len(accesses) != 1 or name not in outer:
@@ -248,8 +232,8 @@ class LoopAccesses:
     tokens, ``(result token, tile index or None)`` of each; ``ordered``: some access had a memory
     order other than weak (then no store is made parallel)."""
 
-    def __init__(self, body, iv: Value):
-        self.body, self.iv = body, iv
+    def __init__(self, body, iv: Value, grid_stride: bool = True):
+        self.body, self.iv, self.grid_stride = body, iv, grid_stride
         self.accesses: Dict[str, List[tuple]] = {}
         self.ordered = False
 

@@ -9,9 +9,6 @@
 * :func:`fuse_transposed_loads`: a ``permute`` of a freshly loaded tile (``k.load(...).T``,
   possibly through a reshape that drops unit axes) becomes a load through a partition view whose
   ``dim_map`` is permuted, which the hardware reads transposed instead of shuffling registers.
-* :func:`views_next_to_loops`: a partition view a loop uses is made again right before that
-  loop (each loop its own), as cuTile Python places them; with one view shared by three loops
-  tileiras ran a LayerNorm 7% slower (H200).
 * :func:`drop_unused_loop_tokens`: a memory token a ``for`` loop carries that nothing after the
   loop reads, and that inside the loop only feeds its own next value (through ``join_tokens``),
   is dropped with its joins (a loop of parallel stores, see ``lowering/tokens.py``).
@@ -36,13 +33,7 @@ def optimize_module(module: Module, fma: bool = True) -> Module:
             contract_fma(fn)
         hoist_invariants(fn)
         drop_unused_loop_tokens(fn)
-        if VIEWS_PER_LOOP:
-            views_next_to_loops(fn)
     return module
-
-
-#: :func:`views_next_to_loops` on (a switch for A/B runs: tools/gpu/run_with.py)
-VIEWS_PER_LOOP = True
 
 
 # --------------------------------------------------------------------------------------------------
@@ -340,47 +331,3 @@ def _drop_dead_joins(fn: Function) -> None:
             return
         for op in dead:
             op.parent.ops.remove(op)
-
-
-# --------------------------------------------------------------------------------------------------
-# partition views next to the loops that use them
-def views_next_to_loops(fn: Function) -> None:
-    _views_in(fn.body)
-    users = _users(fn)
-    for op in list(fn.walk()):
-        if op.name == "make_partition_view" and not users.get(op.results[0]):
-            op.parent.ops.remove(op)
-
-
-def _views_in(block: Block) -> None:
-    out: List[Operation] = []
-    for op in block.ops:
-        if op.name in _LOOPS:
-            out += _own_views(op)
-        for r in op.regions:
-            _views_in(r)
-        out.append(op)
-    block.ops = out
-
-
-def _own_views(loop: Operation) -> List[Operation]:
-    """Copies of the partition views made outside ``loop`` that ops inside it use, with those
-    uses switched to them (to be placed right before the loop)."""
-    inside = set()
-    for o in loop.regions[0].walk():
-        inside.update(o.results)
-    copies: Dict[Value, Operation] = {}
-    for o in loop.regions[0].walk():
-        for g in o.operand_groups:
-            for i, v in enumerate(g):
-                owner = v.owner
-                if not isinstance(owner, Operation) or owner.name != "make_partition_view" or \
-                        v in inside:
-                    continue
-                mk = copies.get(v)
-                if mk is None:
-                    mk = copies[v] = Operation(owner.opdef, [list(x) for x in owner.operand_groups],
-                                               [v.type], dict(owner.attrs), loc=owner.loc)
-                    mk.parent = loop.parent
-                g[i] = mk.results[0]
-    return list(copies.values())

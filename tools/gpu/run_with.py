@@ -1,8 +1,8 @@
 """Run a script with lowering switches set, for A/B runs: MemoryTokens class attributes by
 name, module attributes by dotted path:
 
-    python3 tools/gpu/run_with.py read_only_token=False benchmarks/cutile_samples.py --reps 11
-    python3 tools/gpu/run_with.py tilejit.tileir.optimize.VIEWS_PER_LOOP=False benchmarks/...
+    python3 tools/gpu/run_with.py ordering_edges=False benchmarks/cutile_samples.py --reps 11
+    python3 tools/gpu/run_with.py some.module.SWITCH=False benchmarks/...
 """
 import importlib
 import os
