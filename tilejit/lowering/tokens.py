@@ -230,9 +230,9 @@ class MemoryTokens:
 class LoopAccesses:
     """The memory accesses lowered inside one ``for`` body (nested ones included): per array with
     tokens, ``(result token, tile index or None)`` of each; ``ordered``: some access had a memory
-    order other than weak (then no store is made parallel)."""
+    order other than weak. No store is made parallel then, nor outside grid-stride loops."""
 
-    def __init__(self, body, iv: Value, grid_stride: bool = True):
+    def __init__(self, body, iv: Value, grid_stride: bool = False):
         self.body, self.iv, self.grid_stride = body, iv, grid_stride
         self.accesses: Dict[str, List[tuple]] = {}
         self.ordered = False
