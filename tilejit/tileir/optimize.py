@@ -38,12 +38,17 @@ def optimize_module(module: Module, fma: bool = True) -> Module:
 
 # --------------------------------------------------------------------------------------------------
 # fma contraction
-def _use_counts(fn: Function) -> Dict[Value, int]:
-    counts: Dict[Value, int] = {}
+def _users(fn: Function) -> Dict[Value, List[Operation]]:
+    """Each value's using ops (one entry per use)."""
+    users: Dict[Value, List[Operation]] = {}
     for op in fn.walk():
         for v in op.operands:
-            counts[v] = counts.get(v, 0) + 1
-    return counts
+            users.setdefault(v, []).append(op)
+    return users
+
+
+def _use_counts(fn: Function) -> Dict[Value, int]:
+    return {v: len(ops) for v, ops in _users(fn).items()}
 
 
 def _plain(op: Operation) -> bool:
@@ -269,14 +274,6 @@ def drop_unused_loop_tokens(fn: Function) -> None:
                       for i in range(len(loop.results) - 1, -1, -1))
         if changed:
             _drop_dead_joins(fn)
-
-
-def _users(fn: Function) -> Dict[Value, List[Operation]]:
-    users: Dict[Value, List[Operation]] = {}
-    for op in fn.walk():
-        for v in op.operands:
-            users.setdefault(v, []).append(op)
-    return users
 
 
 def _owning_loop(op: Operation):
