@@ -271,8 +271,10 @@ class ControlFlow(MemoryTokens):
         saved_tokens = self._enter_body(dyn, args[1:])
         self.loop_stack.append({"kind": "for", "carried": node.carried, "static": static,
                                 "results": node.results})
-        accesses = LoopAccesses(op.regions[0], iv.value, node.grid_stride)
-        self.loop_accesses.append(accesses)
+        # only a grid-stride loop's stores may be made parallel (tokens.py): others keep no record
+        accesses = LoopAccesses(op.regions[0], iv.value) if node.grid_stride else None
+        if accesses is not None:
+            self.loop_accesses.append(accesses)
         outer_conds = self.static_conds
         self.static_conds = {**outer_conds, **decided}
         try:
@@ -281,8 +283,10 @@ class ControlFlow(MemoryTokens):
         finally:
             self.static_conds = outer_conds
             self.loop_stack.pop()
-            self.loop_accesses.pop()
-        self.parallelize_loop_stores(accesses, saved_tokens)
+            if accesses is not None:
+                self.loop_accesses.pop()
+        if accesses is not None:
+            self.parallelize_loop_stores(accesses, saved_tokens)
         # the carried names now hold the final values (the exit values read them)
         self._bind_results(dyn, op, saved_tokens)
 

@@ -72,7 +72,7 @@ class MemoryTokens:
     def init_tokens(self) -> None:
         """One fresh token pair per array that takes tokens (see the module docstring)."""
         self.tokens: Dict[str, List[Value]] = {}
-        self.loop_accesses: List[LoopAccesses] = []     # one per enclosing ``for`` being lowered
+        self.loop_accesses: List[LoopAccesses] = []     # enclosing grid-stride ``for`` loops
         self.ordered_reads = self._has_ordered_reads()
         for p in flat_params(self.params.values()):        # a tuple argument's items too
             if isinstance(p, ArrayParam) and (p.written or self.ordered_reads):
@@ -207,7 +207,7 @@ class MemoryTokens:
         last access before the loop (``outer``, the tokens the loop started from) instead of the
         carried one, and the carried token becomes the join of the two, so that what follows the
         loop still waits for every iteration's store."""
-        if rec.ordered or not rec.grid_stride:
+        if rec.ordered:
             return
         for name, accesses in rec.accesses.items():
             if len(accesses) != 1 or name not in outer:
@@ -228,12 +228,12 @@ class MemoryTokens:
 
 
 class LoopAccesses:
-    """The memory accesses lowered inside one ``for`` body (nested ones included): per array with
-    tokens, ``(result token, tile index or None)`` of each; ``ordered``: some access had a memory
-    order other than weak. No store is made parallel then, nor outside grid-stride loops."""
+    """The memory accesses lowered inside one grid-stride ``for`` body (nested ones included): per
+    array with tokens, ``(result token, tile index or None)`` of each; ``ordered``: some access
+    had a memory order other than weak (then no store is made parallel)."""
 
-    def __init__(self, body, iv: Value, grid_stride: bool = False):
-        self.body, self.iv, self.grid_stride = body, iv, grid_stride
+    def __init__(self, body, iv: Value):
+        self.body, self.iv = body, iv
         self.accesses: Dict[str, List[tuple]] = {}
         self.ordered = False
 
