@@ -404,8 +404,8 @@ def build(facts: SourceFacts, prob: Problem, overrides: Optional[Dict[str, Any]]
           blocks_of: Optional[Callable[[dict], Optional[Tuple[int, int, int]]]] = None
           ) -> List[dict]:
     """The pruned, ordered default space: candidate dicts with ``tile``, ``occupancy``,
-    ``num_ctas``, ``num_worker_warps`` and ``constants``. ``blocks_of(candidate)`` gives the launch grid of a
-    candidate (from ``grid=``) or None; without it the grid is the partition's."""
+    ``num_ctas``, ``num_worker_warps`` and ``constants``. ``blocks_of(candidate)`` gives the
+    launch grid of a candidate (from ``grid=``) or None; without it the grid is the partition's."""
     overrides = dict(overrides or {})
     unknown = set(overrides) - {"tile", "occupancy", "num_ctas", "num_worker_warps",
                                 "max_configs"} - set(prob.constant_names)
@@ -429,9 +429,9 @@ def build(facts: SourceFacts, prob: Problem, overrides: Optional[Dict[str, Any]]
             if grid is None and t is not None:
                 grid = tuple(math.ceil(e / s) for e, s in zip(prob.shape, t)) + (1,) * 3
             blocks = math.prod(grid[:3]) if grid else None
-            occs, ctas = option_candidates(t, grid[0] if grid else None, prob, overrides,
-                                           searched if t is not None else 2)
-            warps = worker_warps(t, prob, searched if t is not None else 2, overrides)
+            axes = searched if t is not None else 2
+            occs, ctas = option_candidates(t, grid[0] if grid else None, prob, overrides, axes)
+            warps = worker_warps(t, prob, axes, overrides)
             rank = sum(consts[n].index(v) for n, v in zip(names, values))
             for oi, occ in enumerate(occs):
                 for ci, nc in enumerate(ctas):
