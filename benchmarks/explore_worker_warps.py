@@ -25,41 +25,27 @@ from matmul import matmul_scheduled  # noqa: E402
 LOOP = 10
 
 
-def timed(name, make, out, error, tol, flops, flush, loop, stream):
-    """Check ``make()``'s launch, then print its TFLOP/s both ways; (flush, loop) or None."""
-    import torch
-    try:
-        p = make().prepare(stream)
-    except Exception as e:  # noqa: BLE001  (one candidate's failure must not end the run)
-        print(f"  {name}: failed: {type(e).__name__}: {str(e).splitlines()[0][:200]}", flush=True)
-        return None
-    try:
-        out.fill_(float("nan"))
-        p.launch()
-        torch.cuda.synchronize()
-        err = error()
-        if not err < tol:
-            print(f"  {name}: WRONG (error {err:.3g})", flush=True)
-            return None
-        f = flops / flush.ms(p.launch) / 1e9
-
-        def ten():
-            for _ in range(LOOP):
-                p.launch()
-        lp = flops * LOOP / loop.ms(ten) / 1e9
-    finally:
-        p.close()
-    print(f"  {name}: flush {f:.0f} / loop {lp:.0f} TFLOP/s", flush=True)
-    return f, lp
+def two_ways(fn, flops, flush, loop):
+    """TFLOP/s of ``fn`` as single flushed runs and as a loop of LOOP back-to-back calls."""
+    def repeated():
+        for _ in range(LOOP):
+            fn()
+    return flops / flush.ms(fn) / 1e9, flops * LOOP / loop.ms(repeated) / 1e9
 
 
 def vendor(name, fn, flops, flush, loop):
-    def ten():
-        for _ in range(LOOP):
-            fn()
-    f, lp = flops / flush.ms(fn) / 1e9, flops * LOOP / loop.ms(ten) / 1e9
+    f, lp = two_ways(fn, flops, flush, loop)
     print(f"  {name}: flush {f:.0f} / loop {lp:.0f} TFLOP/s", flush=True)
     return f, lp
+
+
+def explore(cands, out, error, tol, flops, flush, loop, stream):
+    """harness.time_candidates over ``cands``, each timed both ways: [((flush, loop), name)]."""
+    from harness import time_candidates
+    return time_candidates(cands, stream, flush, out, error, tol, None,
+                           lambda r, err: f"flush {r[0]:.0f} / loop {r[1]:.0f} TFLOP/s",
+                           indent="  ", measure=lambda launch: two_ways(launch, flops, flush,
+                                                                         loop))
 
 
 def matmul_rows(torch, m, flush, loop, stream):
@@ -73,7 +59,7 @@ def matmul_rows(torch, m, flush, loop, stream):
 
     def error():
         return ((c.float() - ref).abs().max() / ref.abs().max()).item()
-    rows = []
+    cands = []
     from matmul import scheduled_grid
     # (BM, BN, BK, occupancy, persistent, worker warps, GROUP, num_ctas)
     for bm, bn, bk, occ, pers, w, group, ctas in (
@@ -90,10 +76,10 @@ def matmul_rows(torch, m, flush, loop, stream):
         opts = tile.CompileOptions(occupancy=occ, num_worker_warps=w, num_ctas=ctas)
         name = (f"{bm}x{bn}x{bk} occ{occ} {'persistent' if pers else 'grouped'} GROUP={group} "
                 f"ctas={ctas} warps={w}")
-        r = timed(name, lambda: matmul_scheduled(tile.atomic(c), a, b, bm, bn, bk, group, pers)
-                  .grid(grid).compile_options(opts), c, error, 2e-2, flops, flush, loop, stream)
-        if r:
-            rows.append((r, name))
+        cands.append((name, lambda bm=bm, bn=bn, bk=bk, group=group, pers=pers, grid=grid,
+                      opts=opts: matmul_scheduled(tile.atomic(c), a, b, bm, bn, bk, group, pers)
+                      .grid(grid).compile_options(opts)))
+    rows = explore(cands, c, error, 2e-2, flops, flush, loop, stream)
     if rows:
         (f, lp), name = max(rows, key=lambda x: x[0][0])
         print(f"  best flush: {name}: {f / cublas[0]:.2f}x cuBLAS flush", flush=True)
@@ -116,7 +102,7 @@ def fp8_rows(torch, m, flush, loop, stream):
 
     def error():
         return ((c.float() - ref).abs().max() / ref.abs().max()).item()
-    rows = []
+    cands = []
     for bm, bn, bk, occ, w in ((64, 128, 128, 2, None), (128, 128, 128, 1, None),
                                (128, 128, 128, 1, 8), (128, 128, 128, 2, 8),
                                (128, 128, 128, 1, 4), (128, 128, 256, 1, 8),
@@ -124,11 +110,9 @@ def fp8_rows(torch, m, flush, loop, stream):
                                (64, 128, 128, 2, 8)):
         opts = tile.CompileOptions(occupancy=occ, num_worker_warps=w)
         name = f"{bm}x{bn}x{bk} occ{occ} warps={w}"
-        r = timed(name, lambda: fp8_matmul_fast(tile.partition(c, (bm, bn)), a8, b8, sa, sb,
-                                                bk, False).compile_options(opts),
-                  c, error, 1e-2, flops, flush, loop, stream)
-        if r:
-            rows.append((r, name))
+        cands.append((name, lambda bm=bm, bn=bn, bk=bk, opts=opts: fp8_matmul_fast(
+            tile.partition(c, (bm, bn)), a8, b8, sa, sb, bk, False).compile_options(opts)))
+    rows = explore(cands, c, error, 1e-2, flops, flush, loop, stream)
     if rows:
         (f, lp), name = max(rows, key=lambda x: x[0][0])
         print(f"  best: {name}: {f / base[0]:.2f}x flush, {lp / base[1]:.2f}x loop "

@@ -51,11 +51,13 @@ class Timer:
         return 2 * nbytes / ms / 1e6
 
 
-def time_candidates(cands, stream, timer, out, error, tol, rate, describe, indent=""):
+def time_candidates(cands, stream, timer, out, error, tol, rate, describe, indent="",
+                    measure=None):
     """Prepare, check and time each ``(name, make)`` of an exploration (``make()`` returns a
     launch): ``out`` filled with NaN, one launch, ``error()`` must be below ``tol``; then the
-    median time. Prints a line each (``describe(rate, err)`` ends it) and the best three;
-    returns ``[(rate, name)]`` best first. A failing candidate is printed, not raised."""
+    median time (``measure(launch)`` instead gives the figure when set: several measures, say).
+    Prints a line each (``describe(rate, err)`` ends it) and the best three; returns ``[(rate,
+    name)]`` best first. A failing candidate is printed, not raised."""
     torch = timer.torch
     rows = []
     for name, make in cands:
@@ -69,7 +71,7 @@ def time_candidates(cands, stream, timer, out, error, tol, rate, describe, inden
                 if not err < tol:
                     print(f"{indent}{name}: WRONG (error {err:.3g})", flush=True)
                     continue
-                r = rate(timer.ms(p.launch))
+                r = measure(p.launch) if measure else rate(timer.ms(p.launch))
             finally:
                 p.close()
             rows.append((r, name))
