@@ -389,6 +389,15 @@ def grid_stride_copy(z, x):
         tile.store(z.partition((1, 16)), (r, 0), x.load((r, 0), (1, 16)))
 
 
+def test_parallel_stores_switched_off_stay_chained(monkeypatch):
+    """MemoryTokens.parallel_stores (the A/B switch of tools/gpu/run_with.py) restores the chain."""
+    monkeypatch.setattr(MemoryTokens, "parallel_stores", False)
+    x, z, _ = _rows_args()
+    fn = _function(tile.entry(grid_stride_copy.py_func), tile.atomic(z), api.from_numpy(x).sync())
+    store, loop = _first(fn, "store_view_tko"), _first(fn, "for")
+    assert store.operand("token") in loop.regions[0].args
+
+
 def test_a_read_after_the_loop_waits_for_every_parallel_store():
     x, z, first = _rows_args()
     fn = _function(make_rows_then_read_back(), tile.atomic(z), tile.atomic(first),

@@ -68,6 +68,9 @@ class MemoryTokens:
     #: did before issue 21: tests set it to show that the interleave schedule catches the
     #: missing edges. Never False in use.
     ordering_edges = True
+    #: False keeps every loop's stores chained (tools/gpu/run_with.py parallel_stores=False: the
+    #: A/B runs of the module docstring's measurements). Never False in use.
+    parallel_stores = True
 
     def init_tokens(self) -> None:
         """One fresh token pair per array that takes tokens (see the module docstring)."""
@@ -207,7 +210,7 @@ class MemoryTokens:
         last access before the loop (``outer``, the tokens the loop started from) instead of the
         carried one, and the carried token becomes the join of the two, so that what follows the
         loop still waits for every iteration's store."""
-        if rec.ordered:
+        if rec.ordered or not self.parallel_stores:
             return
         for name, accesses in rec.accesses.items():
             if len(accesses) != 1 or name not in outer:

@@ -2,13 +2,9 @@
 # A/B of the parallel loop stores on cuTile samples (ONLY="layer_norm fwd"), with both sides'
 # Tile IR bytecode dumped (tar in $OUT). Run after `source tools/gpu/session.sh`.
 ONLY=${ONLY:-layer_norm fwd}
-off='import runpy, sys
-from tilejit.lowering.tokens import MemoryTokens
-MemoryTokens.parallelize_loop_stores = lambda *a: None
-sys.argv = ["cutile_samples.py"] + sys.argv[1:]
-runpy.run_path("benchmarks/cutile_samples.py", run_name="__main__")'
 for round in 1 2; do
-  timeout 120 python3 -c "$off" --only "$ONLY" --reps 21 > "$OUT/off$round.log" 2>&1
+  timeout 120 python3 tools/gpu/run_with.py parallel_stores=False benchmarks/cutile_samples.py \
+      --only "$ONLY" --reps 21 > "$OUT/off$round.log" 2>&1
   echo "off rc=$?"; grep -A4 "kernel time" "$OUT/off$round.log" | tail -1
   timeout 120 python3 benchmarks/cutile_samples.py --only "$ONLY" --reps 21 > "$OUT/on$round.log" 2>&1
   echo "on rc=$?"; grep -A4 "kernel time" "$OUT/on$round.log" | tail -1

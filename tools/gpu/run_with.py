@@ -1,7 +1,7 @@
 """Run a script with lowering switches set, for A/B runs: MemoryTokens class attributes by
 name, module attributes by dotted path:
 
-    python3 tools/gpu/run_with.py ordering_edges=False benchmarks/cutile_samples.py --reps 11
+    python3 tools/gpu/run_with.py parallel_stores=False benchmarks/cutile_samples.py --reps 11
     python3 tools/gpu/run_with.py some.module.SWITCH=False benchmarks/...
 """
 import importlib
