@@ -8,6 +8,7 @@ import tilejit as tile
 from tilejit import api
 from tilejit.toolchain import tileiras
 
+from lowered import lowered_function
 from sample_arrays import rand
 
 # CPU suite: always the simulator. tests/gpu/test_dispatcher_gpu.py reruns these tests on CUDA
@@ -217,19 +218,12 @@ def test_num_worker_warps_is_an_entry_hint():
         tile.CompileOptions(num_worker_warps=3)
     two = tile.entry(num_worker_warps=2)(add.py_func)
     with pytest.raises(tile.CompileError, match="num_worker_warps=2 needs tileiras 13.5"):
-        _lower_at(two, (13, 4), z.partition((64,)), x, x)
+        lowered_function(two, z.partition((64,)), x, x, version=(13, 4))
     cfg = tile.Config(tile=(64,), num_worker_warps=8)
     assert tile.Config.from_dict(cfg.as_dict()).num_worker_warps == 8
     assert "num_worker_warps=8" in repr(cfg)
     if tileiras.available():
         assert k.compile(z.partition((64,)), x, x, arch="sm_90")[:4] == b"\x7fELF"
-
-
-def _lower_at(kernel, version, *args):
-    from tilejit import compiler
-    keys, consts, ones = kernel._keys_for(args, {})
-    return compiler.front_end(kernel.py_func, keys, consts, compiler.SIM_TARGET, kernel.options,
-                              name=kernel.__name__, version=version, grid_ones=ones)
 
 
 def test_compile_options_are_validated_and_keyed():

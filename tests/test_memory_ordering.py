@@ -13,6 +13,7 @@ from tilejit import api
 from tilejit.lowering.tokens import MemoryTokens
 
 import sync_kernels as sk
+from lowered import lowered_function
 
 pytestmark = pytest.mark.usefixtures("simulator_backend")
 MO = tile.MemoryOrder
@@ -41,16 +42,7 @@ def _schedule(monkeypatch, name, seed=0):
 
 
 # --------------------------------------------------------------------------------------------------
-# The generated Tile IR
-def _function(kernel, *args):
-    """The lowered Tile IR function of ``kernel`` for ``args`` (what inspect_tileir prints)."""
-    from tilejit import compiler
-    keys, consts, ones = kernel._keys_for(args, {})
-    _, module, _ = compiler.front_end(kernel.py_func, keys, consts, compiler.SIM_TARGET,
-                                      kernel.options, name=kernel.__name__, grid_ones=ones)
-    return module.functions[0]
-
-
+# The generated Tile IR (tests/lowered.py)
 def _token_sources(tok):
     """The ops whose result tokens ``tok`` is made of (through join_tokens)."""
     op = tok.owner
@@ -84,7 +76,7 @@ def test_release_waits_for_the_earlier_store():
     def sources(order):
         args = (tile.atomic(api.zeros((64,)).sync()), tile.atomic(api.zeros((4,), tile.int32)
                                                                    .sync()), api.ones((64,)).sync())
-        fn = _function(make_publish(order), *args)
+        fn = lowered_function(make_publish(order), *args)
         return _token_sources(_first(fn, "atomic_rmw_tko").operand("token"))
     assert "store_view_tko" in sources(MO.RELEASE)
     assert "store_view_tko" in sources(MO.ACQ_REL)
@@ -96,7 +88,7 @@ def test_acquire_orders_the_later_load():
     def sources(order):
         args = (api.zeros((64,)).sync().partition((16,)), tile.atomic(api.zeros((64,)).sync()),
                 tile.atomic(api.zeros((1,), tile.int32).sync()))
-        fn = _function(make_consume(order), *args)
+        fn = lowered_function(make_consume(order), *args)
         return _token_sources(_first(fn, "load_view_tko").operand("token"))
     assert "atomic_rmw_tko" in sources(MO.ACQUIRE)
     assert "atomic_rmw_tko" in sources(MO.ACQ_REL)
@@ -119,7 +111,7 @@ def test_lock_kernel_ir_threads_tokens_through_the_spin_loop():
 def test_relaxed_only_kernels_keep_their_tokens():
     """Without acquire or release nothing is joined across arrays (the IR of issue 12's kernels
     stays as it was: test_codegen pins the rest)."""
-    fn = _function(sk.count_lanes, tile.atomic(api.zeros((8,), tile.int32).sync()), 16)
+    fn = lowered_function(sk.count_lanes, tile.atomic(api.zeros((8,), tile.int32).sync()), 16)
     assert not any(op.name == "join_tokens" for op in fn.walk())
 
 
@@ -376,7 +368,7 @@ def test_a_store_per_loop_row_waits_only_for_what_came_before_the_loop():
     """cuTile Python's loop parallel store: the rows' stores are not chained through the loop,
     and the loop carries no token when nothing after it reads the array."""
     x, z, _ = _rows_args()
-    fn = _function(grid_stride_copy, tile.atomic(z), api.from_numpy(x).sync())
+    fn = lowered_function(grid_stride_copy, tile.atomic(z), api.from_numpy(x).sync())
     store = _first(fn, "store_view_tko")
     assert store.operand("token").owner.name == "make_token"
     assert _first(fn, "for").results == []
@@ -393,14 +385,14 @@ def test_parallel_stores_switched_off_stay_chained(monkeypatch):
     """MemoryTokens.parallel_stores (the A/B switch of tools/gpu/run_with.py) restores the chain."""
     monkeypatch.setattr(MemoryTokens, "parallel_stores", False)
     x, z, _ = _rows_args()
-    fn = _function(tile.entry(grid_stride_copy.py_func), tile.atomic(z), api.from_numpy(x).sync())
+    fn = lowered_function(tile.entry(grid_stride_copy.py_func), tile.atomic(z), api.from_numpy(x).sync())
     store, loop = _first(fn, "store_view_tko"), _first(fn, "for")
     assert store.operand("token") in loop.regions[0].args
 
 
 def test_a_read_after_the_loop_waits_for_every_parallel_store():
     x, z, first = _rows_args()
-    fn = _function(make_rows_then_read_back(), tile.atomic(z), tile.atomic(first),
+    fn = lowered_function(make_rows_then_read_back(), tile.atomic(z), tile.atomic(first),
                    api.from_numpy(x).sync())
     store = _first(fn, "store_view_tko")
     assert store.operand("token").owner.name == "make_token"
@@ -421,7 +413,7 @@ def chunks_of_a_row(z, x):
                          ids=["load-and-store", "index-not-the-loop-variable", "not-grid-stride"])
 def test_other_loop_stores_stay_chained(kernel):
     x, z, _ = _rows_args()
-    fn = _function(kernel, tile.atomic(z), api.from_numpy(x).sync())
+    fn = lowered_function(kernel, tile.atomic(z), api.from_numpy(x).sync())
     store, loop = _first(fn, "store_view_tko"), _first(fn, "for")
     tok = store.operand("token")
     # the carried token (a loop argument, or its join with the load's token)
