@@ -385,7 +385,8 @@ def test_parallel_stores_switched_off_stay_chained(monkeypatch):
     """MemoryTokens.parallel_stores (the A/B switch of tools/gpu/run_with.py) restores the chain."""
     monkeypatch.setattr(MemoryTokens, "parallel_stores", False)
     x, z, _ = _rows_args()
-    fn = lowered_function(tile.entry(grid_stride_copy.py_func), tile.atomic(z), api.from_numpy(x).sync())
+    fn = lowered_function(tile.entry(grid_stride_copy.py_func), tile.atomic(z),
+                          api.from_numpy(x).sync())
     store, loop = _first(fn, "store_view_tko"), _first(fn, "for")
     assert store.operand("token") in loop.regions[0].args
 
