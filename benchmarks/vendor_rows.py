@@ -90,12 +90,13 @@ def cases(group: str, quick: bool, rehearse: bool) -> list:
 PREDICTED = {
     "matmul": "flush: 4096^3 0.88-0.93x, 8192^3 1.04-1.07x; loop: 0.91-0.94x (2026-11-27 H200)",
     "attention": "1.4-1.6x SDPA's flash backend, causal and not (2026-11-27 H200)",
-    "softmax": "0.73-0.86 of the copy roofline (32K rows: a whole row per block, 0.73), 1.2-3x "
-               "torch",
-    "layer_norm": "0.65-0.85 of the roofline (32K rows chunked 0.65), 1.2-1.9x torch",
-    "rms_norm": "0.78-0.90 of the roofline, 1.2-1.5x torch",
+    "softmax": "0.85-0.92 of the copy roofline with stores off the TMA unit (2026-11-27 H200 "
+               "probe, explore_norm_memory.py), 1.4-3x torch",
+    "layer_norm": "0.82-0.86 of the roofline for 1K-16K rows, 32K 0.61-0.7 (probe), 1.2-2x torch",
+    "rms_norm": "0.89-0.91 for 1K-16K rows, 32K 0.75 (probe), 1.2-1.6x torch",
     "skinny": "M=16 0.8-1.1x (split-K or 16x64 tiles), M=256 0.85-0.95x",
-    "fp8": "promoted sum 0.8-0.9x (64x128 tiles), fast sum 0.95-1.0x (2026-11-27 H200 probe)",
+    "fp8": "the grouped persistent kernel: promoted sum 0.91-0.97x, fast sum 0.93-1.03x "
+           "(2026-11-27 H200 probe)",
     "attention_bwd": "1.0-1.2x SDPA flash backward; D64 with 128x128 tiles or occupancy 2 above 1.0x",
     "gqa": "as the MHA forward, 0.85-0.95x (more where SDPA leaves its flash backend)",
     "decode": "0.98-1.00x SDPA with two launches (2026-11-27 H200); one launch (the last block "
@@ -336,9 +337,14 @@ def _fp8_row(env, label, m, fast, torch):
     ref = (a8.float() @ b8.float()) * 2.0
     c = env.empty((m, m), torch.bfloat16)
     tb = env.tj(bt8).permute(1, 0) if env.rehearse else b8
+    sched = F8.scheduled(fast)
     if env.gpu:
-        env.precompile(F8.tuned.precompile(c, a8, b8, sa, sb, FAST_ACC=fast, pool=env.pool))
-    variants = [tuned(env, "fp8_matmul", F8.tuned, c, env.tj(a8), tb, env.tj(sa), env.tj(sb),
+        env.precompile(F8.tuned.precompile(c, a8, b8, sa, sb, FAST_ACC=fast, pool=env.pool) +
+                       sched.precompile(tile.atomic(c), a8, b8, sa, sb, FAST_ACC=fast,
+                                        pool=env.pool))
+    scales = (env.tj(sa), env.tj(sb))
+    variants = [tuned(env, "fp8_matmul", F8.tuned, c, env.tj(a8), tb, *scales, FAST_ACC=fast),
+                tuned(env, "scheduled", sched, tile.atomic(c), env.tj(a8), tb, *scales,
                       FAST_ACC=fast)]
 
     def vendor():
@@ -366,9 +372,12 @@ def _norm_tuners(env, group, n):
     # whole rows per block up to 32K elements a tile (2026-11-27 H200: a 1x32768 fp16 softmax
     # row per block at occupancy 2 is 1.25x the chunked form; 16 rows of 1K at occupancy 4,
     # 1.17x 8 rows)
+    # two compute warp groups (num_worker_warps=8) from 4K elements a tile: fewer elements a
+    # thread in each reduction (2026-11-27 H200: +2-3% on 4K rows)
     if width <= 32768:
-        cfgs = [tile.Config(tile=(bm, width), occupancy=occ) for bm in (1, 2, 4, 8, 16, 32)
-                if bm * width <= 32768 for occ in (1, 2, 4)]
+        cfgs = [tile.Config(tile=(bm, width), occupancy=occ, num_worker_warps=nw)
+                for bm in (1, 2, 4, 8, 16, 32) if bm * width <= 32768 for occ in (1, 2, 4)
+                for nw in ((None, 8) if bm * width >= 4096 else (None,))]
         out["rows"] = (tile.autotune(configs=cfgs, key=["x"], partition=out_name)(rows_k), False)
     if width <= 16384:
         cfgs = [tile.Config(ROWS=r, WIDTH=width, LATENCY=4, occupancy=occ) for r in (1, 2, 4)

@@ -23,6 +23,8 @@ import tilejit as tile
 from tilejit import api
 from tilejit.runtime import current_backend
 
+from matmul import grouped_position, scheduled_grid, tile_product
+
 
 @tile.entry
 def fp8_matmul(c, a, b, scale_a, scale_b, BK: tile.Constant[int],
@@ -50,6 +52,53 @@ CONFIGS = [tile.Config(tile=(bm, 128), BK=bk, occupancy=occ, num_worker_warps=wa
 tuned = tile.autotune(configs=CONFIGS, key=["a", "b"])(fp8_matmul)
 
 
+@tile.entry
+def fp8_matmul_scheduled(c, a, b, scale_a, scale_b, BM: tile.Constant[int],
+                         BN: tile.Constant[int], BK: tile.Constant[int],
+                         GROUP: tile.Constant[int], PERSISTENT: tile.Constant[bool],
+                         FAST_ACC: tile.Constant[bool] = False):
+    """``fp8_matmul`` in matmul.py's grouped (and optionally persistent) tile order: the blocks
+    running at once share tiles of B in L2. ``c`` is a writable tensor (``tile.atomic``); the
+    grid is ``matmul.scheduled_grid``."""
+    num_m = tile.cdiv(a.shape[0], BM)
+    num_n = tile.cdiv(b.shape[1], BN)
+    out = c.partition((BM, BN))
+    scale = scale_a.load((0,), ()) * scale_b.load((0,), ())
+    if PERSISTENT:
+        for t in range(tile.bid(0), num_m * num_n, tile.num_blocks(0)):
+            pm, pn = grouped_position(t, num_m, num_n, GROUP)
+            acc = tile_product(a, b, pm, pn, BM, BN, BK, True, FAST_ACC)
+            tile.store(out, (pm, pn), (acc * scale).astype(c.dtype))
+    else:
+        pm, pn = grouped_position(tile.bid(0), num_m, num_n, GROUP)
+        acc = tile_product(a, b, pm, pn, BM, BN, BK, True, FAST_ACC)
+        tile.store(out, (pm, pn), (acc * scale).astype(c.dtype))
+
+
+def _scheduled_configs(tiles):
+    return [tile.Config(BM=bm, BN=bn, BK=bk, GROUP=8, PERSISTENT=p, occupancy=occ,
+                        num_worker_warps=warps)
+            for (bm, bn, bk, occ, warps) in tiles for p in (False, True)]
+
+
+#: fp8_matmul_scheduled's candidates, per sum: the promoted sum's two float32 accumulators
+#: limit it to 128x128 tiles (with two compute warp groups) or 64x128; the fast sum's one
+#: accumulator takes 128x256 with two groups, as fp16 does
+SCHEDULED_CONFIGS = {
+    False: _scheduled_configs(((128, 128, 256, 1, 8), (128, 128, 128, 1, 8),
+                               (64, 128, 128, 2, None))),
+    True: _scheduled_configs(((128, 128, 128, 1, None), (128, 128, 128, 2, None),
+                              (128, 256, 128, 1, 8), (256, 128, 128, 1, 8))),
+}
+
+
+def scheduled(fast_acc: bool, configs=None):
+    """``fp8_matmul_scheduled`` autotuned over the candidates of its sum (call with
+    ``tile.atomic(c), a, b, scale_a, scale_b, FAST_ACC=fast_acc``)."""
+    return tile.autotune(configs=configs or SCHEDULED_CONFIGS[fast_acc], key=["a", "b"],
+                         grid=scheduled_grid)(fp8_matmul_scheduled)
+
+
 def quantize(x: np.ndarray):
     """Per-tensor e4m3 quantization: (values, scale) with x ~ values * scale."""
     scale = np.float32(np.abs(x).max() / 448.0)
@@ -74,6 +123,14 @@ def main() -> int:
         cfg = tuned.best_config(c, a, b, *scales, FAST_ACC=fast)
         print(f"fp8_matmul: {m}x{k}x{n} e4m3 -> bf16, FAST_ACC={fast}, config {cfg}, "
               f"max relative error {err:.1e} {'ok' if err < 1e-2 else 'MISMATCH'}")
+    small = [tile.Config(BM=32, BN=32, BK=64, GROUP=2, PERSISTENT=p) for p in (False, True)]
+    for cfg in small:                  # the grouped order, both schedules (small configs)
+        c = api.zeros((m, n), tile.bfloat16).sync()
+        scheduled(False, [cfg])(tile.atomic(c), a, b, *scales).sync()
+        err = np.abs(c.to_numpy().astype(np.float32) - ref).max() / np.abs(ref).max()
+        ok &= bool(err < 1e-2)
+        print(f"fp8_matmul_scheduled: persistent={cfg.constants['PERSISTENT']}, max relative "
+              f"error {err:.1e} {'ok' if err < 1e-2 else 'MISMATCH'}")
     return 0 if ok else 1
 
 

@@ -9,6 +9,8 @@ share to row ``block % GROUP`` of a (GROUP, N) buffer while it holds that row's 
 second kernel sums the GROUP rows. The lock is an ``atomic_cas`` with ``memory_order=ACQUIRE``
 (the loads after it see the previous holder's stores) and an ``atomic_xchg`` with
 ``memory_order=RELEASE`` (the stores before it are visible when the next block takes the lock).
+The forward's stores are ``allow_tma=False`` (from registers, not staged for the TMA unit), as
+in softmax.py: faster for row kernels on an H200.
 """
 import sys
 
@@ -34,9 +36,9 @@ def layernorm_fwd(y, x, w, b, mean, rstd, eps):
     rs = tile.rsqrt(tile.sum(d * d, axis=1, keepdims=True) / n + eps)
     wv = w.load((0,), (BN,), padding=ZERO).astype(tile.float32)[None, :]
     bv = b.load((0,), (BN,), padding=ZERO).astype(tile.float32)[None, :]
-    y.store((d * rs * wv + bv).astype(y.dtype))
-    tile.store(mean.partition((BM,)), (i,), mu.reshape((BM,)))
-    tile.store(rstd.partition((BM,)), (i,), rs.reshape((BM,)))
+    y.store((d * rs * wv + bv).astype(y.dtype), allow_tma=False)
+    tile.store(mean.partition((BM,)), (i,), mu.reshape((BM,)), allow_tma=False)
+    tile.store(rstd.partition((BM,)), (i,), rs.reshape((BM,)), allow_tma=False)
 
 
 # Forward variants for benchmarks/vendor.py (tests/test_gallery_variants.py checks them): y, mean
@@ -59,9 +61,10 @@ def layernorm_fwd_persistent(y, x, w, b, mean, rstd, eps, ROWS: tile.Constant[in
         mu = tile.sum(tf, axis=1, keepdims=True) / n
         d = tile.where(cols < n, tf - mu, 0.0)
         rs = tile.rsqrt(tile.sum(d * d, axis=1, keepdims=True) / n + eps)
-        tile.store(y.partition((ROWS, WIDTH)), (r, 0), (d * rs * wv + bv).astype(y.dtype))
-        tile.store(mean.partition((ROWS,)), (r,), mu.reshape((ROWS,)))
-        tile.store(rstd.partition((ROWS,)), (r,), rs.reshape((ROWS,)))
+        tile.store(y.partition((ROWS, WIDTH)), (r, 0), (d * rs * wv + bv).astype(y.dtype),
+                   allow_tma=False)
+        tile.store(mean.partition((ROWS,)), (r,), mu.reshape((ROWS,)), allow_tma=False)
+        tile.store(rstd.partition((ROWS,)), (r,), rs.reshape((ROWS,)), allow_tma=False)
 
 
 @tile.entry
@@ -88,9 +91,10 @@ def layernorm_fwd_chunked(y, x, w, b, mean, rstd, eps, ROWS: tile.Constant[int],
         t = x.load((i, j), (ROWS, CHUNK), padding=ZERO).astype(tile.float32)
         wv = w.load((j,), (CHUNK,), padding=ZERO).astype(tile.float32)[None, :]
         bv = b.load((j,), (CHUNK,), padding=ZERO).astype(tile.float32)[None, :]
-        tile.store(y.partition((ROWS, CHUNK)), (i, j), ((t - mu) * rs * wv + bv).astype(y.dtype))
-    tile.store(mean.partition((ROWS,)), (i,), mu.reshape((ROWS,)))
-    tile.store(rstd.partition((ROWS,)), (i,), rs.reshape((ROWS,)))
+        tile.store(y.partition((ROWS, CHUNK)), (i, j), ((t - mu) * rs * wv + bv).astype(y.dtype),
+                   allow_tma=False)
+    tile.store(mean.partition((ROWS,)), (i,), mu.reshape((ROWS,)), allow_tma=False)
+    tile.store(rstd.partition((ROWS,)), (i,), rs.reshape((ROWS,)), allow_tma=False)
 
 
 @tile.entry

@@ -7,6 +7,10 @@ occupancy: the rows stay whole because the kernel reduces along axis 1 of its bl
 `rmsnorm_persistent`: one wave of blocks looping over row blocks, w read once per block (the
 latency hint lets tileiras pipeline the row loads). `rmsnorm_chunked`: rows longer than one tile,
 the sum of squares over column chunks, then a second pass (from L2) that scales.
+
+Every store is ``allow_tma=False``: written from registers rather than staged in shared memory
+for the TMA unit, which for a row kernel is latency on every block (H200, 2026-11-27, 4K-element
+fp16 rows: 3.89 against 3.80 TB/s; 16K rows 3.83 against 3.57; BENCHMARKS.md).
 """
 import sys
 
@@ -28,7 +32,7 @@ def rmsnorm(y, x, w, eps):
     t = x.load(y.block, y.shape, padding=ZERO).astype(tile.float32)
     ms = tile.sum(t * t, axis=1, keepdims=True) / x.shape[1]      # zero padding adds nothing
     wv = w.load((0,), (BN,), padding=ZERO).astype(tile.float32)[None, :]
-    y.store((t * tile.rsqrt(ms + eps) * wv).astype(y.dtype))
+    y.store((t * tile.rsqrt(ms + eps) * wv).astype(y.dtype), allow_tma=False)
 
 
 @tile.entry
@@ -43,7 +47,8 @@ def rmsnorm_persistent(y, x, w, eps, ROWS: tile.Constant[int], WIDTH: tile.Const
         # double buffer) came out wrong from tileiras 13.4 (NOTES.md, tileiras quirks)
         tf = x.load((r, 0), (ROWS, WIDTH), padding=ZERO, latency=LATENCY).astype(tile.float32)
         rs = tile.rsqrt(tile.sum(tf * tf, axis=1, keepdims=True) / x.shape[1] + eps)
-        tile.store(y.partition((ROWS, WIDTH)), (r, 0), (tf * rs * wv).astype(y.dtype))
+        tile.store(y.partition((ROWS, WIDTH)), (r, 0), (tf * rs * wv).astype(y.dtype),
+                   allow_tma=False)
 
 
 @tile.entry
@@ -58,7 +63,8 @@ def rmsnorm_chunked(y, x, w, eps, ROWS: tile.Constant[int], CHUNK: tile.Constant
     for j in range(tile.cdiv(x.shape[1], CHUNK)):
         t = x.load((i, j), (ROWS, CHUNK), padding=ZERO).astype(tile.float32)
         wv = w.load((j,), (CHUNK,), padding=ZERO).astype(tile.float32)[None, :]
-        tile.store(y.partition((ROWS, CHUNK)), (i, j), (t * rs * wv).astype(y.dtype))
+        tile.store(y.partition((ROWS, CHUNK)), (i, j), (t * rs * wv).astype(y.dtype),
+                   allow_tma=False)
 
 
 def main() -> int:

@@ -160,7 +160,7 @@ def test_max_and_min_ignore_nan_unless_asked():
 def spellings(x, y, ints, out, TILE: ct.Constant[int]):
     t = ct.load(x, (0, 0), (TILE, TILE), padding_mode=ct.PaddingMode.ZERO, allow_tma=False,
                 latency=3)
-    ct.store(y, index=(0, 0), tile=ct.transpose(t))
+    ct.store(y, index=(0, 0), tile=ct.transpose(t), latency=2, allow_tma=False)
     ct.store(y, index=(1, 0), tile=ct.load(x, (0, 0), (TILE, TILE), order="F"))
     ar = ct.arange(TILE, dtype=ct.int32, start=3, step=2)
     i = ct.load(ints, (0,), (TILE,))

@@ -134,6 +134,19 @@ def test_fp8_matmul_column_major_b():
     assert rel(c, ref) < 1e-2
 
 
+@pytest.mark.parametrize("persistent", [False, True])
+def test_fp8_matmul_scheduled(persistent):
+    """The grouped (and persistent) fp8 order with the scales, ragged sizes."""
+    a8, sa = F8.quantize(rng.standard_normal((72, 160)).astype(np.float32))
+    bt8, sb = F8.quantize(rng.standard_normal((56, 160)).astype(np.float32))
+    c = api.zeros((72, 56), tile.bfloat16).sync()
+    scales = [dev(np.array([s], np.float32)) for s in (sa, sb)]
+    cfg = tile.Config(BM=32, BN=16, BK=64, GROUP=2, PERSISTENT=persistent)
+    F8.scheduled(False, [cfg])(tile.atomic(c), dev(a8), dev(bt8).permute(1, 0), *scales).sync()
+    ref = mm_ref(a8.astype(np.float32), bt8.astype(np.float32).T) * sa * sb
+    assert rel(c, ref) < 1e-2
+
+
 def softmax_ref(x):
     e = np.exp(x - x.max(1, keepdims=True))
     return e / e.sum(1, keepdims=True)
@@ -356,6 +369,12 @@ def _sm90_cases():
         ("splitk sum", SK.sum_partials, lambda: (part((16, 8192), (16, 128)), ws), {}),
         ("fp8", F8.fp8_matmul, lambda: (part((4096, 4096), (128, 256), tile.bfloat16), f8,
                                         f8.permute(1, 0), one, one), {"BK": 128}),
+        ("fp8 scheduled promoted", F8.fp8_matmul_scheduled,
+         lambda: (t(api.empty((4096, 4096), tile.bfloat16).sync()), f8, f8.permute(1, 0), one,
+                  one), dict(BM=128, BN=128, BK=256, GROUP=8, PERSISTENT=True)),
+        ("fp8 scheduled fast 128x256", F8.fp8_matmul_scheduled,
+         lambda: (t(api.empty((4096, 4096), tile.bfloat16).sync()), f8, f8.permute(1, 0), one,
+                  one), dict(BM=128, BN=256, BK=128, GROUP=8, PERSISTENT=False, FAST_ACC=True)),
         ("softmax persistent", SM.softmax_persistent, lambda: (t(x), x), rows),
         ("softmax chunked", SM.softmax_chunked, lambda: (t(xl), xl), chunks),
         ("layernorm persistent", LN.layernorm_fwd_persistent,

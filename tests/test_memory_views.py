@@ -81,6 +81,45 @@ def test_check_bounds_false():
         k(z.partition((4, 8)), x).sync()
 
 
+@tile.entry
+def hinted_stores(z, w, x):
+    t = x.load((tile.bid(0), 0), (4, 8))
+    z.store(t, allow_tma=False, latency=2)
+    tile.store(w.partition((4, 8)), (tile.bid(0), 0), t * 2, allow_tma=False)
+    tile.store(w.partition((4, 8)), (tile.bid(0) + 3, 0), t * 3, latency=7)
+
+
+def _hinted_args():
+    x = api.from_numpy(A[:, :8].copy()).sync()
+    return api.zeros((12, 8)).sync(), api.zeros((24, 8)).sync(), x
+
+
+def test_store_hints():
+    """Stores take a load's ``latency=`` / ``allow_tma=`` hints (cuTile's ``ct.store`` too): the
+    values are the same, the hints reach the Tile IR store."""
+    z, w, x = _hinted_args()
+    hinted_stores(z.partition((4, 8)), tile.atomic(w), x).sync()
+    np.testing.assert_array_equal(z.to_numpy(), A[:, :8])
+    np.testing.assert_array_equal(w.to_numpy(), np.concatenate([A[:, :8] * 2, A[:, :8] * 3]))
+    stores = [ln for ln in hinted_stores.inspect_tileir(z.partition((4, 8)), tile.atomic(w), x)
+              .splitlines() if "store_view" in ln]
+    assert len(stores) == 3
+    assert "allow_tma = false" in stores[0] and "latency = 2" in stores[0]
+    assert "allow_tma = false" in stores[1] and "latency" not in stores[1]
+    assert "latency = 7" in stores[2] and "allow_tma" not in stores[2]
+
+
+@pytest.mark.parametrize("hint,match", [("latency=11", "latency must be None or a constant"),
+                                        ("allow_tma=n > 0", "allow_tma must be a compile-time")])
+def test_store_hint_errors(hint, match):
+    src = f"def k(z, x, n):\n    z.store(x.load((0, 0), (4, 8)), {hint})\n"
+    ns = {}
+    exec(compile(src, "<hint>", "exec"), ns)
+    k = tile.entry(ns["k"])
+    with pytest.raises(tile.TileJitError, match=match):
+        k(api.zeros((4, 8)).sync().partition((4, 8)), api.from_numpy(A).sync(), 3).sync()
+
+
 def test_gather_padding_value():
     @tile.entry
     def k(z, x):
@@ -149,4 +188,7 @@ def test_tileiras_accepts_views_and_bf16_atomics(monkeypatch):
         z.store(x.load((tile.bid(0), 0), (4, 8), check_bounds=False))
     zz = api.zeros((12, 8)).sync()
     assert k.compile(zz.partition((4, 8)), api.zeros((12, 8)).sync(), arch="sm_90")[:4] == \
+        b"\x7fELF"
+    z, w, x = _hinted_args()
+    assert hinted_stores.compile(z.partition((4, 8)), tile.atomic(w), x, arch="sm_90")[:4] == \
         b"\x7fELF"

@@ -302,7 +302,8 @@ def load(x, index, shape, padding=PaddingMode.ZERO, latency=None, allow_tma=True
 
 
 @_stub
-def store(target, index, t, order=None, memory_order=MemoryOrder.WEAK, memory_scope=None):
+def store(target, index, t, order=None, memory_order=MemoryOrder.WEAK, memory_scope=None,
+          latency=None, allow_tma=True):
     """Store tile ``t`` at tile ``index`` of ``target``.
 
     ``target`` is a partition parameter (``index`` in units of its tile shape), the tile view
@@ -312,6 +313,9 @@ def store(target, index, t, order=None, memory_order=MemoryOrder.WEAK, memory_sc
     dtype. Read-only tensors cannot be stored to. ``order`` (tensors and tile views) stores into
     the permuted array, like :func:`load`. ``memory_order``
     (``WEAK``, ``RELAXED`` or ``RELEASE``) and ``memory_scope`` as for :func:`load`.
+    ``latency`` (None or a constant 1..10) and ``allow_tma`` (a constant bool) are hints to
+    tileiras, as for :func:`load`: ``allow_tma=False`` writes from registers instead of staging
+    the tile in shared memory for the TMA unit.
     """
 
 

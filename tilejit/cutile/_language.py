@@ -90,10 +90,13 @@ def load(array, /, index, shape, *, order="C", padding_mode=PaddingMode.UNDETERM
 def store(array, /, index, tile, *, order="C", check_bounds=True, latency=None, allow_tma=None,
           memory_order=_WEAK, memory_scope=None):
     """``ct.store``: ``tile`` into the tile space of its shape of ``array`` at tile ``index``
-    (a scalar or 0-d tile writes one element). ``latency``/``allow_tma`` are hints tilejit's
-    stores do not take yet."""
-    L.store(array, index, tile, order=order, memory_order=memory_order,
-            memory_scope=memory_scope)
+    (a scalar or 0-d tile writes one element). ``latency``/``allow_tma`` are tileiras hints."""
+    if allow_tma is None:
+        L.store(array, index, tile, order=order, memory_order=memory_order,
+                memory_scope=memory_scope, latency=latency)
+    else:
+        L.store(array, index, tile, order=order, memory_order=memory_order,
+                memory_scope=memory_scope, latency=latency, allow_tma=allow_tma)
 
 
 @_helper

@@ -59,8 +59,8 @@ def padding_arg(lw, info, args) -> Optional[str]:
     return PADDING.get(getattr(pad, "name", "ZERO"), "zero") if pad is not None else None
 
 
-def load_hints(lw, info, args) -> Optional[OptHints]:
-    """The optimization hints of a load's ``latency=`` and ``allow_tma=`` arguments."""
+def access_hints(lw, info, args) -> Optional[OptHints]:
+    """The optimization hints of a load or store's ``latency=`` and ``allow_tma=`` arguments."""
     return lw.hints(lw.static_arg(info, args, "latency", None),
                     lw.static_arg(info, args, "allow_tma", True))
 

@@ -8,7 +8,7 @@ from ... import language as L
 from ...typing.types import TileType as NbTile
 from ..abi import ArrayParam, ViewRef
 from ..emit import TV
-from . import and_user_mask, handles, load_hints, padding_arg, shape_arg, ORDER, SCOPE
+from . import and_user_mask, handles, access_hints, padding_arg, shape_arg, ORDER, SCOPE
 
 
 
@@ -64,7 +64,7 @@ def _tensor_load(lw, info, args, rty):
         x = x.array
     shape = shape_arg(lw, info, args)
     index = lw.index_tvs(lw.arg(args, "index"), D.int32)
-    hints = load_hints(lw, info, args)
+    hints = access_hints(lw, info, args)
     sem = access_semantics(lw, info, args)
     if shape == () and sem[0] != "weak" and x.dtype.bits in (32, 64) and not x.dtype.is_bool:
         return _ordered_element_read(lw, x, index, *sem)
@@ -150,7 +150,7 @@ def _view_load(lw, info, args, rty):
     v: ViewRef = lw.value(info.receiver)
     view = v.array.partition_view(lw.hoist, v.tile_shape,
                                   unneeded_padding(v.array, v.tile_shape, v.padding))
-    hints = load_hints(lw, info, args)
+    hints = access_hints(lw, info, args)
     return lw.load_view(v.array, view, lw.index_tvs(lw.arg(args, "index"), D.int32), hints,
                         *access_semantics(lw, info, args))
 
@@ -161,8 +161,8 @@ def _view_store(lw, info, args, rty):
     view = v.array.partition_view(lw.hoist, v.tile_shape, None,
                                   dim_map=_order(lw, info, args, v.array.ndim))
     t = lw.tv(lw.arg(args, "t") if "t" in args else lw.arg(args, "tile"), v.array.dtype)
-    lw.store_view(v.array, view, lw.index_tvs(lw.arg(args, "index"), D.int32), t, None,
-                  *access_semantics(lw, info, args))
+    lw.store_view(v.array, view, lw.index_tvs(lw.arg(args, "index"), D.int32), t,
+                  access_hints(lw, info, args), *access_semantics(lw, info, args))
     return None
 
 
@@ -189,8 +189,8 @@ def _partition_store(lw, info, args, rty):
     t = lw.tv(lw.arg(args, name), z.dtype)
     t = lw.em.broadcast(t, z.tile_shape)
     view = z.partition_view(lw.hoist, z.tile_shape, None)
-    lw.store_view(z, view, [lw.bid(i) for i in range(len(z.tile_shape))], t, None,
-                  *access_semantics(lw, info, args))
+    lw.store_view(z, view, [lw.bid(i) for i in range(len(z.tile_shape))], t,
+                  access_hints(lw, info, args), *access_semantics(lw, info, args))
     return None
 
 
@@ -212,8 +212,8 @@ def _store(lw, info, args, rty):
         shape = t.shape or (1,) * arr.ndim
     t = lw.em.broadcast(t, shape)
     view = arr.partition_view(lw.hoist, shape, None, dim_map=_order(lw, info, args, arr.ndim))
-    lw.store_view(arr, view, lw.index_tvs(index, D.int32), t, None,
-                  *access_semantics(lw, info, args))
+    lw.store_view(arr, view, lw.index_tvs(index, D.int32), t,
+                  access_hints(lw, info, args), *access_semantics(lw, info, args))
     return None
 
 

@@ -16,6 +16,7 @@
 ``gather`` / ``scatter``                element-wise through index tiles (see language.py)
 ``memory_order=``, ``memory_scope=``    on every load and store above: loads WEAK, RELAXED or
                                         ACQUIRE, stores WEAK, RELAXED or RELEASE (Tile IR's rule)
+``latency=``, ``allow_tma=``            hints on every load and store above but ``z.load()``
 =====================================  ==========================================================
 """
 from __future__ import annotations
@@ -281,8 +282,9 @@ def _partition_load(b):
     return TileType(b.z.dtype, b.z.tile_shape)
 
 
-def _partition_store_sig(z, t, memory_order=_MO.WEAK, memory_scope=None):
-    """z.store(t, memory_order=WEAK, memory_scope=None)"""
+def _partition_store_sig(z, t, memory_order=_MO.WEAK, memory_scope=None, latency=None,
+                         allow_tma=True):
+    """z.store(t, memory_order=WEAK, memory_scope=None, latency=None, allow_tma=True)"""
 
 
 @method_rule(PartitionType, "store", _partition_store_sig, op="Partition.store")
@@ -290,7 +292,14 @@ def _partition_store(b):
     z = b.z
     value_arg(b.t, z.dtype, z.tile_shape, "store: the stored tile", exact_shape=True)
     memory_order_arg(b, STORE_ORDERS, "store")
+    store_hint_args(b)
     return types.none
+
+
+def store_hint_args(b):
+    """A store's ``latency=`` and ``allow_tma=`` hints (constants, as a load's)."""
+    latency_arg(b.latency)
+    bool_arg(b.allow_tma, "allow_tma")
 
 
 def _view_load_sig(v, index, latency=None, allow_tma=True, memory_order=_MO.WEAK,
@@ -357,14 +366,17 @@ def _store_rule(b):
                               "partition parameter's layout is fixed by the host")
     value_arg(b.t, target.dtype, shape, "store: the stored tile", exact_shape=True)
     memory_order_arg(b, STORE_ORDERS, "store")
+    store_hint_args(b)
     return types.none
 
 
 function_rule(language.store)(_store_rule)
 
 
-def _view_store_sig(target, index, t, order=None, memory_order=_MO.WEAK, memory_scope=None):
-    """v.store(index, t, order=None, memory_order=WEAK, memory_scope=None)"""
+def _view_store_sig(target, index, t, order=None, memory_order=_MO.WEAK, memory_scope=None,
+                    latency=None, allow_tma=True):
+    """v.store(index, t, order=None, memory_order=WEAK, memory_scope=None, latency=None,
+    allow_tma=True)"""
 
 
 method_rule(TensorPartitionViewType, "store", _view_store_sig, op="TileView.store")(_store_rule)
