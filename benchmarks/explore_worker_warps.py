@@ -48,7 +48,7 @@ def explore(cands, out, error, tol, flops, flush, loop, stream):
                                                                          loop))
 
 
-def matmul_rows(torch, m, flush, loop, stream):
+def matmul_rows(torch, m, flush, loop, stream, store_tma=False):
     a = torch.randn(m, m, device="cuda", dtype=torch.float16)
     b = torch.randn(m, m, device="cuda", dtype=torch.float16)
     c = torch.empty(m, m, device="cuda", dtype=torch.float16)
@@ -62,7 +62,9 @@ def matmul_rows(torch, m, flush, loop, stream):
     cands = []
     from matmul import scheduled_grid
     # (BM, BN, BK, occupancy, persistent, worker warps, GROUP, num_ctas)
-    for bm, bn, bk, occ, pers, w, group, ctas in (
+    best = ((128, 256, 64, 1, True, 8, 8, None), (128, 256, 32, 1, True, 8, 8, None),
+            (128, 256, 64, 1, False, 8, 8, None), (128, 128, 64, 2, False, None, 8, None))
+    for bm, bn, bk, occ, pers, w, group, ctas in best if store_tma else (
             (128, 128, 64, 2, False, None, 8, None), (128, 128, 64, 2, False, 8, 8, None),
             (128, 256, 64, 1, False, None, 8, None), (128, 256, 64, 1, False, 8, 8, None),
             (128, 256, 64, 1, True, 8, 8, None), (128, 256, 32, 1, False, 8, 8, None),
@@ -76,9 +78,12 @@ def matmul_rows(torch, m, flush, loop, stream):
         opts = tile.CompileOptions(occupancy=occ, num_worker_warps=w, num_ctas=ctas)
         name = (f"{bm}x{bn}x{bk} occ{occ} {'persistent' if pers else 'grouped'} GROUP={group} "
                 f"ctas={ctas} warps={w}")
-        cands.append((name, lambda bm=bm, bn=bn, bk=bk, group=group, pers=pers, grid=grid,
-                      opts=opts: matmul_scheduled(tile.atomic(c), a, b, bm, bn, bk, group, pers)
-                      .grid(grid).compile_options(opts)))
+        for st in ((True, False) if store_tma else (True,)):
+            cands.append((name + ("" if st else " store_tma=False"),
+                          lambda bm=bm, bn=bn, bk=bk, group=group, pers=pers, grid=grid,
+                          opts=opts, st=st: matmul_scheduled(
+                              tile.atomic(c), a, b, bm, bn, bk, group, pers, STORE_TMA=st)
+                          .grid(grid).compile_options(opts)))
     rows = explore(cands, c, error, 2e-2, flops, flush, loop, stream)
     if rows:
         (f, lp), name = max(rows, key=lambda x: x[0][0])
@@ -123,6 +128,9 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", default="matmul,fp8")
     ap.add_argument("--sizes", default="4096,8192")
+    ap.add_argument("--store-tma", action="store_true",
+                    help="matmul: the best configs only, each with C stored through the TMA "
+                         "unit and from registers (STORE_TMA=False)")
     args = ap.parse_args()
     import torch
     from harness import Timer
@@ -134,7 +142,7 @@ def main() -> int:
     print(f"GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}")
     for m in (int(s) for s in args.sizes.split(",")):
         if "matmul" in args.only:
-            matmul_rows(torch, m, flush, loop, stream)
+            matmul_rows(torch, m, flush, loop, stream, args.store_tma)
         if "fp8" in args.only:
             fp8_rows(torch, m, flush, loop, stream)
     return 0

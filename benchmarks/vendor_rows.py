@@ -295,16 +295,26 @@ def group_skinny(env):
 
 
 def _splitk_candidates(env, a, b, c):
+    """Two launches (partial products, then their sum) and one (the last block of a tile sums:
+    ``matmul_splitk_fused``), over splits, tile width and occupancy."""
     m, n = c.shape
     bm = min(m, 64)
     out = []
     for splits in ((2, 4) if env.rehearse else (2, 4, 8)):
         ws = env.empty((splits, m, n), env.torch.float32)
+        arrived = env.torch.zeros((-(-m // bm) * -(-n // 32),), dtype=env.torch.int32,
+                                  device=env.device)
         for bn in (64, 128):
             def build(ws=ws, bn=bn):
                 return [SK.matmul_partial(tile.partition(ws, (1, bm, bn)), a, b, 128),
                         SK.sum_partials(tile.partition(c, (bm, 128)), ws)]
             out.append((f"splits={splits} tile=({bm}, {bn}) BK=128", build))
+            for occ in (1, 2):
+                def fused(ws=ws, bn=bn, occ=occ, arrived=arrived):
+                    return [SK.splitk_fused(c, a, b, ws, arrived, (bm, bn), 128)
+                            .compile_options(tile.CompileOptions(occupancy=occ))]
+                out.append((f"one launch splits={splits} tile=({bm}, {bn}) BK=128 "
+                            f"occupancy={occ}", fused))
     return out
 
 

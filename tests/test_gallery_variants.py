@@ -147,6 +147,47 @@ def test_fp8_matmul_scheduled(persistent):
     assert rel(c, ref) < 1e-2
 
 
+def _splitk_fused_inputs(m=32, k=320, n=96, splits=4, tile_mn=(16, 32)):
+    an = rng.standard_normal((m, k)).astype(np.float16)
+    bn = rng.standard_normal((k, n)).astype(np.float16)
+    ws = api.full((splits, m, n), np.nan, tile.float32).sync()
+    arrived = api.zeros((-(-m // tile_mn[0]) * -(-n // tile_mn[1]),), tile.int32).sync()
+    return an, bn, ws, arrived
+
+
+@pytest.mark.parametrize("schedule", ["shuffle", "interleave"])
+def test_splitk_fused_sums_once_every_slice_arrived(schedule, monkeypatch):
+    """One-launch split-K: the last block of a tile sums every slice, under a shuffled or
+    interleaved block schedule, and leaves the counters at zero for the next launch."""
+    monkeypatch.setenv("TILEJIT_SIM_SCHEDULE", schedule)
+    an, bn, ws, arrived = _splitk_fused_inputs()
+    for seed in ("1", "2"):
+        monkeypatch.setenv("TILEJIT_SIM_SEED", seed)
+        c = api.full((32, 96), np.nan, tile.float16).sync()
+        SK.splitk_fused(c, dev(an), dev(bn), ws, arrived, (16, 32), 32).sync()
+        assert rel(c, mm_ref(an, bn)) < 5e-3
+        assert not arrived.to_numpy().any()
+
+
+def test_splitk_fused_without_its_release_edge_loses_slices(monkeypatch):
+    """Lowered without acquire/release edges, the summing block misses other blocks' slices
+    under the interleave schedule (the counter's ordering is what makes the sum right)."""
+    from tilejit.lowering.tokens import MemoryTokens
+    monkeypatch.setattr(MemoryTokens, "ordering_edges", False)
+    monkeypatch.setenv("TILEJIT_SIM_SCHEDULE", "interleave")
+    racy = tile.entry(SK.matmul_splitk_fused.py_func)
+    an, bn, ws, arrived = _splitk_fused_inputs()
+    wrong = 0
+    for seed in range(4):
+        monkeypatch.setenv("TILEJIT_SIM_SEED", str(seed))
+        c = api.full((32, 96), np.nan, tile.float16).sync()
+        ws = api.full((4, 32, 96), np.nan, tile.float32).sync()
+        racy(tile.atomic(c), tile.atomic(ws), tile.atomic(arrived), dev(an), dev(bn), 16, 32,
+             32).grid((4, 2, 3)).sync()
+        wrong += not rel(c, mm_ref(an, bn)) < 5e-3
+    assert wrong > 0
+
+
 def softmax_ref(x):
     e = np.exp(x - x.max(1, keepdims=True))
     return e / e.sum(1, keepdims=True)
@@ -367,6 +408,10 @@ def _sm90_cases():
         ("splitk partial", SK.matmul_partial,
          lambda: (part(ws.shape, (1, 16, 64), tile.float32), empty((16, 8192)), sk), {"BK": 128}),
         ("splitk sum", SK.sum_partials, lambda: (part((16, 8192), (16, 128)), ws), {}),
+        ("splitk one launch", SK.matmul_splitk_fused,
+         lambda: (t(empty((16, 8192))), t(empty(ws.shape, tile.float32)),
+                  t(empty((2048,), tile.int32)), empty((16, 8192)), sk),
+         dict(BM=16, BN=64, BK=128)),
         ("fp8", F8.fp8_matmul, lambda: (part((4096, 4096), (128, 256), tile.bfloat16), f8,
                                         f8.permute(1, 0), one, one), {"BK": 128}),
         ("fp8 scheduled promoted", F8.fp8_matmul_scheduled,

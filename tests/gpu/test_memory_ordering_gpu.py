@@ -1,7 +1,7 @@
 """Blocks that synchronize through memory, thousands at a time (issue 21): spin locks (acquire /
 release atomics), ticket counters, a ticket lock spinning on an ordered load, exact atomic
-counters, the gallery's split-KV decode (arrival counters), and the gallery's LayerNorm
-backward, whose dw/db partial sums are added under locks."""
+counters, the gallery's split-KV decode and one-launch split-K matmul (arrival counters), and
+the gallery's LayerNorm backward, whose dw/db partial sums are added under locks."""
 import os
 import sys
 
@@ -98,3 +98,24 @@ def test_decode_fused_last_block_merges_every_range():
         AD.decode(out, qd, kd, vd, *ws, 64).sync()
         np.testing.assert_allclose(out.to_numpy().astype(np.float64), ref, atol=3e-3)
         np.testing.assert_array_equal(ws[2].to_numpy(), 0)
+
+
+def test_splitk_fused_last_block_sums_every_slice():
+    """The gallery's one-launch split-K: 4096 blocks (1024 output tiles x 4 slices of K) meet
+    at arrival counters; the last block of each tile sums the slices. Launched 5 times on the
+    same counters (each launch leaves them at zero)."""
+    import matmul_splitk as SK
+    m, k, n, splits, tm = 256, 2048, 4096, 4, (16, 64)
+    rng = np.random.default_rng(2)
+    an = rng.standard_normal((m, k)).astype(np.float16)
+    bn = rng.standard_normal((k, n)).astype(np.float16)
+    ref = an.astype(np.float32) @ bn.astype(np.float32)
+    a, b = api.from_numpy(an).sync(), api.from_numpy(bn).sync()
+    ws = api.zeros((splits, m, n), tile.float32).sync()
+    arrived = api.zeros(((m // tm[0]) * (n // tm[1]),), tile.int32).sync()
+    for _ in range(5):
+        c = api.full((m, n), np.nan, tile.float16).sync()
+        SK.splitk_fused(c, a, b, ws, arrived, tm, 128).sync()
+        got = c.to_numpy().astype(np.float32)
+        assert np.abs(got - ref).max() / np.abs(ref).max() < 5e-3
+        np.testing.assert_array_equal(arrived.to_numpy(), 0)
