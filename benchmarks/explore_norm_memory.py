@@ -10,13 +10,11 @@ checked against torch before it is timed (median of single runs, L2 flushed).
 import argparse
 import os
 import sys
-from concurrent.futures import ThreadPoolExecutor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.join(HERE, ".."), HERE, os.path.join(HERE, "..", "examples")]
 
 import tilejit as tile  # noqa: E402
-from tilejit.autotune import compile_launch  # noqa: E402
 
 import softmax as SM  # noqa: E402
 
@@ -69,8 +67,8 @@ def softmax_persistent(z, x, ROWS: C[int], WIDTH: C[int], LATENCY: C[int], LOAD_
         tile.store(out, (r, 0), SM.softmax_tile(t).astype(z.dtype), allow_tma=STORE_TMA)
 
 
-def opts(occ):
-    return tile.CompileOptions(occupancy=occ)
+def opts(occ, warps=None):
+    return tile.CompileOptions(occupancy=occ, num_worker_warps=warps)
 
 
 TMA = [(True, True), (False, True), (True, False), (False, False)]
@@ -81,9 +79,15 @@ def main() -> int:
     ap.add_argument("--only", default="copy,softmax,rms,ln")
     ap.add_argument("--shapes", default="16384x4096,65536x1024,4096x16384,2048x32768")
     ap.add_argument("--persistent", action="store_true", help="also softmax's persistent form")
+    ap.add_argument("--occupancy", default="", help="occupancy values (default: 1,2 for rows "
+                                                     "of 16K elements or more, else 2,4)")
+    ap.add_argument("--warps", default="", help="num_worker_warps values besides the default "
+                                                "(tileiras's choice), e.g. 8")
+    ap.add_argument("--tma", default="all", choices=("all", "store-off"),
+                    help="store-off: only loads through TMA and stores from registers")
     args = ap.parse_args()
     import torch
-    from harness import Timer, time_candidates
+    from harness import Timer, precompile, time_candidates
     if not torch.cuda.is_available():
         print("explore_norm_memory: no GPU; nothing to do")
         return 0
@@ -101,7 +105,12 @@ def main() -> int:
         y = torch.empty_like(x)
         gb = 2 * x.numel() * 2 / 1e9
         bms = [bm for bm in (1, 2, 4, 8, 16) if bm * n <= 32768 and (bm * n >= 4096)]
-        occs = (1, 2) if n >= 16384 else (2, 4)
+        occs = [int(v) for v in args.occupancy.split(",") if v] or \
+            ((1, 2) if n >= 16384 else (2, 4))
+        warps = [None] + [int(v) for v in args.warps.split(",") if v]
+        combos = [(True, False, False)] if args.tma == "store-off" else \
+            [(lt, st, ib) for lt, st in TMA for ib in (False, True)
+             if not ib or (lt, st) in ((True, True), (False, False))]
         for what in args.only.split(","):
             kern, rest, ref, vendor = {
                 "copy": (copy_rows, (), x.float(), lambda: y.copy_(x)),
@@ -112,12 +121,11 @@ def main() -> int:
                 "ln": (ln_rows, (w, b, 1e-5),
                        F.layer_norm(x.float(), (n,), w.float(), b.float(), 1e-5),
                        lambda: F.layer_norm(x, (n,), w, b, 1e-5))}[what]
-            cands = [(f"{bm}x{n} occ{o} load_tma={lt} store_tma={st} inbounds={ib}",
-                      lambda bm=bm, o=o, lt=lt, st=st, ib=ib, kern=kern, rest=rest: kern(
+            cands = [(f"{bm}x{n} occ{o} warps={w} load_tma={lt} store_tma={st} inbounds={ib}",
+                      lambda bm=bm, o=o, w=w, lt=lt, st=st, ib=ib, kern=kern, rest=rest: kern(
                           tile.partition(y, (bm, n)), x, *rest, lt, st, ib)
-                      .compile_options(opts(o)))
-                     for bm in bms for o in occs for lt, st in TMA for ib in (False, True)
-                     if not ib or (lt, st) in ((True, True), (False, False))]
+                      .compile_options(opts(o, w)))
+                     for bm in bms for o in occs for w in warps for lt, st, ib in combos]
             if what == "softmax" and args.persistent and n <= 16384:
                 cands += [(f"persistent ROWS={r} occ{o} lat{lat} load_tma={lt} store_tma={st}",
                            lambda r=r, o=o, lat=lat, lt=lt, st=st: softmax_persistent(
@@ -125,8 +133,7 @@ def main() -> int:
                            .grid((sms * o, 1, 1)).compile_options(opts(o)))
                           for r in (1, 2) if r * n <= 16384 for o in (2, 4) for lat in (2, 4)
                           for lt, st in TMA]
-            with ThreadPoolExecutor(16) as pool:      # compile side by side, time one by one
-                list(pool.map(lambda c: _compile(c[1]), cands))
+            precompile(cands)
             v_ms = timer.ms(vendor)
             vr = gb / v_ms * 1e3
             print(f"== {what} {m}x{n} fp16: torch {vr:.0f} GB/s ({vr / roof:.2f} of roofline)",
@@ -136,13 +143,6 @@ def main() -> int:
                             lambda r, err, vr=vr: f"{r:.0f} GB/s ({r / roof:.2f} of roofline, "
                                                   f"{r / vr:.2f}x torch)", indent="  ")
     return 0
-
-
-def _compile(make):
-    try:
-        compile_launch(make())
-    except Exception:  # noqa: BLE001  (time_candidates reports the failure)
-        pass
 
 
 if __name__ == "__main__":

@@ -51,6 +51,22 @@ class Timer:
         return 2 * nbytes / ms / 1e6
 
 
+def precompile(cands, threads: int = 16) -> None:
+    """Compile the launches of ``[(name, make)]`` side by side (tileiras runs in parallel), so
+    that timing them one by one finds each in the cache. A failure is left for the timing loop
+    to report."""
+    from concurrent.futures import ThreadPoolExecutor
+    from tilejit.autotune import compile_launch
+
+    def one(make):
+        try:
+            compile_launch(make())
+        except Exception:  # noqa: BLE001  (time_candidates reports it)
+            pass
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(one, [make for _, make in cands]))
+
+
 def time_candidates(cands, stream, timer, out, error, tol, rate, describe, indent="",
                     measure=None):
     """Prepare, check and time each ``(name, make)`` of an exploration (``make()`` returns a

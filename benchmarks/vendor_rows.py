@@ -287,8 +287,8 @@ def group_skinny(env):
         c = env.empty((m, nk), dt)
         rows.append((label, a, b, c, _splitk_candidates(env, env.tj(a), env.tj(b), c)))
     if env.gpu:
-        env.precompile([f for _, a, b, c, _ in rows for f in
-                        MM.matmul.precompile(c, a, b, pool=env.pool)])
+        env.precompile([f for _, a, b, c, _ in rows for tuner in (MM.matmul, MM.hinted)
+                        for f in tuner.precompile(c, a, b, pool=env.pool)])
         precompile_ops(env, [build for *_, cands in rows for _, build in cands])
     for label, a, b, c, cands in rows:
         env.run_row("skinny", label, lambda: _skinny_row(env, label, a, b, c, cands))
@@ -323,6 +323,7 @@ def _skinny_row(env, label, a, b, c, cands):
     check = checker(env, c, ref, 1e-2)
     reset = _nan_fill(env, c)
     variants = [tuned(env, "tiled", MM.matmul, c, env.tj(a), env.tj(b)),
+                tuned(env, "hinted", MM.hinted, c, env.tj(a), env.tj(b)),
                 fastest(env, "split-K", cands, check, reset)[1]]
     cv = env.torch.empty_like(ref, dtype=a.dtype)
     m, k = a.shape

@@ -121,7 +121,7 @@ def main() -> int:
         err = np.abs(c.to_numpy().astype(np.float32) - ref).max() / np.abs(ref).max()
         ok &= bool(err < 1e-2)
         cfg = tuned.best_config(c, a, b, *scales, FAST_ACC=fast)
-        print(f"fp8_matmul: {m}x{k}x{n} e4m3 -> bf16, FAST_ACC={fast}, config {cfg}, "
+        print(f"  {m}x{k}x{n} e4m3 -> bf16, FAST_ACC={fast}, config {cfg}, "
               f"max relative error {err:.1e} {'ok' if err < 1e-2 else 'MISMATCH'}")
     small = [tile.Config(BM=32, BN=32, BK=64, GROUP=2, PERSISTENT=p) for p in (False, True)]
     for cfg in small:                  # the grouped order, both schedules (small configs)
@@ -129,8 +129,10 @@ def main() -> int:
         scheduled(False, [cfg])(tile.atomic(c), a, b, *scales).sync()
         err = np.abs(c.to_numpy().astype(np.float32) - ref).max() / np.abs(ref).max()
         ok &= bool(err < 1e-2)
-        print(f"fp8_matmul_scheduled: persistent={cfg.constants['PERSISTENT']}, max relative "
+        print(f"  fp8_matmul_scheduled, persistent={cfg.constants['PERSISTENT']}: max relative "
               f"error {err:.1e} {'ok' if err < 1e-2 else 'MISMATCH'}")
+    print(f"fp8_matmul: promoted and fast sums, grouped and persistent "
+          f"{'ok' if ok else 'MISMATCH'}")
     return 0 if ok else 1
 
 
