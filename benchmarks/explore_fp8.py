@@ -18,7 +18,7 @@ sys.path[:0] = [os.path.join(HERE, ".."), HERE, os.path.join(HERE, "..", "exampl
 
 import tilejit as tile  # noqa: E402
 
-from fp8_matmul import fp8_matmul  # noqa: E402
+from fp8_matmul import fp8_matmul, fp8_matmul_scheduled, promoted_product  # noqa: E402
 
 
 @tile.entry
@@ -36,18 +36,11 @@ def fp8_matmul_fast(c, a, b, scale_a, scale_b, BK: tile.Constant[int],
 @tile.entry
 def fp8_matmul_promoted(c, a, b, scale_a, scale_b, BK: tile.Constant[int],
                         EVERY: tile.Constant[int]):
-    """Fast tensor-core sums over EVERY K tiles, each added to a float32 accumulator (the
-    promotion interval CUTLASS uses for fp8 on Hopper)."""
+    """Fast tensor-core sums over EVERY K tiles, each added to a float32 accumulator
+    (``fp8_matmul.promoted_product``), a tile per block."""
     BM, BN = c.shape
     bm, bn = c.block
-    acc = tile.zeros((BM, BN), tile.float32)
-    n = tile.cdiv(a.shape[1], BK)
-    for k0 in range(0, n, EVERY):
-        part = tile.zeros((BM, BN), tile.float32)
-        for k in range(k0, min(k0 + EVERY, n)):
-            part = tile.mma(a.load((bm, k), (BM, BK)), b.load((k, bn), (BK, BN)), part,
-                            fast_acc=True)
-        acc = acc + part
+    acc = promoted_product(a, b, bm, bn, BM, BN, BK, EVERY)
     c.store((acc * (scale_a.load((0,), ()) * scale_b.load((0,), ()))).astype(c.dtype))
 
 
@@ -81,31 +74,14 @@ def fp8_matmul_bt(c, a, bt, scale_a, scale_b, BK: tile.Constant[int]):
     c.store((acc * (scale_a.load((0,), ()) * scale_b.load((0,), ()))).astype(c.dtype))
 
 
-@tile.entry
-def fp8_matmul_grouped(c, a, b, scale_a, scale_b, BM: tile.Constant[int],
-                       BN: tile.Constant[int], BK: tile.Constant[int],
-                       GROUP: tile.Constant[int], FAST: tile.Constant[bool] = False):
-    """The column-major-B kernel on a 1-D grid walked in groups of GROUP row tiles."""
-    num_m = tile.cdiv(a.shape[0], BM)
-    num_n = tile.cdiv(b.shape[1], BN)
-    pid = tile.bid(0)
-    width = GROUP * num_n
-    first_m = (pid // width) * GROUP
-    rows = min(num_m - first_m, GROUP)
-    bm = first_m + (pid % width) % rows
-    bn = (pid % width) // rows
-    acc = tile.zeros((BM, BN), tile.float32)
-    for k in range(tile.cdiv(a.shape[1], BK)):
-        acc = tile.mma(a.load((bm, k), (BM, BK)), b.load((k, bn), (BK, BN)), acc, fast_acc=FAST)
-    acc = acc * (scale_a.load((0,), ()) * scale_b.load((0,), ()))
-    tile.store(c.partition((BM, BN)), (bm, bn), acc.astype(c.dtype))
-
-
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--m", type=int, default=4096)
     ap.add_argument("--grouped", action="store_true",
                     help="only the grouped tile order (GROUP 4/8/16) against the plain one")
+    ap.add_argument("--promoted", action="store_true",
+                    help="only the persistent grouped kernel: tileiras's promoted sum against "
+                         "fast sums promoted in the kernel every PROMOTE K tiles")
     ap.add_argument("--all", action="store_true",
                     help="also the 128x256/256x128 tiles, the B layouts and cuTile's kernel")
     args = ap.parse_args()
@@ -154,7 +130,7 @@ def main() -> int:
                       lambda bm=bm, bn=bn, bk=bk, e=every, o=opts: fp8_matmul_promoted(
                           tile.partition(c, (bm, bn)), a8, b8, sa, sb, bk, e)
                       .compile_options(o)))
-    ctk = None if args.grouped else cutile_fp8(m)
+    ctk = None if args.grouped or args.promoted else cutile_fp8(m)
     if ctk is not None:
         ct, k = ctk
         for bm, bn, bk in ((128, 128, 128), (64, 128, 128)):
@@ -182,8 +158,8 @@ def main() -> int:
                     tile.partition(c, (bm, bn)), a8, bt8, sa, sb, bk).compile_options(o)))
                 grid = (-(-m // bm) * -(-m // bn), 1, 1)
                 cands.append((f"grouped8 {name}", lambda bm=bm, bn=bn, bk=bk, o=opts, g=grid:
-                              fp8_matmul_grouped(tile.atomic(c), a8, b8, sa, sb, bm, bn, bk, 8)
-                              .grid(g).compile_options(o)))
+                              fp8_matmul_scheduled(tile.atomic(c), a8, b8, sa, sb, bm, bn, bk, 8,
+                                                   False).grid(g).compile_options(o)))
     if args.grouped:
         cands = []
         for bm, bn, occ, fast in ((64, 128, 2, False), (128, 128, 2, True)):
@@ -196,8 +172,26 @@ def main() -> int:
                 grid = (-(-m // bm) * -(-m // bn), 1, 1)
                 cands.append((f"grouped{group} {bm}x{bn}x128 occ{occ} fast={fast}",
                               lambda bm=bm, bn=bn, o=opts, g=grid, gr=group, f=fast:
-                              fp8_matmul_grouped(tile.atomic(c), a8, b8, sa, sb, bm, bn, 128,
-                                                 gr, f).grid(g).compile_options(o)))
+                              fp8_matmul_scheduled(tile.atomic(c), a8, b8, sa, sb, bm, bn, 128,
+                                                   gr, False, f).grid(g).compile_options(o)))
+    if args.promoted:
+        sms = torch.cuda.get_device_properties(0).multi_processor_count
+        cands = []
+        # persistent grouped: tileiras's promoted sum (PROMOTE=0) against fast sums promoted
+        # in the kernel every PROMOTE K tiles (2026-11-27 H200: every tile of 256 at 128x128
+        # with two warp groups 1.04x / 0.98x _scaled_mm at 4096^3 / 8192^3; the others,
+        # BK 128 or 512, 64x256, every 2 or 4, 0.25-0.82x; writing the every-1 loop as
+        # acc + mma(a, b, zeros) gave 0.78-0.85x)
+        for bm, bn, bk, every, warps in ((128, 128, 128, 0, 8), (128, 128, 256, 0, 8),
+                                         (128, 128, 128, 1, 8), (128, 128, 256, 1, 8),
+                                         (128, 128, 128, 2, 8), (64, 256, 256, 1, 8)):
+            opts = tile.CompileOptions(occupancy=1, num_worker_warps=warps)
+            grid = (min(sms, -(-m // bm) * -(-m // bn)), 1, 1)
+            cands.append((f"promoted every {every} (0: by tileiras) {bm}x{bn}x{bk} "
+                          f"warps={warps}",
+                          lambda bm=bm, bn=bn, bk=bk, e=every, o=opts, g=grid:
+                          fp8_matmul_scheduled(tile.atomic(c), a8, b8, sa, sb, bm, bn, bk, 8,
+                                               True, PROMOTE=e).grid(g).compile_options(o)))
     vendor_rate = tflop / vendor * 1e3
     time_candidates(cands, s, timer, c,
                     lambda: ((c.float() - ref).abs().max() / ref.abs().max()).item(), 1e-2,

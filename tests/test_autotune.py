@@ -1,11 +1,13 @@
 """tile.autotune on the simulator (first config that compiles, no timing), its argument checks, the
 report, and the disk cache. tests/gpu/test_autotune_gpu.py covers timing on a GPU."""
+import statistics
+
 import numpy as np
 import pytest
 
 import tilejit as tile
 from tilejit import api
-from tilejit.autotune import Trial, Tuning
+from tilejit.autotune import SETTLE_MOST, SETTLE_ROUNDS, Trial, Tuning, settle
 
 pytestmark = pytest.mark.usefixtures("simulator_backend")
 
@@ -138,3 +140,45 @@ def test_a_constant_keeps_its_default_unless_the_config_sets_it(config, factor):
     z = api.zeros((100,)).sync()
     k(z, api.from_numpy(xn).sync()).sync()
     np.testing.assert_array_equal(z.to_numpy(), factor * xn)
+
+
+# --- near-ties, timed side by side -----------------------------------------------------------------
+class _WarmingGPU:
+    """Run times of configs whose true times are ``true`` on a GPU that slows down by ``drift``
+    per run (clocks falling as it warms): what a one-after-another first pass sees."""
+
+    def __init__(self, true, drift):
+        self.true, self.drift, self.clock = true, drift, 0
+
+    def runs(self, i, n=3):
+        out = []
+        for _ in range(n):
+            out.append(self.true[i] * (1 + self.drift * self.clock))
+            self.clock += 1
+        return out
+
+
+def test_settle_undoes_the_order_of_the_first_pass():
+    """Config 1 is truly 3% faster, but timed after config 0 on a warming GPU its first-pass
+    median is slower; timed side by side, in alternating order, it wins."""
+    gpu = _WarmingGPU([1.00, 0.97, 2.0], drift=0.004)
+    first = [statistics.median(gpu.runs(i, 10)) for i in range(3)]
+    assert first[0] < first[1]                        # the first pass picks the wrong one
+    settled = settle(first, gpu.runs)
+    assert settled[1] < settled[0]
+    assert settled[2] == first[2]                     # not a near-tie: left as it was
+
+
+def test_settle_leaves_clear_winners_and_skipped_configs_alone():
+    calls = []
+
+    def runs(i):
+        calls.append(i)
+        return [1.0]
+    assert settle([1.0, 2.0, None], runs) == [1.0, 2.0, None]
+    assert settle([None, 1.0], runs) == [None, 1.0]
+    assert calls == []
+    ms = [1.0, 1.01, 1.02, 1.03, 1.04, None]          # at most SETTLE_MOST are re-timed
+    settle(ms, runs)
+    assert sorted(set(calls)) == list(range(SETTLE_MOST))
+    assert len(calls) == SETTLE_MOST * SETTLE_ROUNDS

@@ -134,14 +134,15 @@ def test_fp8_matmul_column_major_b():
     assert rel(c, ref) < 1e-2
 
 
-@pytest.mark.parametrize("persistent", [False, True])
-def test_fp8_matmul_scheduled(persistent):
-    """The grouped (and persistent) fp8 order with the scales, ragged sizes."""
+@pytest.mark.parametrize("persistent,promote", [(False, 0), (True, 0), (True, 1), (False, 2)])
+def test_fp8_matmul_scheduled(persistent, promote):
+    """The grouped (and persistent) fp8 order with the scales, ragged sizes; the sum promoted by
+    tileiras (0) or in the kernel every ``promote`` K tiles (a last group of fewer tiles)."""
     a8, sa = F8.quantize(rng.standard_normal((72, 160)).astype(np.float32))
     bt8, sb = F8.quantize(rng.standard_normal((56, 160)).astype(np.float32))
     c = api.zeros((72, 56), tile.bfloat16).sync()
     scales = [dev(np.array([s], np.float32)) for s in (sa, sb)]
-    cfg = tile.Config(BM=32, BN=16, BK=64, GROUP=2, PERSISTENT=persistent)
+    cfg = tile.Config(BM=32, BN=16, BK=64, GROUP=2, PERSISTENT=persistent, PROMOTE=promote)
     F8.scheduled(False, [cfg])(tile.atomic(c), dev(a8), dev(bt8).permute(1, 0), *scales).sync()
     ref = mm_ref(a8.astype(np.float32), bt8.astype(np.float32).T) * sa * sb
     assert rel(c, ref) < 1e-2
@@ -419,7 +420,7 @@ def _sm90_cases():
                                         f8.permute(1, 0), one, one), {"BK": 128}),
         ("fp8 scheduled promoted", F8.fp8_matmul_scheduled,
          lambda: (t(api.empty((4096, 4096), tile.bfloat16).sync()), f8, f8.permute(1, 0), one,
-                  one), dict(BM=128, BN=128, BK=256, GROUP=8, PERSISTENT=True)),
+                  one), dict(BM=128, BN=128, BK=256, GROUP=8, PERSISTENT=True, PROMOTE=1)),
         ("fp8 scheduled fast 128x256", F8.fp8_matmul_scheduled,
          lambda: (t(api.empty((4096, 4096), tile.bfloat16).sync()), f8, f8.permute(1, 0), one,
                   one), dict(BM=128, BN=256, BK=128, GROUP=8, PERSISTENT=False, FAST_ACC=True)),
