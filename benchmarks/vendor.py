@@ -31,8 +31,10 @@ Groups (``--only``; they run in this order), each row checked against torch befo
 config) print at the end; with ``$OUT`` set every row is also appended to ``$OUT/vendor.json``
 as it completes. Rows run in priority order and stop when ``--budget-s`` of wall time is spent
 (compiles included; the remaining rows are listed as skipped). Tilejit kernels are launched
-prepared (host time excluded), as torch's are called directly. Without a GPU it says so and exits
-0 (``--rehearse`` runs every row's code on the simulator at tiny sizes instead).
+prepared (host time excluded), as torch's are called directly. The variants of a row are timed
+one after another to pick the best; the best and the vendor call are then timed side by side in
+alternating rounds (``vendor_rows.side_by_side``) for the row's figures. Without a GPU it says
+so and exits 0 (``--rehearse`` runs every row's code on the simulator at tiny sizes instead).
 """
 from __future__ import annotations
 
