@@ -20,9 +20,26 @@ sys.path[:0] = [os.path.join(HERE, ".."), HERE, os.path.join(HERE, "..", "exampl
 import tilejit as tile  # noqa: E402
 
 from explore_fp8 import fp8_matmul_fast  # noqa: E402
-from matmul import matmul_scheduled  # noqa: E402
+from matmul import grouped_position, matmul_scheduled  # noqa: E402
 
 LOOP = 10
+
+
+@tile.entry
+def scheduled_hinted(c, a, b, BM: tile.Constant[int], BN: tile.Constant[int],
+                     BK: tile.Constant[int], GROUP: tile.Constant[int],
+                     LATENCY: tile.Constant[int]):
+    """matmul_scheduled (persistent) with ``latency=LATENCY`` on both loads."""
+    num_m = tile.cdiv(a.shape[0], BM)
+    num_n = tile.cdiv(b.shape[1], BN)
+    out = c.partition((BM, BN))
+    for t in range(tile.bid(0), num_m * num_n, tile.num_blocks(0)):
+        pm, pn = grouped_position(t, num_m, num_n, GROUP)
+        acc = tile.zeros((BM, BN), tile.float32)
+        for k in range(tile.cdiv(a.shape[1], BK)):
+            acc = tile.mma(a.load((pm, k), (BM, BK), latency=LATENCY),
+                           b.load((k, pn), (BK, BN), latency=LATENCY), acc)
+        tile.store(out, (pm, pn), acc.astype(c.dtype))
 
 
 def two_ways(fn, flops, flush, loop):
@@ -48,23 +65,36 @@ def explore(cands, out, error, tol, flops, flush, loop, stream):
                                                                          loop))
 
 
-def matmul_rows(torch, m, flush, loop, stream, store_tma=False):
-    a = torch.randn(m, m, device="cuda", dtype=torch.float16)
-    b = torch.randn(m, m, device="cuda", dtype=torch.float16)
-    c = torch.empty(m, m, device="cuda", dtype=torch.float16)
+def matmul_rows(torch, m, flush, loop, stream, latency=False, dtype="float16"):
+    dt = getattr(torch, dtype)
+    a = torch.randn(m, m, device="cuda", dtype=dt)
+    b = torch.randn(m, m, device="cuda", dtype=dt)
+    c = torch.empty(m, m, device="cuda", dtype=dt)
     ref = a.float() @ b.float()
     flops = 2 * m ** 3
-    print(f"matmul float16 {m}^3", flush=True)
+    print(f"matmul {dtype} {m}^3", flush=True)
     cublas = vendor("cuBLAS (torch.matmul)", lambda: torch.matmul(a, b, out=c), flops, flush, loop)
 
     def error():
         return ((c.float() - ref).abs().max() / ref.abs().max()).item()
     cands = []
     from matmul import scheduled_grid
+    if latency:                          # persistent 128x256, two warp groups: latency hints
+        sms = torch.cuda.get_device_properties(0).multi_processor_count
+        opts = tile.CompileOptions(occupancy=1, num_worker_warps=8)
+        for bk in (32, 64):
+            cands.append((f"128x256x{bk} persistent no hint", lambda bk=bk: matmul_scheduled(
+                tile.atomic(c), a, b, 128, 256, bk, 8, True).grid((sms, 1, 1))
+                .compile_options(opts)))
+            for lat in (2, 4, 6, 8):
+                cands.append((f"128x256x{bk} persistent latency={lat}",
+                              lambda bk=bk, lat=lat: scheduled_hinted(
+                                  tile.atomic(c), a, b, 128, 256, bk, 8, lat)
+                              .grid((sms, 1, 1)).compile_options(opts)))
+        explore(cands, c, error, 2e-2, flops, flush, loop, stream)
+        return
     # (BM, BN, BK, occupancy, persistent, worker warps, GROUP, num_ctas)
-    best = ((128, 256, 64, 1, True, 8, 8, None), (128, 256, 32, 1, True, 8, 8, None),
-            (128, 256, 64, 1, False, 8, 8, None), (128, 128, 64, 2, False, None, 8, None))
-    for bm, bn, bk, occ, pers, w, group, ctas in best if store_tma else (
+    for bm, bn, bk, occ, pers, w, group, ctas in (
             (128, 128, 64, 2, False, None, 8, None), (128, 128, 64, 2, False, 8, 8, None),
             (128, 256, 64, 1, False, None, 8, None), (128, 256, 64, 1, False, 8, 8, None),
             (128, 256, 64, 1, True, 8, 8, None), (128, 256, 32, 1, False, 8, 8, None),
@@ -78,12 +108,9 @@ def matmul_rows(torch, m, flush, loop, stream, store_tma=False):
         opts = tile.CompileOptions(occupancy=occ, num_worker_warps=w, num_ctas=ctas)
         name = (f"{bm}x{bn}x{bk} occ{occ} {'persistent' if pers else 'grouped'} GROUP={group} "
                 f"ctas={ctas} warps={w}")
-        for st in ((True, False) if store_tma else (True,)):
-            cands.append((name + ("" if st else " store_tma=False"),
-                          lambda bm=bm, bn=bn, bk=bk, group=group, pers=pers, grid=grid,
-                          opts=opts, st=st: matmul_scheduled(
-                              tile.atomic(c), a, b, bm, bn, bk, group, pers, STORE_TMA=st)
-                          .grid(grid).compile_options(opts)))
+        cands.append((name, lambda bm=bm, bn=bn, bk=bk, group=group, pers=pers, grid=grid,
+                      opts=opts: matmul_scheduled(tile.atomic(c), a, b, bm, bn, bk, group, pers)
+                      .grid(grid).compile_options(opts)))
     rows = explore(cands, c, error, 2e-2, flops, flush, loop, stream)
     if rows:
         (f, lp), name = max(rows, key=lambda x: x[0][0])
@@ -128,9 +155,9 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", default="matmul,fp8")
     ap.add_argument("--sizes", default="4096,8192")
-    ap.add_argument("--store-tma", action="store_true",
-                    help="matmul: the best configs only, each with C stored through the TMA "
-                         "unit and from registers (STORE_TMA=False)")
+    ap.add_argument("--latency", action="store_true",
+                    help="matmul: the persistent 128x256 kernel with latency hints on its loads")
+    ap.add_argument("--dtypes", default="float16", help="matmul dtypes (float16, bfloat16)")
     args = ap.parse_args()
     import torch
     from harness import Timer
@@ -142,7 +169,8 @@ def main() -> int:
     print(f"GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}")
     for m in (int(s) for s in args.sizes.split(",")):
         if "matmul" in args.only:
-            matmul_rows(torch, m, flush, loop, stream, args.store_tma)
+            for dt in args.dtypes.split(","):
+                matmul_rows(torch, m, flush, loop, stream, args.latency, dt)
         if "fp8" in args.only:
             fp8_rows(torch, m, flush, loop, stream)
     return 0

@@ -89,19 +89,19 @@ def cases(group: str, quick: bool, rehearse: bool) -> list:
 #: what each group was expected to show before any GPU run of these variants (tilejit/vendor,
 #: and of the copy roofline for the norms): printed under each table, to compare
 PREDICTED = {
-    "matmul": "flush: 4096^3 0.88-0.93x, 8192^3 1.04-1.07x; loop: 0.91-0.94x (2026-11-27 H200)",
+    "matmul": "0.95-1.05x both ways, side by side (2026-11-27 H200 runs: 0.90-1.06x, moving "
+              "between runs)",
     "attention": "1.4-1.6x SDPA's flash backend, causal and not (2026-11-27 H200)",
-    "softmax": "0.85-0.92 of the copy roofline with stores off the TMA unit (2026-11-27 H200 "
-               "probe, explore_norm_memory.py), 1.4-3x torch",
-    "layer_norm": "0.82-0.86 of the roofline for 1K-16K rows, 32K 0.61-0.7 (probe), 1.2-2x torch",
-    "rms_norm": "0.89-0.91 for 1K-16K rows, 32K 0.75 (probe), 1.2-1.6x torch",
-    "skinny": "M=16 0.8-1.1x (split-K or 16x64 tiles), M=256 0.85-0.95x",
-    "fp8": "the grouped persistent kernel: promoted sum 0.91-0.97x, fast sum 0.93-1.03x "
-           "(2026-11-27 H200 probe)",
+    "softmax": "0.84-0.92 of the copy roofline with stores off the TMA unit (2026-11-27 H200 "
+               "runs), 1.4-3x torch",
+    "layer_norm": "0.78-0.86 of the roofline for 1K-16K rows, 32K 0.66-0.7, 1.3-2x torch",
+    "rms_norm": "0.89-0.91 for 1K-16K rows (1.18-1.23x torch), 32K 0.82",
+    "skinny": "0.97-1.1x; the latency-hinted kernel 1-3% over the tiled one at M=256",
+    "fp8": "promoted in the kernel 1.0-1.1x, fast sum 0.97-1.1x (2026-11-27 H200 runs)",
     "attention_bwd": "1.0-1.2x SDPA flash backward; D64 with 128x128 tiles or occupancy 2 above 1.0x",
     "gqa": "as the MHA forward, 0.85-0.95x (more where SDPA leaves its flash backend)",
-    "decode": "0.98-1.00x SDPA with two launches (2026-11-27 H200); one launch (the last block "
-              "of a group merges) 1.02-1.10x, most at KV 4K",
+    "decode": "0.99-1.02x SDPA (2026-11-27 H200: 0.99-1.07x; stores off the TMA unit changed "
+              "nothing)",
 }
 
 

@@ -89,11 +89,10 @@ def tile_product(a, b, pm, pn, BM, BN, BK, TMA=True, FAST_ACC=False):
 def matmul_scheduled(c, a, b, BM: tile.Constant[int], BN: tile.Constant[int],
                      BK: tile.Constant[int], GROUP: tile.Constant[int],
                      PERSISTENT: tile.Constant[bool], TMA: tile.Constant[bool] = True,
-                     FAST_ACC: tile.Constant[bool] = False, STORE_TMA: tile.Constant[bool] = True):
+                     FAST_ACC: tile.Constant[bool] = False):
     """C = A @ B for fp16 / bf16 / fp8 inputs; ``c`` is a writable tensor (``tile.atomic``);
     ``TMA=False`` loads without the TMA unit (Triton's tutorial 09 times both); ``FAST_ACC``: the
-    fp8 sum in the tensor cores' reduced precision (Triton's default for fp8 on sm_90);
-    ``STORE_TMA=False`` writes C's tiles from registers."""
+    fp8 sum in the tensor cores' reduced precision (Triton's default for fp8 on sm_90)."""
     num_m = tile.cdiv(a.shape[0], BM)
     num_n = tile.cdiv(b.shape[1], BN)
     out = c.partition((BM, BN))
@@ -101,13 +100,11 @@ def matmul_scheduled(c, a, b, BM: tile.Constant[int], BN: tile.Constant[int],
         for t in range(tile.bid(0), num_m * num_n, tile.num_blocks(0)):
             pm, pn = grouped_position(t, num_m, num_n, GROUP)
             tile.store(out, (pm, pn),
-                       tile_product(a, b, pm, pn, BM, BN, BK, TMA, FAST_ACC).astype(c.dtype),
-                       allow_tma=STORE_TMA)
+                       tile_product(a, b, pm, pn, BM, BN, BK, TMA, FAST_ACC).astype(c.dtype))
     else:
         pm, pn = grouped_position(tile.bid(0), num_m, num_n, GROUP)
         tile.store(out, (pm, pn),
-                   tile_product(a, b, pm, pn, BM, BN, BK, TMA, FAST_ACC).astype(c.dtype),
-                   allow_tma=STORE_TMA)
+                   tile_product(a, b, pm, pn, BM, BN, BK, TMA, FAST_ACC).astype(c.dtype))
 
 
 def scheduled_grid(cfg, args, sms=None):
