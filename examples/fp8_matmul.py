@@ -9,10 +9,15 @@ value goes back to the host. The K tile is twice fp16's for the same bytes per s
 
 ``FAST_ACC=True`` lets the tensor cores keep the running sum in their own reduced precision
 (``torch._scaled_mm(use_fast_accum=True)``), about twice the error (7e-3 against 3e-3 relative,
-bf16 out). On an H200 at 4096^3 (tileiras 13.4): the default promoted sum runs at 1110 TFLOP/s
-with 64x128 tiles (0.83x ``_scaled_mm``; 530 with 128x128 tiles, whose two float32 accumulators
-do not fit the registers), the fast sum at 1350 with 128x128 tiles (0.94-1.0x its
-``use_fast_accum=True``).
+bf16 out). By default the sum is promoted to float32.
+
+``fp8_matmul_scheduled`` is the fast form (``scheduled(fast_acc)`` autotunes it): tiles in
+matmul.py's grouped order, one persistent wave of blocks, and ``PROMOTE=1``: the promoted sum
+written in the kernel, each K tile's fast tensor-core sum added into a float32 accumulator
+(``promoted_product``). With 128x128x256 tiles and two warp groups it ran at 1330-1470 TFLOP/s
+on an H200, 1.03-1.18x ``_scaled_mm`` with single runs (0.98-1.14x in a loop), and the same
+error as tileiras's own promotion (1210-1300 TFLOP/s). Every K tile of 256 is one promotion
+(cuBLAS promotes every 128; a K tile of 128 promoted each ran at 0.25-0.7x).
 """
 import sys
 
