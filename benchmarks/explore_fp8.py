@@ -85,10 +85,9 @@ def main() -> int:
     ap.add_argument("--all", action="store_true",
                     help="also the 128x256/256x128 tiles, the B layouts and cuTile's kernel")
     args = ap.parse_args()
-    import torch
-    from harness import Timer, time_candidates
-    if not torch.cuda.is_available():
-        print("explore_fp8: no GPU; nothing to do")
+    from harness import Timer, gpu_torch, time_candidates
+    torch = gpu_torch("explore_fp8")
+    if torch is None:
         return 0
     m = args.m
     f8 = torch.float8_e4m3fn

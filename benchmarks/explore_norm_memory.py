@@ -86,17 +86,13 @@ def main() -> int:
     ap.add_argument("--tma", default="all", choices=("all", "store-off"),
                     help="store-off: only loads through TMA and stores from registers")
     args = ap.parse_args()
-    import torch
-    from harness import Timer, precompile, time_candidates
-    if not torch.cuda.is_available():
-        print("explore_norm_memory: no GPU; nothing to do")
+    from harness import precompile, row_probe, time_candidates
+    probe = row_probe("explore_norm_memory")
+    if probe is None:
         return 0
+    torch, timer, s, roof = probe
     F = torch.nn.functional
-    timer = Timer(reps=20)
-    s = torch.cuda.current_stream()
-    roof = timer.copy_roofline_gbs()
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    print(f"copy roofline {roof:.0f} GB/s", flush=True)
     for shape in args.shapes.split(","):
         m, n = (int(v) for v in shape.split("x"))
         x = torch.randn(m, n, device="cuda", dtype=torch.float16)

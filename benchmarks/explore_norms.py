@@ -41,16 +41,12 @@ def main() -> int:
                     help="also softmax4k, ln4k, rms4k, softmax16k (rows of 4K / 16K: whole "
                          "rows per block and the persistent form over occupancy and latency)")
     args = ap.parse_args()
-    import torch
-    from harness import Timer, time_candidates
-    if not torch.cuda.is_available():
-        print("explore_norms: no GPU; nothing to do")
+    from harness import row_probe, time_candidates
+    probe = row_probe("explore_norms")
+    if probe is None:
         return 0
+    torch, timer, s, roof = probe
     F = torch.nn.functional
-    timer = Timer(reps=20)
-    s = torch.cuda.current_stream()
-    roof = timer.copy_roofline_gbs()
-    print(f"copy roofline {roof:.0f} GB/s")
     for case in args.only.split(","):
         m, n = {"softmax1k": (65536, 1024), "softmax16k": (4096, 16384)}.get(
             case, (16384, 4096) if case.endswith("4k") else (2048, 32768))

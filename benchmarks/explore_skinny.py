@@ -18,7 +18,7 @@ import tilejit as tile  # noqa: E402
 
 import matmul_splitk as SK  # noqa: E402
 from explore_worker_warps import explore, vendor  # noqa: E402
-from harness import precompile  # noqa: E402
+from harness import flush_and_loop_timers, gpu_torch, precompile  # noqa: E402
 
 
 @tile.entry
@@ -80,12 +80,10 @@ def main() -> int:
     ap.add_argument("--ms", default="16,256")
     ap.add_argument("--dtypes", default="float16,bfloat16")
     args = ap.parse_args()
-    import torch
-    from harness import Timer
-    if not torch.cuda.is_available():
-        print("explore_skinny: no GPU; nothing to do")
+    torch = gpu_torch("explore_skinny")
+    if torch is None:
         return 0
-    flush, loop = Timer(reps=15), Timer(reps=7, flush=False)
+    flush, loop = flush_and_loop_timers()
     stream = torch.cuda.current_stream()
     for m in (int(v) for v in args.ms.split(",")):
         for dt in args.dtypes.split(","):

@@ -159,12 +159,11 @@ def main() -> int:
                     help="matmul: the persistent 128x256 kernel with latency hints on its loads")
     ap.add_argument("--dtypes", default="float16", help="matmul dtypes (float16, bfloat16)")
     args = ap.parse_args()
-    import torch
-    from harness import Timer
-    if not torch.cuda.is_available():
-        print("explore_worker_warps: no GPU; nothing to do")
+    from harness import flush_and_loop_timers, gpu_torch
+    torch = gpu_torch("explore_worker_warps")
+    if torch is None:
         return 0
-    flush, loop = Timer(reps=15), Timer(reps=7, flush=False)
+    flush, loop = flush_and_loop_timers()
     stream = torch.cuda.current_stream()
     print(f"GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}")
     for m in (int(s) for s in args.sizes.split(",")):

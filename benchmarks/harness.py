@@ -51,6 +51,32 @@ class Timer:
         return 2 * nbytes / ms / 1e6
 
 
+def gpu_torch(probe: str):
+    """torch, when it sees a CUDA GPU; else None, having said so (a probe then exits 0)."""
+    import torch
+    if not torch.cuda.is_available():
+        print(f"{probe}: no GPU; nothing to do")
+        return None
+    return torch
+
+
+def row_probe(probe: str):
+    """(torch, timer, stream, copy roofline in GB/s) for the row-kernel probes (printing the
+    roofline), or None without a GPU."""
+    torch = gpu_torch(probe)
+    if torch is None:
+        return None
+    timer = Timer(reps=20)
+    roof = timer.copy_roofline_gbs()
+    print(f"copy roofline {roof:.0f} GB/s", flush=True)
+    return torch, timer, torch.cuda.current_stream(), roof
+
+
+def flush_and_loop_timers():
+    """The two timings of the matmul probes: single runs with the L2 flushed, and loops."""
+    return Timer(reps=15), Timer(reps=7, flush=False)
+
+
 def precompile(cands, threads: int = 16) -> None:
     """Compile the launches of ``[(name, make)]`` side by side (tileiras runs in parallel), so
     that timing them one by one finds each in the cache. A failure is left for the timing loop
