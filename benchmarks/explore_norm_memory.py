@@ -2,7 +2,11 @@
 the TMA unit or not (``allow_tma=``), with and without bounds checks, beside a plain copy of the
 same tiles (the ceiling of any row kernel). GPU only.
 
-    python benchmarks/explore_norm_memory.py [--only copy,softmax,rms,ln] [--shapes 16384x4096,...]
+    python benchmarks/explore_norm_memory.py [--only copy,softmax,rms,ln,rms_bias,ln_no_bias]
+                                             [--shapes 16384x4096,...]
+
+``rms_bias`` (RMSNorm plus a bias) and ``ln_no_bias`` (LayerNorm without one) split what
+LayerNorm costs over RMSNorm: the bias vector or the second, dependent sum.
 
 GB/s counts one read and one write of x (fp16), as the copy roofline does. Every candidate is
 checked against torch before it is timed (median of single runs, L2 flushed).
@@ -56,6 +60,30 @@ def ln_rows(z, x, w, b, eps, LOAD_TMA: C[bool], STORE_TMA: C[bool], INBOUNDS: C[
     wv = w.load((0,), (BN,), allow_tma=LOAD_TMA).astype(tile.float32)[None, :]
     bv = b.load((0,), (BN,), allow_tma=LOAD_TMA).astype(tile.float32)[None, :]
     z.store((d * rs * wv + bv).astype(z.dtype), allow_tma=STORE_TMA)
+
+
+@tile.entry
+def rms_bias(z, x, w, b, eps, LOAD_TMA: C[bool], STORE_TMA: C[bool], INBOUNDS: C[bool]):
+    """RMSNorm plus LayerNorm's bias: what the bias vector costs (against rms_rows)."""
+    BM, BN = z.shape
+    t = x.load(z.block, z.shape, allow_tma=LOAD_TMA, check_bounds=not INBOUNDS)
+    t = t.astype(tile.float32)
+    rs = tile.rsqrt(tile.sum(t * t, axis=1, keepdims=True) / x.shape[1] + eps)
+    wv = w.load((0,), (BN,), allow_tma=LOAD_TMA).astype(tile.float32)[None, :]
+    bv = b.load((0,), (BN,), allow_tma=LOAD_TMA).astype(tile.float32)[None, :]
+    z.store((t * rs * wv + bv).astype(z.dtype), allow_tma=STORE_TMA)
+
+
+@tile.entry
+def ln_no_bias(z, x, w, eps, LOAD_TMA: C[bool], STORE_TMA: C[bool], INBOUNDS: C[bool]):
+    """LayerNorm without its bias: what the second, dependent sum costs (against rms_rows)."""
+    BM, BN = z.shape
+    t = x.load(z.block, z.shape, allow_tma=LOAD_TMA, check_bounds=not INBOUNDS)
+    t = t.astype(tile.float32)
+    d = t - tile.sum(t, axis=1, keepdims=True) / BN
+    rs = tile.rsqrt(tile.sum(d * d, axis=1, keepdims=True) / BN + eps)
+    wv = w.load((0,), (BN,), allow_tma=LOAD_TMA).astype(tile.float32)[None, :]
+    z.store((d * rs * wv).astype(z.dtype), allow_tma=STORE_TMA)
 
 
 @tile.entry
@@ -116,7 +144,13 @@ def main() -> int:
                         lambda: F.rms_norm(x, (n,), w, 1e-6)),
                 "ln": (ln_rows, (w, b, 1e-5),
                        F.layer_norm(x.float(), (n,), w.float(), b.float(), 1e-5),
-                       lambda: F.layer_norm(x, (n,), w, b, 1e-5))}[what]
+                       lambda: F.layer_norm(x, (n,), w, b, 1e-5)),
+                "rms_bias": (rms_bias, (w, b, 1e-6),
+                             F.rms_norm(x.float(), (n,), w.float(), 1e-6) + b.float(),
+                             lambda: F.rms_norm(x, (n,), w, 1e-6)),
+                "ln_no_bias": (ln_no_bias, (w, 1e-5),
+                               F.layer_norm(x.float(), (n,), w.float(), None, 1e-5),
+                               lambda: F.layer_norm(x, (n,), w, None, 1e-5))}[what]
             cands = [(f"{bm}x{n} occ{o} warps={w} load_tma={lt} store_tma={st} inbounds={ib}",
                       lambda bm=bm, o=o, w=w, lt=lt, st=st, ib=ib, kern=kern, rest=rest: kern(
                           tile.partition(y, (bm, n)), x, *rest, lt, st, ib)
