@@ -324,8 +324,8 @@ def _splitk_candidates(env, a, b, c):
     out = []
     for splits in ((2, 4) if env.rehearse else (2, 4, 8)):
         ws = env.empty((splits, m, n), env.torch.float32)
-        arrived = env.torch.zeros((-(-m // bm) * -(-n // 32),), dtype=env.torch.int32,
-                                  device=env.device)
+        arrived = env.torch.zeros((-(-m // bm) * -(-n // 64),), dtype=env.torch.int32,
+                                  device=env.device)      # a counter per tile, BN 64 or more
         for bn in (64, 128):
             def build(ws=ws, bn=bn):
                 return [SK.matmul_partial(tile.partition(ws, (1, bm, bn)), a, b, 128),

@@ -75,6 +75,8 @@ def promoted_product(a, b, pm, pn, BM, BN, BK, EVERY):
 
 @tile.function
 def scaled_product(a, b, pm, pn, BM, BN, BK, FAST_ACC, PROMOTE):
+    """Tile (pm, pn) of a @ b, its sum promoted in the kernel (PROMOTE > 0), else by tileiras
+    (or not at all: FAST_ACC)."""
     if PROMOTE > 0:
         return promoted_product(a, b, pm, pn, BM, BN, BK, PROMOTE)
     return tile_product(a, b, pm, pn, BM, BN, BK, True, FAST_ACC)
@@ -112,8 +114,8 @@ def _scheduled_configs(tiles, promote=0):
 
 #: fp8_matmul_scheduled's candidates, per sum: the promoted sum's two float32 accumulators
 #: limit it to 128x128 tiles (with two compute warp groups) or 64x128, tileiras's promotion or
-#: the kernel's every K tile of 256 (H200, 2026-11-27: 1370-1440 TFLOP/s against tileiras's
-#: 1210-1290); the fast sum's one accumulator takes 128x256 with two groups, as fp16 does
+#: the kernel's every K tile of 256 (H200, 2026-11-27: 1370-1470 TFLOP/s against tileiras's
+#: 1220-1300); the fast sum's one accumulator takes 128x256 with two groups, as fp16 does
 SCHEDULED_CONFIGS = {
     False: _scheduled_configs(((128, 128, 128, 1, 8), (64, 128, 128, 2, None))) +
     _scheduled_configs(((128, 128, 256, 1, 8),), promote=1),

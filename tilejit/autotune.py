@@ -458,7 +458,7 @@ class Autotuned:
                 trials.append(timer.trial(c, self.launch_for(c, bound), self.time_limit_s))
             progress("timing the near-ties side by side")
             try:
-                with timer.prepared([self.launch_for(c, bound) for c in configs]) as runs:
+                with timer.prepared(lambda i: self.launch_for(configs[i], bound)) as runs:
                     settled = settle([t.ms for t in trials], runs)
             except TileJitError:          # a config that ran once fails now: keep the first pass
                 settled = [t.ms for t in trials]
@@ -714,14 +714,14 @@ class _Timer:
         return times
 
     @contextlib.contextmanager
-    def prepared(self, ops):
-        """``runs(i)``: a few timed runs of ``ops[i]``, prepared on first use, every prepared
-        launch closed on exit (for :func:`settle`)."""
+    def prepared(self, op_for: Callable[[int], Any]):
+        """``runs(i)``: a few timed runs of launch ``op_for(i)``, prepared on first use, every
+        prepared launch closed on exit (for :func:`settle`)."""
         launches: Dict[int, Any] = {}
 
         def runs(i: int) -> List[float]:
             if i not in launches:
-                launches[i] = ops[i].prepare(self.stream)
+                launches[i] = op_for(i).prepare(self.stream)
                 launches[i].launch()                 # warm, as trial's
             return self.runs(launches[i], max(1, self.reps // 2))
         try:

@@ -8,7 +8,7 @@ from ... import language as L
 from ...typing.types import TileType as NbTile
 from ..abi import ArrayParam, ViewRef
 from ..emit import TV
-from . import and_user_mask, handles, access_hints, padding_arg, shape_arg, ORDER, SCOPE
+from . import access_hints, and_user_mask, handles, padding_arg, shape_arg, ORDER, SCOPE
 
 
 

@@ -62,6 +62,12 @@ def index_arg(ty, ndim: int, what: str):
     return items
 
 
+def hint_args(b):
+    """A load's or store's ``latency=`` and ``allow_tma=`` hints: compile-time constants."""
+    latency_arg(b.latency)
+    bool_arg(b.allow_tma, "allow_tma")
+
+
 def latency_arg(ty):
     v = int_arg(ty, "latency", allow_none=True)
     if v is not None and not 1 <= v <= 10:
@@ -225,8 +231,7 @@ def _load_rule(b):
         raise TileTypingError("load: order= has no meaning for a single-element load (shape=())")
     index_arg(b.index, x.ndim, "load: index")
     padding_arg(b.padding)
-    latency_arg(b.latency)
-    bool_arg(b.allow_tma, "allow_tma")
+    hint_args(b)
     memory_order_arg(b, LOAD_ORDERS, "load")
     bool_arg(b.check_bounds, "load: check_bounds")
     return TileType(x.dtype, shape)
@@ -292,14 +297,8 @@ def _partition_store(b):
     z = b.z
     value_arg(b.t, z.dtype, z.tile_shape, "store: the stored tile", exact_shape=True)
     memory_order_arg(b, STORE_ORDERS, "store")
-    store_hint_args(b)
+    hint_args(b)
     return types.none
-
-
-def store_hint_args(b):
-    """A store's ``latency=`` and ``allow_tma=`` hints (constants, as a load's)."""
-    latency_arg(b.latency)
-    bool_arg(b.allow_tma, "allow_tma")
 
 
 def _view_load_sig(v, index, latency=None, allow_tma=True, memory_order=_MO.WEAK,
@@ -311,8 +310,7 @@ def _view_load_sig(v, index, latency=None, allow_tma=True, memory_order=_MO.WEAK
 def _view_load(b):
     v = b.v
     index_arg(b.index, v.ndim, "load: index")
-    latency_arg(b.latency)
-    bool_arg(b.allow_tma, "allow_tma")
+    hint_args(b)
     memory_order_arg(b, LOAD_ORDERS, "load")
     return TileType(v.dtype, v.tile_shape)
 
@@ -366,7 +364,7 @@ def _store_rule(b):
                               "partition parameter's layout is fixed by the host")
     value_arg(b.t, target.dtype, shape, "store: the stored tile", exact_shape=True)
     memory_order_arg(b, STORE_ORDERS, "store")
-    store_hint_args(b)
+    hint_args(b)
     return types.none
 
 
