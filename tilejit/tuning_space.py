@@ -32,6 +32,7 @@ The space is built from the kernel itself, once per key:
   warp groups) for matmul-like tiles whose float32 accumulators outgrow one warp group: over 16K
   elements (128x256), or over 8K with 8-bit inputs (whose promoted sum keeps two accumulators).
   Without it tileiras spills those tiles (128x256 fp16: 45 against 700-750 TFLOP/s on an H200).
+  Row kernels whose tile is one whole row of 32K elements try both (None, 8).
 
 Every combination is scored by a small model (:func:`score`: the tail of the last wave of blocks
 on the GPU's SMs, the data reuse of the tile, register pressure) and the best ``max_configs``
@@ -58,7 +59,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 #: host (``autotune.py`` runs tileiras in parallel threads), well inside the 10 s per key.
 MAX_CONFIGS = 24
 #: Bump when the rules change: winners on disk are kept per space version.
-SPACE_VERSION = 3
+SPACE_VERSION = 4
 #: The SM count assumed where no GPU says (the simulator): an H100 SXM's.
 NOMINAL_SMS = 132
 TILE_ELEMS_MAX = 32 * 1024     # 128 x 256: one block's float32 accumulator in registers
@@ -73,6 +74,10 @@ NARROW_ELEMS_GOOD = 8 * 1024
 # 1114 at 8192^3 (64x128: 837).
 ONE_GROUP_ELEMS = 16 * 1024
 TWO_GROUPS = 8
+# ROW_GROUPS: a tile of 32K elements with one searched axis (a whole 32K-element row per block,
+# a row kernel) tries two warp groups too: on an H200 (2026-11-27, fp16 rows of 32K) LayerNorm
+# went from 2581 to 3002 GB/s with them and RMSNorm from 3225 to 3430, softmax unchanged; at
+# 16K-element rows they gained nothing
 MULTI_AXIS_MAX = 256           # per axis, where two or more axes are searched
 MULTI_AXIS_MIN = 16            # tensor-core fragments
 ONE_D_RANGE = (256, 4096)      # a 1-D searched tile (element-wise kernels)
@@ -352,6 +357,8 @@ def worker_warps(tile: Optional[tuple], prob: Problem, searched: int,
     limit = NARROW_ELEMS_GOOD if prob.itemsize == 1 else ONE_GROUP_ELEMS
     if prob.worker_warps and searched >= 2 and elems > limit:
         return (TWO_GROUPS,)
+    if prob.worker_warps and searched < 2 and tile and max(tile) >= TILE_ELEMS_MAX:
+        return (None, TWO_GROUPS)          # one whole 32K-element row per block (ROW_GROUPS)
     return (None,)
 
 
