@@ -56,3 +56,21 @@ def test_a_row_kernel_space_keeps_rows_whole_and_computes_softmax(cache_dir):
     (tuning,) = sm._tuned.values()
     assert all(t.config.tile[1] == 4096 for t in tuning.trials)
     assert sum(t.ms is not None for t in tuning.trials) >= 3
+
+
+def test_a_32k_row_space_times_two_warp_groups_too(cache_dir):
+    """Rows of 32K elements, a whole row per block: the default space times each occupancy with
+    tileiras's warp count and with two warp groups (num_worker_warps=8), and the kept config
+    computes the softmax."""
+    x = np.random.default_rng(2).standard_normal((256, 32768)).astype(np.float16)
+    z = api.full((256, 32768), np.nan, tile.float16).sync()
+    sm = tile.autotune(key=["x"])(tile.entry(_softmax))
+    sm(z, api.from_numpy(x).sync()).sync()
+    xf = x.astype(np.float32)
+    e = np.exp(xf - xf.max(1, keepdims=True))
+    np.testing.assert_allclose(z.to_numpy().astype(np.float32), e / e.sum(1, keepdims=True),
+                               rtol=2e-2, atol=1e-6)
+    (tuning,) = sm._tuned.values()
+    timed = [t.config for t in tuning.trials if t.ms is not None]
+    assert {c.num_worker_warps for c in timed} == {None, 8}
+    assert all(c.tile == (1, 32768) for c in timed)
