@@ -208,12 +208,12 @@ def measure(env, group, row, unit, amount, factories, vendor_fn, vendor_name, ch
         finally:
             v.close()
     _, make, _, config, _ = min(timed, key=lambda t: t[0])
-    vendor_ok = _vendor_ms(env, vendor_fn) is not None
+    vendor = vendor_fn if _vendor_runs(env, vendor_fn) else None
     best = make()
     try:
-        ms, vendor_ms = side_by_side(env, env.ms, best, vendor_fn if vendor_ok else None)
+        ms, vendor_ms = side_by_side(env, env.ms, best, vendor)
         if both_methods:
-            loop, vloop = side_by_side(env, env.loop_ms, best, vendor_fn if vendor_ok else None)
+            loop, vloop = side_by_side(env, env.loop_ms, best, vendor)
     finally:
         best.close()
     rate = lambda t: amount / t * 1e3 if t else None  # noqa: E731
@@ -251,16 +251,21 @@ def side_by_side(env, timing, ours, vendor):
             statistics.median(vendor_ms) if vendor_ms else None)
 
 
-def _vendor_ms(env, fn):
+def _vendor_runs(env, fn) -> bool:
+    """Whether vendor call ``fn`` runs here (one call; a failure is printed, not raised)."""
     if fn is None:
-        return None
+        return False
     try:
         fn()
         env.sync()
-        return env.ms(fn)
+        return True
     except Exception as e:  # noqa: BLE001  (a vendor call the platform lacks: no column)
         print(f"    vendor call failed: {type(e).__name__}: {str(e).splitlines()[0]}")
-        return None
+        return False
+
+
+def _vendor_ms(env, fn):
+    return env.ms(fn) if _vendor_runs(env, fn) else None
 
 
 def _dt(env, name):
