@@ -22,18 +22,6 @@ from fp8_matmul import fp8_matmul, fp8_matmul_scheduled, promoted_product  # noq
 
 
 @tile.entry
-def fp8_matmul_fast(c, a, b, scale_a, scale_b, BK: tile.Constant[int],
-                    FAST: tile.Constant[bool]):
-    """``examples/fp8_matmul.py``'s kernel with the tensor cores' fast fp8 sum when FAST."""
-    BM, BN = c.shape
-    bm, bn = c.block
-    acc = tile.zeros((BM, BN), tile.float32)
-    for k in range(tile.cdiv(a.shape[1], BK)):
-        acc = tile.mma(a.load((bm, k), (BM, BK)), b.load((k, bn), (BK, BN)), acc, fast_acc=FAST)
-    c.store((acc * (scale_a.load((0,), ()) * scale_b.load((0,), ()))).astype(c.dtype))
-
-
-@tile.entry
 def fp8_matmul_promoted(c, a, b, scale_a, scale_b, BK: tile.Constant[int],
                         EVERY: tile.Constant[int]):
     """Fast tensor-core sums over EVERY K tiles, each added to a float32 accumulator
@@ -118,7 +106,7 @@ def main() -> int:
         for fast in (False, True):
             opts = tile.CompileOptions(occupancy=occ, num_cta_in_cga=ctas)
             cands.append((f"fast_acc={fast} {bm}x{bn}x{bk} occ{occ} ctas{ctas}",
-                          lambda bm=bm, bn=bn, bk=bk, o=opts, f=fast: fp8_matmul_fast(
+                          lambda bm=bm, bn=bn, bk=bk, o=opts, f=fast: fp8_matmul(
                               tile.partition(c, (bm, bn)), a8, b8, sa, sb, bk, f)
                           .compile_options(o)))
     # the promoted sum holds two float32 accumulators: 64-row tiles keep both in registers
@@ -164,7 +152,7 @@ def main() -> int:
         for bm, bn, occ, fast in ((64, 128, 2, False), (128, 128, 2, True)):
             opts = tile.CompileOptions(occupancy=occ)
             cands.append((f"plain {bm}x{bn}x128 occ{occ} fast={fast}",
-                          lambda bm=bm, bn=bn, o=opts, f=fast: fp8_matmul_fast(
+                          lambda bm=bm, bn=bn, o=opts, f=fast: fp8_matmul(
                               tile.partition(c, (bm, bn)), a8, b8, sa, sb, 128, f)
                           .compile_options(o)))
             for group in (4, 8, 16):

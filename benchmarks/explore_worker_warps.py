@@ -19,7 +19,7 @@ sys.path[:0] = [os.path.join(HERE, ".."), HERE, os.path.join(HERE, "..", "exampl
 
 import tilejit as tile  # noqa: E402
 
-from explore_fp8 import fp8_matmul_fast  # noqa: E402
+from fp8_matmul import fp8_matmul  # noqa: E402
 from matmul import grouped_position, matmul_scheduled  # noqa: E402
 
 LOOP = 10
@@ -142,7 +142,7 @@ def fp8_rows(torch, m, flush, loop, stream):
                                (64, 128, 128, 2, 8)):
         opts = tile.CompileOptions(occupancy=occ, num_worker_warps=w)
         name = f"{bm}x{bn}x{bk} occ{occ} warps={w}"
-        cands.append((name, lambda bm=bm, bn=bn, bk=bk, opts=opts: fp8_matmul_fast(
+        cands.append((name, lambda bm=bm, bn=bn, bk=bk, opts=opts: fp8_matmul(
             tile.partition(c, (bm, bn)), a8, b8, sa, sb, bk, False).compile_options(opts)))
     rows = explore(cands, c, error, 1e-2, flops, flush, loop, stream)
     if rows:

@@ -20,16 +20,24 @@ from tilejit import api
 from tilejit.runtime import current_backend
 
 
+@tile.function
+def slice_product(a, b, s, splits, bm, bn, BM, BN, BK):
+    """The float32 tile (bm, bn) of A[:, Ks] @ B[Ks, :] for the s-th of ``splits`` slices of K
+    (whole K tiles each)."""
+    k_tiles = tile.cdiv(a.shape[1], BK)
+    per = tile.cdiv(k_tiles, splits)
+    acc = tile.zeros((BM, BN), tile.float32)
+    for k in range(s * per, min(s * per + per, k_tiles)):
+        acc = tile.mma(a.load((bm, k), (BM, BK)), b.load((k, bn), (BK, BN)), acc)
+    return acc
+
+
 @tile.entry
 def matmul_partial(ws, a, b, BK: tile.Constant[int]):
     """ws[s] = A[:, Ks] @ B[Ks, :] for the s-th of ws.shape[0] slices of K (grid axis 0)."""
     _, BM, BN = ws.shape
     s, bm, bn = ws.block
-    k_tiles = tile.cdiv(a.shape[1], BK)
-    per = tile.cdiv(k_tiles, tile.num_blocks(0))
-    acc = tile.zeros((BM, BN), tile.float32)
-    for k in range(s * per, min(s * per + per, k_tiles)):
-        acc = tile.mma(a.load((bm, k), (BM, BK)), b.load((k, bn), (BK, BN)), acc)
+    acc = slice_product(a, b, s, tile.num_blocks(0), bm, bn, BM, BN, BK)
     ws.store(acc.reshape((1, BM, BN)))
 
 
@@ -54,11 +62,7 @@ def matmul_splitk_fused(c, ws, arrived, a, b, BM: tile.Constant[int], BN: tile.C
     N / BN)."""
     s, i, j = tile.bid(0), tile.bid(1), tile.bid(2)
     splits = tile.num_blocks(0)
-    k_tiles = tile.cdiv(a.shape[1], BK)
-    per = tile.cdiv(k_tiles, splits)
-    acc = tile.zeros((BM, BN), tile.float32)
-    for k in range(s * per, min(s * per + per, k_tiles)):
-        acc = tile.mma(a.load((i, k), (BM, BK)), b.load((k, j), (BK, BN)), acc)
+    acc = slice_product(a, b, s, splits, i, j, BM, BN, BK)
     parts = ws.partition((1, BM, BN))
     tile.store(parts, (s, i, j), acc.reshape((1, BM, BN)))
     t = i * tile.num_blocks(2) + j
