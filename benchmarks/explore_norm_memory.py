@@ -2,11 +2,12 @@
 the TMA unit or not (``allow_tma=``), with and without bounds checks, beside a plain copy of the
 same tiles (the ceiling of any row kernel). GPU only.
 
-    python benchmarks/explore_norm_memory.py [--only copy,softmax,rms,ln,rms_bias,ln_no_bias]
+    python benchmarks/explore_norm_memory.py [--only copy,softmax,rms,ln,ln_fused,rms_bias,ln_no_bias]
                                              [--shapes 16384x4096,...]
 
 ``rms_bias`` (RMSNorm plus a bias) and ``ln_no_bias`` (LayerNorm without one) split what
-LayerNorm costs over RMSNorm: the bias vector or the second, dependent sum.
+LayerNorm costs over RMSNorm: the bias vector or the second, dependent sum; ``ln_fused`` takes
+both sums in one reduction (as the gallery's LayerNorm now does).
 
 GB/s counts one read and one write of x (fp16), as the copy roofline does. Every candidate is
 checked against torch before it is timed (median of single runs, L2 flushed).
@@ -20,6 +21,7 @@ sys.path[:0] = [os.path.join(HERE, ".."), HERE, os.path.join(HERE, "..", "exampl
 
 import tilejit as tile  # noqa: E402
 
+import layernorm as LN  # noqa: E402
 import softmax as SM  # noqa: E402
 
 ZERO, NEG_INF = tile.PaddingMode.ZERO, tile.PaddingMode.NEG_INF
@@ -60,6 +62,23 @@ def ln_rows(z, x, w, b, eps, LOAD_TMA: C[bool], STORE_TMA: C[bool], INBOUNDS: C[
     wv = w.load((0,), (BN,), allow_tma=LOAD_TMA).astype(tile.float32)[None, :]
     bv = b.load((0,), (BN,), allow_tma=LOAD_TMA).astype(tile.float32)[None, :]
     z.store((d * rs * wv + bv).astype(z.dtype), allow_tma=STORE_TMA)
+
+
+@tile.entry
+def ln_fused(z, x, w, b, eps, LOAD_TMA: C[bool], STORE_TMA: C[bool], INBOUNDS: C[bool]):
+    """ln_rows with both statistics from one reduction (the gallery's ``row_stats``: the sums
+    of x - pivot and of its square), one round of barriers where ln_rows takes two."""
+    BM, BN = z.shape
+    t = x.load(z.block, z.shape, allow_tma=LOAD_TMA, check_bounds=not INBOUNDS)
+    t = t.astype(tile.float32)
+    pivot = x.load((z.block[0], 0), (BM, 1)).astype(tile.float32)
+    d = t - pivot
+    s1, s2 = tile.reduce((d, d * d), 1, LN.pair_sum, identity=(0.0, 0.0), keepdims=True)
+    m1 = s1 / BN
+    rs = tile.rsqrt(tile.maximum(s2 / BN - m1 * m1, 0.0) + eps)
+    wv = w.load((0,), (BN,), allow_tma=LOAD_TMA).astype(tile.float32)[None, :]
+    bv = b.load((0,), (BN,), allow_tma=LOAD_TMA).astype(tile.float32)[None, :]
+    z.store(((d - m1) * rs * wv + bv).astype(z.dtype), allow_tma=STORE_TMA)
 
 
 @tile.entry
@@ -145,6 +164,9 @@ def main() -> int:
                 "ln": (ln_rows, (w, b, 1e-5),
                        F.layer_norm(x.float(), (n,), w.float(), b.float(), 1e-5),
                        lambda: F.layer_norm(x, (n,), w, b, 1e-5)),
+                "ln_fused": (ln_fused, (w, b, 1e-5),
+                             F.layer_norm(x.float(), (n,), w.float(), b.float(), 1e-5),
+                             lambda: F.layer_norm(x, (n,), w, b, 1e-5)),
                 "rms_bias": (rms_bias, (w, b, 1e-6),
                              F.rms_norm(x.float(), (n,), w.float(), 1e-6) + b.float(),
                              lambda: F.rms_norm(x, (n,), w, 1e-6)),

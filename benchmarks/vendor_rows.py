@@ -94,8 +94,9 @@ PREDICTED = {
     "attention": "1.4-1.6x SDPA's flash backend, causal and not (2026-11-27 H200)",
     "softmax": "0.84-0.92 of the copy roofline with stores off the TMA unit (2026-11-27 H200 "
                "runs), 1.4-3x torch",
-    "layer_norm": "0.78-0.86 of the roofline for 1K-16K rows, 32K 0.66-0.7, 1.3-2x torch",
-    "rms_norm": "0.89-0.91 for 1K-16K rows (1.18-1.23x torch), 32K 0.82",
+    "layer_norm": "both statistics in one reduction: 0.82-0.89 of the roofline for 1K-16K rows, "
+                  "32K 0.70-0.76 (2026-11-27 H200), 1.4-2x torch",
+    "rms_norm": "0.90-0.91 for 1K-16K rows (1.19-1.23x torch), 32K 0.85-0.86 persistent",
     "skinny": "0.97-1.1x; the latency-hinted kernel 1-3% over the tiled one at M=256",
     "fp8": "promoted in the kernel 1.0-1.1x, fast sum 0.97-1.1x (2026-11-27 H200 runs)",
     "attention_bwd": "1.0-1.2x SDPA flash backward; D64 with 128x128 tiles or occupancy 2 above 1.0x",
@@ -420,10 +421,18 @@ def _norm_tuners(env, group, n):
     if width <= 16384:
         cfgs = [tile.Config(ROWS=r, WIDTH=width, LATENCY=4, occupancy=occ) for r in (1, 2, 4)
                 if r * width <= 16384 for occ in (2, 4)]
+    elif width == 32768:
+        # one 32K-element row an iteration: tileiras double-buffers the row loads in shared
+        # memory (2 x 64 KB for fp16), so the next row loads while this one is reduced
+        cfgs = [tile.Config(ROWS=1, WIDTH=width, LATENCY=2, occupancy=occ, num_worker_warps=nw)
+                for occ in (1, 2) for nw in (None, 8)]
+    else:
+        cfgs = []
+    if cfgs:
         out["persistent"] = (tile.autotune(configs=cfgs, key=["x"], grid=SM.rows_grid)(pers_k),
                              True)
     if width >= 8192 or small:
-        chunks = (64,) if small else (2048, 4096, 8192)
+        chunks = (64,) if small else (1024, 2048, 4096, 8192)
         cfgs = [tile.Config(ROWS=r, CHUNK=ch, occupancy=occ) for r in (1, 2) for ch in chunks
                 for occ in (2, 4)]
         out["chunked"] = (tile.autotune(configs=cfgs, key=["x"], grid=SM.rows_grid)(chunk_k),

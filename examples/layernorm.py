@@ -3,7 +3,9 @@
     python examples/layernorm.py
 
 Forward: one (BM, N) tile of whole rows per block; it also saves each row's mean and 1/std for
-the backward. Backward (the algorithm of cuTile's and Triton's LayerNorm samples): each block
+the backward. Both statistics come from one reduction (``row_stats``: the sums of ``x - pivot``
+and of its square, the pivot being the row's first element), one round of the block's barriers
+where the mean and then the variance take two. Backward (the algorithm of cuTile's and Triton's LayerNorm samples): each block
 computes dx for its rows and its share of dw and db (column sums over its rows), and adds that
 share to row ``block % GROUP`` of a (GROUP, N) buffer while it holds that row's spin lock; a
 second kernel sums the GROUP rows. The lock is an ``atomic_cas`` with ``memory_order=ACQUIRE``
@@ -24,20 +26,37 @@ ZERO = tile.PaddingMode.ZERO
 ACQUIRE, RELEASE = tile.MemoryOrder.ACQUIRE, tile.MemoryOrder.RELEASE
 
 
+@tile.function
+def pair_sum(a, b, sum_a, sum_b):
+    return sum_a + a, sum_b + b
+
+
+@tile.function
+def row_stats(t, k, keep, n, eps):
+    """Each row of ``t`` shifted by ``k`` (an element of the row, a pivot; zero outside the
+    ``keep`` columns), the mean of that, and 1/std of the row, from one reduction: the sums of
+    the shifted row and of its square. One reduction is one round of the block's barriers
+    where mean-then-variance takes two. Shifting by an element of the row bounds the
+    cancellation in ``E[d^2] - E[d]^2``: that element's own deviation is part of the variance,
+    so ``(k - mean)^2 <= n * var``."""
+    d = tile.where(keep, t - k, 0.0)
+    s1, s2 = tile.reduce((d, d * d), 1, pair_sum, identity=(0.0, 0.0), keepdims=True)
+    m1 = s1 / n
+    return d, m1, tile.rsqrt(tile.maximum(s2 / n - m1 * m1, 0.0) + eps)
+
+
 @tile.entry
 def layernorm_fwd(y, x, w, b, mean, rstd, eps):
     BM, BN = y.shape
     i = y.block[0]
     n = x.shape[1]
     t = x.load((i, 0), (BM, BN), padding=ZERO).astype(tile.float32)
-    mu = tile.sum(t, axis=1, keepdims=True) / n
-    cols = tile.arange(BN)[None, :]
-    d = tile.where(cols < n, t - mu, 0.0)                # padding must not count in the variance
-    rs = tile.rsqrt(tile.sum(d * d, axis=1, keepdims=True) / n + eps)
+    pivot = x.load((i, 0), (BM, 1), padding=ZERO).astype(tile.float32)
+    d, m1, rs = row_stats(t, pivot, tile.arange(BN)[None, :] < n, n, eps)
     wv = w.load((0,), (BN,), padding=ZERO).astype(tile.float32)[None, :]
     bv = b.load((0,), (BN,), padding=ZERO).astype(tile.float32)[None, :]
-    y.store((d * rs * wv + bv).astype(y.dtype), allow_tma=False)
-    tile.store(mean.partition((BM,)), (i,), mu.reshape((BM,)), allow_tma=False)
+    y.store(((d - m1) * rs * wv + bv).astype(y.dtype), allow_tma=False)
+    tile.store(mean.partition((BM,)), (i,), (pivot + m1).reshape((BM,)), allow_tma=False)
     tile.store(rstd.partition((BM,)), (i,), rs.reshape((BM,)), allow_tma=False)
 
 
@@ -58,35 +77,34 @@ def layernorm_fwd_persistent(y, x, w, b, mean, rstd, eps, ROWS: tile.Constant[in
         # loaded in the iteration that uses it: a tile carried to the next iteration came out
         # wrong from tileiras 13.4 (NOTES.md, tileiras quirks)
         tf = x.load((r, 0), (ROWS, WIDTH), padding=ZERO, latency=LATENCY).astype(tile.float32)
-        mu = tile.sum(tf, axis=1, keepdims=True) / n
-        d = tile.where(cols < n, tf - mu, 0.0)
-        rs = tile.rsqrt(tile.sum(d * d, axis=1, keepdims=True) / n + eps)
-        tile.store(y.partition((ROWS, WIDTH)), (r, 0), (d * rs * wv + bv).astype(y.dtype),
+        pivot = x.load((r, 0), (ROWS, 1), padding=ZERO).astype(tile.float32)
+        d, m1, rs = row_stats(tf, pivot, cols < n, n, eps)
+        tile.store(y.partition((ROWS, WIDTH)), (r, 0), ((d - m1) * rs * wv + bv).astype(y.dtype),
                    allow_tma=False)
-        tile.store(mean.partition((ROWS,)), (r,), mu.reshape((ROWS,)), allow_tma=False)
+        tile.store(mean.partition((ROWS,)), (r,), (pivot + m1).reshape((ROWS,)), allow_tma=False)
         tile.store(rstd.partition((ROWS,)), (r,), rs.reshape((ROWS,)), allow_tma=False)
 
 
 @tile.entry
 def layernorm_fwd_chunked(y, x, w, b, mean, rstd, eps, ROWS: tile.Constant[int],
                           CHUNK: tile.Constant[int]):
-    """Rows too long for one tile: statistics over column chunks (each chunk's mean and squared
-    deviations, merged as in Chan et al.: no cancellation), then a second pass (from L2)."""
+    """Rows too long for one tile: row_stats's two sums gathered over column chunks (shifted
+    by each row's first element) element-wise, so the block reduces across its threads once,
+    after the loop; then a second pass (from L2) writes y."""
     i = tile.bid(0)
     n = x.shape[1]
-    mu = tile.zeros((ROWS, 1), tile.float32)
-    m2 = tile.zeros((ROWS, 1), tile.float32)
+    pivot = x.load((i, 0), (ROWS, 1), padding=ZERO).astype(tile.float32)
+    acc1 = tile.zeros((ROWS, CHUNK), tile.float32)
+    acc2 = tile.zeros((ROWS, CHUNK), tile.float32)
     for j in range(tile.cdiv(n, CHUNK)):
         t = x.load((i, j), (ROWS, CHUNK), padding=ZERO).astype(tile.float32)
-        seen = j * CHUNK
-        nb = min(CHUNK, n - seen)
-        mb = tile.sum(t, axis=1, keepdims=True) / nb
-        db = tile.where(seen + tile.arange(CHUNK)[None, :] < n, t - mb, 0.0)
-        delta = mb - mu
-        mu = mu + delta * (nb / (seen + nb))
-        m2 = m2 + tile.sum(db * db, axis=1, keepdims=True) + delta * delta * (seen * nb /
-                                                                             (seen + nb))
-    rs = tile.rsqrt(m2 / n + eps)
+        d = tile.where(j * CHUNK + tile.arange(CHUNK)[None, :] < n, t - pivot, 0.0)
+        acc1 += d
+        acc2 += d * d
+    s1, s2 = tile.reduce((acc1, acc2), 1, pair_sum, identity=(0.0, 0.0), keepdims=True)
+    m1 = s1 / n
+    mu = pivot + m1
+    rs = tile.rsqrt(tile.maximum(s2 / n - m1 * m1, 0.0) + eps)
     for j in range(tile.cdiv(n, CHUNK)):
         t = x.load((i, j), (ROWS, CHUNK), padding=ZERO).astype(tile.float32)
         wv = w.load((j,), (CHUNK,), padding=ZERO).astype(tile.float32)[None, :]

@@ -55,11 +55,11 @@ def rmsnorm_persistent(y, x, w, eps, ROWS: tile.Constant[int], WIDTH: tile.Const
 def rmsnorm_chunked(y, x, w, eps, ROWS: tile.Constant[int], CHUNK: tile.Constant[int]):
     """``y`` a writable tensor; grid: one block per ROWS rows (softmax.rows_grid)."""
     i = tile.bid(0)
-    ss = tile.zeros((ROWS, 1), tile.float32)
+    acc = tile.zeros((ROWS, CHUNK), tile.float32)     # element-wise: one reduction, after the loop
     for j in range(tile.cdiv(x.shape[1], CHUNK)):
         t = x.load((i, j), (ROWS, CHUNK), padding=ZERO).astype(tile.float32)
-        ss += tile.sum(t * t, axis=1, keepdims=True)
-    rs = tile.rsqrt(ss / x.shape[1] + eps)
+        acc += t * t
+    rs = tile.rsqrt(tile.sum(acc, axis=1, keepdims=True) / x.shape[1] + eps)
     for j in range(tile.cdiv(x.shape[1], CHUNK)):
         t = x.load((i, j), (ROWS, CHUNK), padding=ZERO).astype(tile.float32)
         wv = w.load((j,), (CHUNK,), padding=ZERO).astype(tile.float32)[None, :]
