@@ -35,6 +35,7 @@ prepared (host time excluded), as torch's are called directly. The variants of a
 one after another to pick the best; the best and the vendor call are then timed side by side in
 alternating rounds (``vendor_rows.side_by_side``) for the row's figures. Without a GPU it says
 so and exits 0 (``--rehearse`` runs every row's code on the simulator at tiny sizes instead).
+``VENDOR_TUNING=1`` prints each autotuned variant's times of every config to stderr.
 """
 from __future__ import annotations
 

@@ -4,7 +4,9 @@ runs on a GPU and, at tiny sizes, on the simulator (``--rehearse``)."""
 from __future__ import annotations
 
 import math
+import os
 import statistics
+import sys
 import time
 
 import tilejit as tile
@@ -136,6 +138,8 @@ def tuned(env, name: str, tuner, *args, **kwargs):
         op = tuner(*args, **kwargs)
         tune_s = time.perf_counter() - t0
         cfg = tuner.best_config(*args, **kwargs)
+        if os.environ.get("VENDOR_TUNING"):          # every config's time, to stderr
+            print(tuner.tuning_report(), file=sys.stderr)
         return Variant(name, [env.prepare(op)], f"{name} {_short(cfg)}", tune_s)
     return make
 
@@ -433,8 +437,9 @@ def _norm_tuners(env, group, n):
                              True)
     if width >= 8192 or small:
         chunks = (64,) if small else (1024, 2048, 4096, 8192)
-        cfgs = [tile.Config(ROWS=r, CHUNK=ch, occupancy=occ) for r in (1, 2) for ch in chunks
-                for occ in (2, 4)]
+        # more rows a block share each chunk of w (and b): less L2 traffic for long rows
+        cfgs = [tile.Config(ROWS=r, CHUNK=ch, occupancy=occ) for r in (1, 2, 4) for ch in chunks
+                if small or r * ch <= 16384 for occ in (1, 2, 4)]
         out["chunked"] = (tile.autotune(configs=cfgs, key=["x"], grid=SM.rows_grid)(chunk_k),
                           True)
     return out
