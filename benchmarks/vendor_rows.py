@@ -436,10 +436,11 @@ def _norm_tuners(env, group, n):
         out["persistent"] = (tile.autotune(configs=cfgs, key=["x"], grid=SM.rows_grid)(pers_k),
                              True)
     if width >= 8192 or small:
-        chunks = (64,) if small else (1024, 2048, 4096, 8192)
-        # more rows a block share each chunk of w (and b): less L2 traffic for long rows
-        cfgs = [tile.Config(ROWS=r, CHUNK=ch, occupancy=occ) for r in (1, 2, 4) for ch in chunks
-                if small or r * ch <= 16384 for occ in (1, 2, 4)]
+        # (2026-11-27 H200, 16K and 32K rows: 4 rows a block, occupancy 1, 1K chunks and latency
+        # hints on the chunk loads never won)
+        chunks = (64,) if small else (2048, 4096, 8192)
+        cfgs = [tile.Config(ROWS=r, CHUNK=ch, occupancy=occ) for r in (1, 2) for ch in chunks
+                for occ in (2, 4)]
         out["chunked"] = (tile.autotune(configs=cfgs, key=["x"], grid=SM.rows_grid)(chunk_k),
                           True)
     return out
