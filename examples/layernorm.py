@@ -33,30 +33,44 @@ def pair_sum(a, b, sum_a, sum_b):
 
 @tile.function
 def row_stats(t, k, keep, n, eps):
-    """Each row of ``t`` shifted by ``k`` (an element of the row, a pivot; zero outside the
-    ``keep`` columns), the mean of that, and 1/std of the row, from one reduction: the sums of
-    the shifted row and of its square. One reduction is one round of the block's barriers
-    where mean-then-variance takes two. Shifting by an element of the row bounds the
-    cancellation in ``E[d^2] - E[d]^2``: that element's own deviation is part of the variance,
-    so ``(k - mean)^2 <= n * var``."""
+    """(each row of ``t`` minus its mean, the mean, 1/std) over the ``keep`` columns, from one
+    reduction: the sums of the row shifted by ``k`` (an element of the row, a pivot) and of its
+    square. One reduction is one round of the block's barriers where mean-then-variance takes
+    two. Shifting by an element of the row bounds the cancellation in ``E[d^2] - E[d]^2``: that
+    element's own deviation is part of the variance, so ``(k - mean)^2 <= n * var``. The
+    first value is meaningless outside ``keep``."""
     d = tile.where(keep, t - k, 0.0)
     s1, s2 = tile.reduce((d, d * d), 1, pair_sum, identity=(0.0, 0.0), keepdims=True)
     m1 = s1 / n
-    return d, m1, tile.rsqrt(tile.maximum(s2 / n - m1 * m1, 0.0) + eps)
+    return d - m1, k + m1, tile.rsqrt(tile.maximum(s2 / n - m1 * m1, 0.0) + eps)
+
+
+@tile.function
+def row_stats_two_pass(t, keep, n, eps):
+    """row_stats with the mean and then the variance: two reductions, one after the other
+    (faster where one reduction of a pair makes tileiras's code slower: 8 rows of 1K a block,
+    2026-11-27 H200). ``t`` is zero outside ``keep``."""
+    mu = tile.sum(t, axis=1, keepdims=True) / n
+    d = tile.where(keep, t - mu, 0.0)                # padding must not count in the variance
+    return d, mu, tile.rsqrt(tile.sum(d * d, axis=1, keepdims=True) / n + eps)
 
 
 @tile.entry
-def layernorm_fwd(y, x, w, b, mean, rstd, eps):
+def layernorm_fwd(y, x, w, b, mean, rstd, eps, ONE_REDUCTION: tile.Constant[bool] = True):
     BM, BN = y.shape
     i = y.block[0]
     n = x.shape[1]
     t = x.load((i, 0), (BM, BN), padding=ZERO).astype(tile.float32)
-    pivot = x.load((i, 0), (BM, 1), padding=ZERO).astype(tile.float32)
-    d, m1, rs = row_stats(t, pivot, tile.arange(BN)[None, :] < n, n, eps)
+    keep = tile.arange(BN)[None, :] < n
+    if ONE_REDUCTION:
+        pivot = x.load((i, 0), (BM, 1), padding=ZERO).astype(tile.float32)
+        c, mu, rs = row_stats(t, pivot, keep, n, eps)
+    else:
+        c, mu, rs = row_stats_two_pass(t, keep, n, eps)
     wv = w.load((0,), (BN,), padding=ZERO).astype(tile.float32)[None, :]
     bv = b.load((0,), (BN,), padding=ZERO).astype(tile.float32)[None, :]
-    y.store(((d - m1) * rs * wv + bv).astype(y.dtype), allow_tma=False)
-    tile.store(mean.partition((BM,)), (i,), (pivot + m1).reshape((BM,)), allow_tma=False)
+    y.store((c * rs * wv + bv).astype(y.dtype), allow_tma=False)
+    tile.store(mean.partition((BM,)), (i,), mu.reshape((BM,)), allow_tma=False)
     tile.store(rstd.partition((BM,)), (i,), rs.reshape((BM,)), allow_tma=False)
 
 
@@ -78,10 +92,10 @@ def layernorm_fwd_persistent(y, x, w, b, mean, rstd, eps, ROWS: tile.Constant[in
         # wrong from tileiras 13.4 (NOTES.md, tileiras quirks)
         tf = x.load((r, 0), (ROWS, WIDTH), padding=ZERO, latency=LATENCY).astype(tile.float32)
         pivot = x.load((r, 0), (ROWS, 1), padding=ZERO).astype(tile.float32)
-        d, m1, rs = row_stats(tf, pivot, cols < n, n, eps)
-        tile.store(y.partition((ROWS, WIDTH)), (r, 0), ((d - m1) * rs * wv + bv).astype(y.dtype),
+        c, mu, rs = row_stats(tf, pivot, cols < n, n, eps)
+        tile.store(y.partition((ROWS, WIDTH)), (r, 0), (c * rs * wv + bv).astype(y.dtype),
                    allow_tma=False)
-        tile.store(mean.partition((ROWS,)), (r,), (pivot + m1).reshape((ROWS,)), allow_tma=False)
+        tile.store(mean.partition((ROWS,)), (r,), mu.reshape((ROWS,)), allow_tma=False)
         tile.store(rstd.partition((ROWS,)), (r,), rs.reshape((ROWS,)), allow_tma=False)
 
 

@@ -218,7 +218,7 @@ def ln_ref(x, w, b, eps):
     return (x - mu) * rs * w + b, mu[:, 0], rs[:, 0]
 
 
-@pytest.mark.parametrize("variant", ["rows", "persistent", "chunked"])
+@pytest.mark.parametrize("variant", ["rows", "rows two reductions", "persistent", "chunked"])
 @pytest.mark.parametrize("offset", [50.0, 1000.0])
 def test_layernorm_variants(variant, offset):
     # a mean far from zero and, in one row, a first element (the pivot of the one-pass sums)
@@ -229,15 +229,18 @@ def test_layernorm_variants(variant, offset):
     y = api.full((21, 300), np.nan, tile.float32).sync()
     mean, rstd = api.zeros((21,)).sync(), api.zeros((21,)).sync()
     args = (dev(x), dev(w), dev(b), tile.atomic(mean), tile.atomic(rstd), 1e-5)
-    if variant == "rows":
-        LN.layernorm_fwd(y.partition((4, 512)), *args).sync()
+    if variant.startswith("rows"):
+        LN.layernorm_fwd(y.partition((4, 512)), *args, variant == "rows").sync()
     elif variant == "persistent":
         run_rows(LN.layernorm_fwd_persistent, tile.Config(ROWS=4, WIDTH=512, LATENCY=2),
                  tile.atomic(y), *args)
     else:
         run_rows(LN.layernorm_fwd_chunked, tile.Config(ROWS=2, CHUNK=64), tile.atomic(y), *args)
     ry, rmu, rrs = ln_ref(x, w, b, 1e-5)
-    np.testing.assert_allclose(y.to_numpy(), ry, rtol=1e-4, atol=1e-4)
+    # x - mean in float32 near 1000 errs by about ulp(1000) = 6e-5 (times |w| * rstd); the
+    # pivot's x - x0 is exact, so only the two-reduction form needs the wider atol
+    atol = 1e-3 if variant == "rows two reductions" else 1e-4
+    np.testing.assert_allclose(y.to_numpy(), ry, rtol=1e-4, atol=atol)
     np.testing.assert_allclose(mean.to_numpy(), rmu, rtol=1e-6)
     np.testing.assert_allclose(rstd.to_numpy(), rrs, rtol=1e-4)
 
