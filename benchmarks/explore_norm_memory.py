@@ -2,8 +2,8 @@
 the TMA unit or not (``allow_tma=``), with and without bounds checks, beside a plain copy of the
 same tiles (the ceiling of any row kernel). GPU only.
 
-    python benchmarks/explore_norm_memory.py [--only copy,softmax,rms,ln,ln_fused,rms_bias,ln_no_bias]
-                                             [--shapes 16384x4096,...]
+    python benchmarks/explore_norm_memory.py [--shapes 16384x4096,...]
+        [--only copy,softmax,rms,ln,ln_fused,rms_bias,ln_no_bias]
 
 ``rms_bias`` (RMSNorm plus a bias) and ``ln_no_bias`` (LayerNorm without one) split what
 LayerNorm costs over RMSNorm: the bias vector or the second, dependent sum; ``ln_fused`` takes
@@ -66,16 +66,14 @@ def ln_rows(z, x, w, b, eps, LOAD_TMA: C[bool], STORE_TMA: C[bool], INBOUNDS: C[
 
 @tile.entry
 def ln_fused(z, x, w, b, eps, LOAD_TMA: C[bool], STORE_TMA: C[bool], INBOUNDS: C[bool]):
-    """ln_rows with both statistics from one reduction (the gallery's ``row_stats``: the sums
-    of x - pivot and of its square), one round of barriers where ln_rows takes two."""
+    """ln_rows with both statistics from one reduction (the gallery's ``shifted_moments``: the
+    sums of x - pivot and of its square), one round of barriers where ln_rows takes two."""
     BM, BN = z.shape
     t = x.load(z.block, z.shape, allow_tma=LOAD_TMA, check_bounds=not INBOUNDS)
     t = t.astype(tile.float32)
     pivot = x.load((z.block[0], 0), (BM, 1)).astype(tile.float32)
     d = t - pivot
-    s1, s2 = tile.reduce((d, d * d), 1, LN.pair_sum, identity=(0.0, 0.0), keepdims=True)
-    m1 = s1 / BN
-    rs = tile.rsqrt(tile.maximum(s2 / BN - m1 * m1, 0.0) + eps)
+    m1, _, rs = LN.shifted_moments(d, d * d, pivot, BN, eps)
     wv = w.load((0,), (BN,), allow_tma=LOAD_TMA).astype(tile.float32)[None, :]
     bv = b.load((0,), (BN,), allow_tma=LOAD_TMA).astype(tile.float32)[None, :]
     z.store(((d - m1) * rs * wv + bv).astype(z.dtype), allow_tma=STORE_TMA)

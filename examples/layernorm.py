@@ -5,10 +5,10 @@
 Forward: one (BM, N) tile of whole rows per block; it also saves each row's mean and 1/std for
 the backward. Both statistics come from one reduction (``row_stats``: the sums of ``x - pivot``
 and of its square, the pivot being the row's first element), one round of the block's barriers
-where the mean and then the variance take two. Backward (the algorithm of cuTile's and Triton's LayerNorm samples): each block
-computes dx for its rows and its share of dw and db (column sums over its rows), and adds that
-share to row ``block % GROUP`` of a (GROUP, N) buffer while it holds that row's spin lock; a
-second kernel sums the GROUP rows. The lock is an ``atomic_cas`` with ``memory_order=ACQUIRE``
+where the mean and then the variance take two. Backward (the algorithm of cuTile's and
+Triton's LayerNorm samples): each block computes dx for its rows and its share of dw and db
+(column sums over its rows), and adds that share to row ``block % GROUP`` of a (GROUP, N)
+buffer while it holds that row's spin lock; a second kernel sums the GROUP rows. The lock is an ``atomic_cas`` with ``memory_order=ACQUIRE``
 (the loads after it see the previous holder's stores) and an ``atomic_xchg`` with
 ``memory_order=RELEASE`` (the stores before it are visible when the next block takes the lock).
 The forward's stores are ``allow_tma=False`` (from registers, not staged for the TMA unit), as
@@ -32,17 +32,26 @@ def pair_sum(a, b, sum_a, sum_b):
 
 
 @tile.function
+def shifted_moments(d, d2, k, n, eps):
+    """(mean of ``x - k``, mean, 1/std) of each row of ``x`` from ``d = x - k`` and
+    ``d2 = d * d`` (zero outside the row; any number of columns, summed along axis 1 in one
+    reduction of the pair). Shifting by ``k``, an element of the row (a pivot), bounds the
+    cancellation in ``E[d^2] - E[d]^2``: that element's own deviation is part of the variance,
+    so ``(k - mean)^2 <= n * var``."""
+    s1, s2 = tile.reduce((d, d2), 1, pair_sum, identity=(0.0, 0.0), keepdims=True)
+    m1 = s1 / n
+    return m1, k + m1, tile.rsqrt(tile.maximum(s2 / n - m1 * m1, 0.0) + eps)
+
+
+@tile.function
 def row_stats(t, k, keep, n, eps):
     """(each row of ``t`` minus its mean, the mean, 1/std) over the ``keep`` columns, from one
-    reduction: the sums of the row shifted by ``k`` (an element of the row, a pivot) and of its
-    square. One reduction is one round of the block's barriers where mean-then-variance takes
-    two. Shifting by an element of the row bounds the cancellation in ``E[d^2] - E[d]^2``: that
-    element's own deviation is part of the variance, so ``(k - mean)^2 <= n * var``. The
-    first value is meaningless outside ``keep``."""
+    reduction (shifted_moments, ``k`` an element of the row). One reduction is one round of the
+    block's barriers where mean-then-variance takes two. The first value is meaningless
+    outside ``keep``."""
     d = tile.where(keep, t - k, 0.0)
-    s1, s2 = tile.reduce((d, d * d), 1, pair_sum, identity=(0.0, 0.0), keepdims=True)
-    m1 = s1 / n
-    return d - m1, k + m1, tile.rsqrt(tile.maximum(s2 / n - m1 * m1, 0.0) + eps)
+    m1, mu, rs = shifted_moments(d, d * d, k, n, eps)
+    return d - m1, mu, rs
 
 
 @tile.function
@@ -102,9 +111,9 @@ def layernorm_fwd_persistent(y, x, w, b, mean, rstd, eps, ROWS: tile.Constant[in
 @tile.entry
 def layernorm_fwd_chunked(y, x, w, b, mean, rstd, eps, ROWS: tile.Constant[int],
                           CHUNK: tile.Constant[int]):
-    """Rows too long for one tile: row_stats's two sums gathered over column chunks (shifted
-    by each row's first element) element-wise, so the block reduces across its threads once,
-    after the loop; then a second pass (from L2) writes y."""
+    """Rows too long for one tile: shifted_moments's two sums (shifted by each row's first
+    element) gathered over column chunks element-wise, so the block reduces across its threads
+    once, after the loop; then a second pass (from L2) writes y."""
     i = tile.bid(0)
     n = x.shape[1]
     pivot = x.load((i, 0), (ROWS, 1), padding=ZERO).astype(tile.float32)
@@ -115,10 +124,7 @@ def layernorm_fwd_chunked(y, x, w, b, mean, rstd, eps, ROWS: tile.Constant[int],
         d = tile.where(j * CHUNK + tile.arange(CHUNK)[None, :] < n, t - pivot, 0.0)
         acc1 += d
         acc2 += d * d
-    s1, s2 = tile.reduce((acc1, acc2), 1, pair_sum, identity=(0.0, 0.0), keepdims=True)
-    m1 = s1 / n
-    mu = pivot + m1
-    rs = tile.rsqrt(tile.maximum(s2 / n - m1 * m1, 0.0) + eps)
+    _, mu, rs = shifted_moments(acc1, acc2, pivot, n, eps)
     for j in range(tile.cdiv(n, CHUNK)):
         t = x.load((i, j), (ROWS, CHUNK), padding=ZERO).astype(tile.float32)
         wv = w.load((j,), (CHUNK,), padding=ZERO).astype(tile.float32)[None, :]
