@@ -21,6 +21,7 @@ import fp8_matmul as F8
 import layernorm as LN
 import matmul as MM
 import matmul_splitk as SK
+import matmul_streamk as SKM
 import rmsnorm as RN
 import softmax as SM
 
@@ -290,25 +291,50 @@ def group_matmul(env):
         dt, m = _dt(env, p["dtype"]), p["m"]
         a, b = env.randn(m, m, dtype=dt), env.randn(m, m, dtype=dt)
         rows.append((label, a, b, env.empty((m, m), dt)))
+    streamk = {label: _streamk_candidates(env, env.tj(a), env.tj(b), c)
+               for label, a, b, c in rows}
     if env.gpu:                          # the scheduled configs side by side; the default space
         jobs = []                        # tunes on its first call (the cold time per key)
         for _, a, b, c in rows:
             jobs += sched.precompile(tile.atomic(c), a, b, pool=env.pool)
         env.precompile(jobs)
+        precompile_ops(env, [build for cands in streamk.values() for _, build in cands])
     for label, a, b, c in rows:
-        env.run_row("matmul", label, lambda: _matmul_row(env, label, a, b, c, sched))
+        env.run_row("matmul", label,
+                    lambda: _matmul_row(env, label, a, b, c, sched, streamk[label]))
 
 
-def _matmul_row(env, label, a, b, c, sched):
+def _streamk_candidates(env, a, b, c):
+    """matmul_streamk on one block per SM: the scheduled kernel's best tiles (2026-11-27 H200;
+    256x128 left out: tileiras spills its accumulator there), one or two waves of tiles shared
+    by K iterations."""
+    blocks = 4 if env.rehearse else env.torch.cuda.get_device_properties(0).multi_processor_count
+    tiles = [(32, 32, 32)] if env.rehearse else [(128, 256, 32), (128, 256, 64)]
+    out = []
+    for bm, bn, bk in tiles:
+        ws = env.empty((2 * blocks * bm, bn), env.torch.float32)
+        arrived = env.tj(env.torch.zeros((2 * blocks,), dtype=env.torch.int32,
+                                         device=env.device))
+        opts = tile.CompileOptions(occupancy=1, num_worker_warps=None if env.rehearse else 8)
+        for waves in (1, 2):
+            def build(ws=ws, arrived=arrived, bm=bm, bn=bn, bk=bk, waves=waves, opts=opts):
+                return [SKM.streamk(c, a, b, ws, arrived, bm, bn, bk, group=8, sk_waves=waves,
+                                    blocks=blocks).compile_options(opts)]
+            out.append((f"BM={bm} BN={bn} BK={bk} SK_WAVES={waves} num_worker_warps=8", build))
+    return out
+
+
+def _matmul_row(env, label, a, b, c, sched, streamk):
     ref = a.float() @ b.float()
     ta, tb = env.tj(a), env.tj(b)
+    check, reset = checker(env, c, ref, 1e-2), _nan_fill(env, c)
     variants = [tuned(env, "tiled", MM.matmul, c, ta, tb),
-                tuned(env, "scheduled", sched, tile.atomic(c), ta, tb)]
+                tuned(env, "scheduled", sched, tile.atomic(c), ta, tb),
+                fastest(env, "stream-K", streamk, check, reset)[1]]
     cv = env.torch.empty_like(ref, dtype=a.dtype)
     m, k = a.shape
     measure(env, "matmul", label, "TFLOP/s", 2 * m * k * b.shape[1] / 1e12, variants,
-            lambda: env.torch.matmul(a, b, out=cv), "cuBLAS", checker(env, c, ref, 1e-2),
-            _nan_fill(env, c), both_methods=True)
+            lambda: env.torch.matmul(a, b, out=cv), "cuBLAS", check, reset, both_methods=True)
 
 
 def group_skinny(env):
@@ -400,6 +426,15 @@ def _fp8_row(env, label, m, fast, torch):
 
 # --------------------------------------------------------------------------------------------------
 # row reductions
+def few_warps(env) -> bool:
+    """Whether the norms' search also tries one and two compute warps a block (tileiras 13.5 and
+    newer; not in a rehearsal on the simulator, which has no warps)."""
+    if env.rehearse:
+        return False
+    from tilejit.toolchain import tileiras
+    return tileiras.available() and (tileiras.version() or (0, 0))[:2] >= (13, 5)
+
+
 def _norm_tuners(env, group, n):
     """name -> (autotuned kernel, whether its output is passed as tile.atomic)."""
     width = 1 << (n - 1).bit_length()
@@ -421,15 +456,32 @@ def _norm_tuners(env, group, n):
         cfgs = [tile.Config(tile=(bm, width), occupancy=occ, num_worker_warps=nw)
                 for bm in (1, 2, 4, 8, 16, 32) if bm * width <= 32768 for occ in (1, 2, 4)
                 for nw in ((None, 8) if bm * width >= 4096 else (None,))]
+        if few_warps(env):
+            # one or two compute warps a block for short rows: each row's reduction stays in a
+            # warp, with no block barrier (tileiras 13.5 honours these counts, 13.4 does not)
+            # (2026-11-27 H200, 1K rows: occupancy 8 and 16 were 1.3-1.5x slower than 4)
+            cfgs += [tile.Config(tile=(bm, width), occupancy=occ, num_worker_warps=nw)
+                     for nw in (1, 2) for bm in (1, 2, 4) if bm * width <= 1024 * nw
+                     for occ in (2, 4)]
         if group == "layer_norm" and width <= 2048:
             # mean and then variance: faster than one reduction of the pair for several short
             # rows a block (2026-11-27 H200, 8 x 1024: 3493 against 2771 GB/s)
             cfgs += [tile.Config(tile=(bm, width), occupancy=occ, ONE_REDUCTION=False)
                      for bm in (4, 8, 16) for occ in (2, 4)]
+            if few_warps(env):
+                cfgs += [tile.Config(tile=(bm, width), occupancy=occ, num_worker_warps=nw,
+                                     ONE_REDUCTION=False)
+                         for nw in (1, 2) for bm in (1, 2, 4) if bm * width <= 1024 * nw
+                         for occ in (2, 4)]
         out["rows"] = (tile.autotune(configs=cfgs, key=["x"], partition=out_name)(rows_k), False)
     if width <= 16384:
         cfgs = [tile.Config(ROWS=r, WIDTH=width, LATENCY=4, occupancy=occ) for r in (1, 2, 4)
                 if r * width <= 16384 for occ in (2, 4)]
+        if few_warps(env):
+            cfgs += [tile.Config(ROWS=r, WIDTH=width, LATENCY=4, occupancy=occ,
+                                 num_worker_warps=nw)
+                     for nw in (1, 2) for r in (1, 2) if r * width <= 1024 * nw
+                     for occ in (4, 16)]
     elif width == 32768:
         # one 32K-element row an iteration: tileiras double-buffers the row loads in shared
         # memory (2 x 64 KB for fp16), so the next row loads while this one is reduced

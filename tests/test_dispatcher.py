@@ -205,8 +205,8 @@ def test_compile_options_take_num_ctas_as_tile_entry_and_config_do():
 
 
 def test_num_worker_warps_is_an_entry_hint():
-    """num_worker_warps (cuTile's name) writes tileiras's num_worker_warps_per_cta hint; 4 and 8
-    are what bytecode 13.4 carries, other powers of two need 13.5, others are refused."""
+    """num_worker_warps (cuTile's name) writes tileiras's num_worker_warps_per_cta hint (bytecode
+    13.3 and newer); powers of two in [1, 32], others are refused."""
     k = tile.entry(num_worker_warps=8)(add.py_func)
     x = api.from_numpy(rand(64)).sync()
     z = api.zeros((64,)).sync()
@@ -217,13 +217,47 @@ def test_num_worker_warps_is_an_entry_hint():
     with pytest.raises(ValueError, match="power of two in \\[1, 32\\]"):
         tile.CompileOptions(num_worker_warps=3)
     two = tile.entry(num_worker_warps=2)(add.py_func)
-    with pytest.raises(tile.CompileError, match="num_worker_warps=2 needs tileiras 13.5"):
-        lowered_function(two, z.partition((64,)), x, x, version=(13, 4))
+    assert "num_worker_warps_per_cta = 2" in two.inspect_tileir(z.partition((64,)), x, x)
+    with pytest.raises(tile.CompileError, match="num_worker_warps=8 needs tileiras 13.3"):
+        lowered_function(k, z.partition((64,)), x, x, version=(13, 2))
     cfg = tile.Config(tile=(64,), num_worker_warps=8)
     assert tile.Config.from_dict(cfg.as_dict()).num_worker_warps == 8
     assert "num_worker_warps=8" in repr(cfg)
     if tileiras.available():
         assert k.compile(z.partition((64,)), x, x, arch="sm_90")[:4] == b"\x7fELF"
+
+
+@pytest.mark.parametrize("release", [(13, 4, 92), (13, 5, 37)])
+def test_worker_warps_tileiras_would_ignore_are_refused(monkeypatch, release):
+    """tileiras 13.4 honours 4 and 8 worker warps and silently ignores 1, 2, 16 and 32; 13.5
+    honours every power of two. A count the installed tileiras would ignore is an error that
+    names the release to install, never a kernel compiled without it."""
+    from tilejit import compiler
+    monkeypatch.setattr(tileiras, "version", lambda: release)
+    for w in (4, 8):
+        compiler.check_worker_warps(tile.CompileOptions(num_worker_warps=w))
+    for w in (1, 2, 16, 32):
+        opts = tile.CompileOptions(num_worker_warps=w)
+        if release >= (13, 5):
+            compiler.check_worker_warps(opts)
+        else:
+            with pytest.raises(tile.CompileError, match=f"num_worker_warps={w} needs tileiras "
+                               "13.5 or newer .*13.4 takes 4 or 8.*nvidia-cuda-tileiras==13.5"):
+                compiler.check_worker_warps(opts)
+
+
+@pytest.mark.skipif(not tileiras.available(), reason="needs tileiras")
+def test_worker_warps_reach_tileiras_or_fail_clearly():
+    """Through a real compile: with tileiras 13.5 one worker warp compiles (a cubin); with 13.4
+    it fails with the release to install."""
+    k = tile.entry(num_worker_warps=1)(add.py_func)
+    x = api.from_numpy(rand(64)).sync()
+    z = api.zeros((64,)).sync()
+    if tileiras.version()[:2] >= (13, 5):
+        assert k.compile(z.partition((64,)), x, x, arch="sm_90")[:4] == b"\x7fELF"
+    else:
+        with pytest.raises(tile.CompileError, match="needs tileiras 13.5"):
+            k.compile(z.partition((64,)), x, x, arch="sm_90")
 
 
 def test_compile_options_are_validated_and_keyed():

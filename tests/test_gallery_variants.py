@@ -22,6 +22,7 @@ import fp8_matmul as F8  # noqa: E402
 import layernorm as LN  # noqa: E402
 import matmul as MM  # noqa: E402
 import matmul_splitk as SK  # noqa: E402
+import matmul_streamk as SKM  # noqa: E402
 import rmsnorm as RN  # noqa: E402
 import softmax as SM  # noqa: E402
 import t08_grouped_gemm as T08  # noqa: E402
@@ -365,6 +366,52 @@ def test_attention_backward_unequal_tiles(causal):
         assert rel(got, ref) < 1e-2
 
 
+def _streamk_run(m, k, n, blocks, sk_waves, tile_mnk=(32, 32, 32), group=2):
+    an = rng.standard_normal((m, k)).astype(np.float16)
+    bn = rng.standard_normal((k, n)).astype(np.float16)
+    ws, arrived = SKM.workspace(blocks, tile_mnk[0], tile_mnk[1], sk_waves)
+    a, b = dev(an), dev(bn)
+    errs = []
+    for _ in range(2):                  # the counters are left zero for the next launch
+        c = api.full((m, n), np.nan, tile.float16).sync()
+        api.fill(ws, np.nan).sync()     # a part read before it is written shows as NaN
+        SKM.streamk(c, a, b, ws, arrived, *tile_mnk, group=group, sk_waves=sk_waves,
+                    blocks=blocks, strip=16).sync()     # two strips a tile
+        errs.append(rel(c, mm_ref(an, bn)))
+        assert not arrived.to_numpy().any()
+    return errs
+
+
+@pytest.mark.parametrize("schedule", ["serial", "shuffle", "interleave"])
+@pytest.mark.parametrize("m,k,n,blocks,sk_waves", [
+    (96, 320, 96, 4, 1),     # 9 tiles: 8 whole, the last in 4 parts of 3, 3, 3 and 1 K tiles
+    (96, 320, 80, 4, 2),     # ragged N; 9 tiles: 4 whole, 5 shared (two stream-K waves)
+    (64, 300, 96, 7, 1),     # ragged K; 6 tiles < 7 blocks: every tile shared
+    (128, 96, 128, 5, 1),    # 16 tiles: 15 whole, the last over 3 blocks, 2 with nothing
+])
+def test_streamk_matmul_sums_each_shared_tile_once(m, k, n, blocks, sk_waves, schedule,
+                                                   monkeypatch):
+    """Stream-K: whole tiles, then the rest by equal shares of K iterations, each shared tile
+    summed by the last block to arrive, under every block schedule."""
+    monkeypatch.setenv("TILEJIT_SIM_SCHEDULE", schedule)
+    assert max(_streamk_run(m, k, n, blocks, sk_waves)) < 5e-3
+
+
+def test_streamk_matmul_without_its_release_edge_loses_parts(monkeypatch):
+    """Lowered without acquire/release edges, the summing block misses other blocks' parts
+    under the interleave schedule (the counter's ordering is what makes the sum right)."""
+    from tilejit.lowering.tokens import MemoryTokens
+    monkeypatch.setattr(MemoryTokens, "ordering_edges", False)
+    monkeypatch.setenv("TILEJIT_SIM_SCHEDULE", "interleave")
+    racy = tile.entry(SKM.matmul_streamk.py_func)
+    monkeypatch.setattr(SKM, "matmul_streamk", racy)
+    wrong = 0
+    for seed in range(4):
+        monkeypatch.setenv("TILEJIT_SIM_SEED", str(seed))
+        wrong += not max(_streamk_run(64, 300, 96, 7, 1)) < 5e-3
+    assert wrong > 0
+
+
 # --- sm_90 compiles at the benchmark's keys ---------------------------------------------------
 def empty(shape, dtype=tile.float16):
     return api.empty(shape, dtype).sync()
@@ -420,6 +467,10 @@ def _sm90_cases():
         ("matmul hinted (skinny)", MM.matmul_hinted,
          lambda: (part((256, 8192), (128, 128)), empty((256, 8192)), sk),
          dict(BK=64, LATENCY=6)),
+        ("matmul stream-K 128x256", SKM.matmul_streamk,
+         lambda: (t(c), t(empty((2 * 132 * 128, 256), tile.float32)),
+                  t(empty((132,), tile.int32)), a, a),
+         dict(BM=128, BN=256, BK=32, GROUP=8, SK_WAVES=1)),
         ("splitk one launch", SK.matmul_splitk_fused,
          lambda: (t(empty((16, 8192))), t(empty(ws.shape, tile.float32)),
                   t(empty((2048,), tile.int32)), empty((16, 8192)), sk),

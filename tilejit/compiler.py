@@ -25,7 +25,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 
 from . import envvars
 from . import keys as _keys
-from .errors import InternalError, TileJitError
+from .errors import CompileError, InternalError, TileJitError
 
 SIM_TARGET = "sim"          # the simulator's compile target (others are architectures: "sm_90")
 
@@ -45,8 +45,9 @@ class CompileOptions:
     plain_helpers: bool = False
     #: warps of the compute warp groups in tileiras's warp-specialized kernels (4: one warp group,
     #: 8: two, sharing the tile's registers); None lets tileiras choose. tileiras 13.4 takes 4 and
-    #: 8; 13.5 any power of two in [1, 32]. For big accumulators (128x256 matmul tiles) and
-    #: normalizations of long rows, where one warp group runs out of registers.
+    #: 8; 13.5 any power of two in [1, 32]. 8 for big accumulators (128x256 matmul tiles) and
+    #: normalizations of long rows, where one warp group runs out of registers; 1 or 2 for short
+    #: rows, whose reductions then stay within a warp (no block barrier).
     num_worker_warps: Optional[int] = None
     #: ``num_ctas=``, the name ``tile.entry``, ``tile.Config`` and cuTile use, for num_cta_in_cga
     num_ctas: InitVar[Optional[int]] = None
@@ -173,6 +174,23 @@ def _dump_header(pyfunc, keys, constants, target: str, stage: str) -> str:
             f"defined at {source_text(pyfunc)} ====")
 
 
+def check_worker_warps(options: CompileOptions) -> None:
+    """Refuse a worker-warp count the installed tileiras would silently ignore: tileiras 13.4
+    honours 4 and 8 only, 13.5 any power of two (measured: its SASS for 1 and 2 differs, from
+    bytecode 13.4 as well)."""
+    w = options.num_worker_warps
+    if w is None or w in (4, 8):
+        return
+    from .toolchain import tileiras
+    v = tileiras.version()
+    if v is not None and v[:2] < (13, 5):
+        raise CompileError(
+            f"num_worker_warps={w} needs tileiras 13.5 or newer (the installed tileiras "
+            f"{v[0]}.{v[1]} takes 4 or 8 and would ignore {w}). Use num_worker_warps=4 or 8, "
+            f"leave it out (tileiras chooses), or install tileiras 13.5 (`pip install "
+            f"'nvidia-cuda-tileiras==13.5.*' 'nvidia-cuda-nvcc==13.5.*' 'nvidia-nvvm==13.5.*'`)")
+
+
 def bytecode_version(target: str):
     """The bytecode version to write: the newest tileiras accepts (the newest we know for the
     simulator)."""
@@ -285,6 +303,8 @@ def compile(pyfunc, keys: Sequence, constants: dict, target: str,
                              constants=dict(constants))
                 _report_timings(c, pyfunc)
                 return c
+    if target != SIM_TARGET:
+        check_worker_warps(options)
     version = bytecode_version(target)
     typed, module, timings = front_end(pyfunc, keys, constants, target, options, const_grid,
                                        name, version, grid_ones)

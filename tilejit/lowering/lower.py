@@ -532,16 +532,14 @@ class Lowering(ControlFlow):
         return TV(v, arr.dtype)
 
     def _checked_entry_hints(self, d: dict) -> dict:
-        """The entry hints the bytecode version can carry: worker warps need 13.3 (4 or 8) or
-        13.5 (any power of two)."""
+        """The entry hints the bytecode version can carry: worker warps need 13.3. (Which
+        counts tileiras honours is the compiler's check: ``compiler.check_worker_warps``.)"""
         w = d.get("num_worker_warps_per_cta")
-        if w is not None and (self.version < (13, 3) or
-                              (w not in (4, 8) and self.version < (13, 5))):
-            need = "13.3" if w in (4, 8) else "13.5"
+        if w is not None and self.version < (13, 3):
             raise CompileError(
-                f"num_worker_warps={w} needs tileiras {need} or newer (Tile IR bytecode "
-                f"{need}); this compile writes bytecode {self.version[0]}.{self.version[1]}. "
-                f"Use num_worker_warps=4 or 8, or leave it out (tileiras chooses)")
+                f"num_worker_warps={w} needs tileiras 13.3 or newer (Tile IR bytecode 13.3); "
+                f"this compile writes bytecode {self.version[0]}.{self.version[1]}. Leave it "
+                f"out (tileiras chooses)")
         return d
 
     def opt_hints(self, d: dict) -> OptHints:
