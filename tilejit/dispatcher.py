@@ -530,8 +530,9 @@ def entry(fn=None, *, occupancy=None, num_ctas=None, opt_level=3, fma=True, cach
         max_divisibility: Cap on the power-of-two divisibility facts the specialization key
             records for pointers, shapes and strides (fewer facts: fewer specializations).
         num_worker_warps: Warps of the compute warp groups (4: one, 8: two sharing the tile's
-            registers; tileiras 13.4 takes 4 and 8); None lets tileiras choose. For tiles whose
-            accumulators do not fit one warp group's registers (128x256 matmul tiles).
+            registers; tileiras 13.4 takes 4 and 8, 13.5 any power of two up to 32); None lets
+            tileiras choose. 8 for tiles whose accumulators do not fit one warp group's
+            registers (128x256 matmul tiles); 1 or 2 for short rows (reductions in a warp).
 
     Returns:
         A :class:`Kernel`: calling it returns a lazy :class:`KernelLaunch`.
