@@ -13,6 +13,13 @@ float32 part into the workspace ``ws`` and counts its arrival (``atomic_add``, a
 the block that arrives last adds the parts in block order (the result does not depend on timing),
 stores the tile, and puts the counter back to zero for the next launch. Nobody waits on anybody,
 so no schedule can deadlock (the simulator's serial one included).
+
+It is correct but, for now, 15-30% slower than ``matmul_scheduled`` (2026-11-27, H200,
+BENCHMARKS.md). The SASS (tileiras 13.4) shows why: in this kernel tileiras waits for every
+MMA (``WARPGROUP.DEPBAR.LE gsb0, 0x0`` after each ``HGMMA``) in both loops, where
+``matmul_scheduled`` keeps one group of MMAs in flight (``0x1``). The same happens to any
+kernel with a second loop nest of MMAs beside the first, or an ``if`` that stores the
+accumulator one of two ways. A single loop nest with a branch-free epilogue stays pipelined.
 """
 import sys
 
