@@ -435,6 +435,19 @@ def few_warps(env) -> bool:
     return tileiras.available() and (tileiras.version() or (0, 0))[:2] >= (13, 5)
 
 
+def _exact(group, cfgs, exact):
+    """LayerNorm's configs with EXACT=True where the rows are exactly the tile's width (no mask
+    in the statistics: 1-3% faster, 2026-11-27 H200)."""
+    if group != "layer_norm" or not exact:
+        return cfgs
+    out = []
+    for c in cfgs:
+        d = c.as_dict()
+        d["constants"] = {**d.get("constants", {}), "EXACT": True}
+        out.append(tile.Config.from_dict(d))
+    return out
+
+
 def _norm_tuners(env, group, n):
     """name -> (autotuned kernel, whether its output is passed as tile.atomic)."""
     width = 1 << (n - 1).bit_length()
@@ -473,7 +486,8 @@ def _norm_tuners(env, group, n):
                                      ONE_REDUCTION=False)
                          for nw in (1, 2) for bm in (1, 2, 4) if bm * width <= 1024 * nw
                          for occ in (2, 4)]
-        out["rows"] = (tile.autotune(configs=cfgs, key=["x"], partition=out_name)(rows_k), False)
+        out["rows"] = (tile.autotune(configs=_exact(group, cfgs, width == n), key=["x"],
+                                     partition=out_name)(rows_k), False)
     if width <= 16384:
         cfgs = [tile.Config(ROWS=r, WIDTH=width, LATENCY=4, occupancy=occ) for r in (1, 2, 4)
                 if r * width <= 16384 for occ in (2, 4)]
@@ -490,8 +504,8 @@ def _norm_tuners(env, group, n):
     else:
         cfgs = []
     if cfgs:
-        out["persistent"] = (tile.autotune(configs=cfgs, key=["x"], grid=SM.rows_grid)(pers_k),
-                             True)
+        out["persistent"] = (tile.autotune(configs=_exact(group, cfgs, width == n), key=["x"],
+                                           grid=SM.rows_grid)(pers_k), True)
     if width >= 8192 or small:
         # (2026-11-27 H200, 16K and 32K rows: 4 rows a block, occupancy 1, 1K chunks and latency
         # hints on the chunk loads never won)

@@ -30,7 +30,9 @@ ZERO = tile.PaddingMode.ZERO
 def rmsnorm(y, x, w, eps):
     BM, BN = y.shape
     t = x.load(y.block, y.shape, padding=ZERO).astype(tile.float32)
-    ms = tile.sum(t * t, axis=1, keepdims=True) / x.shape[1]      # zero padding adds nothing
+    # zero padding adds nothing; one division a block, not one per row (tileiras's IEEE
+    # division has a slow path)
+    ms = tile.sum(t * t, axis=1, keepdims=True) * (1.0 / x.shape[1])
     wv = w.load((0,), (BN,), padding=ZERO).astype(tile.float32)[None, :]
     y.store((t * tile.rsqrt(ms + eps) * wv).astype(y.dtype), allow_tma=False)
 
@@ -46,7 +48,7 @@ def rmsnorm_persistent(y, x, w, eps, ROWS: tile.Constant[int], WIDTH: tile.Const
         # loaded in the iteration that uses it: a tile carried to the next iteration (a register
         # double buffer) came out wrong from tileiras 13.4 (NOTES.md, tileiras quirks)
         tf = x.load((r, 0), (ROWS, WIDTH), padding=ZERO, latency=LATENCY).astype(tile.float32)
-        rs = tile.rsqrt(tile.sum(tf * tf, axis=1, keepdims=True) / x.shape[1] + eps)
+        rs = tile.rsqrt(tile.sum(tf * tf, axis=1, keepdims=True) * (1.0 / x.shape[1]) + eps)
         tile.store(y.partition((ROWS, WIDTH)), (r, 0), (tf * rs * wv).astype(y.dtype),
                    allow_tma=False)
 
@@ -59,7 +61,7 @@ def rmsnorm_chunked(y, x, w, eps, ROWS: tile.Constant[int], CHUNK: tile.Constant
     for j in range(tile.cdiv(x.shape[1], CHUNK)):
         t = x.load((i, j), (ROWS, CHUNK), padding=ZERO).astype(tile.float32)
         acc += t * t
-    rs = tile.rsqrt(tile.sum(acc, axis=1, keepdims=True) / x.shape[1] + eps)
+    rs = tile.rsqrt(tile.sum(acc, axis=1, keepdims=True) * (1.0 / x.shape[1]) + eps)
     for j in range(tile.cdiv(x.shape[1], CHUNK)):
         t = x.load((i, j), (ROWS, CHUNK), padding=ZERO).astype(tile.float32)
         wv = w.load((j,), (CHUNK,), padding=ZERO).astype(tile.float32)[None, :]

@@ -246,6 +246,31 @@ def test_layernorm_variants(variant, offset):
     np.testing.assert_allclose(rstd.to_numpy(), rrs, rtol=1e-4)
 
 
+@pytest.mark.parametrize("variant", ["rows", "rows two reductions", "persistent"])
+def test_layernorm_exact_width_skips_the_mask_and_refuses_other_widths(variant):
+    """EXACT: rows exactly the tile's width need no mask in the statistics (same results);
+    rows of another length give NaN in rstd and y, never silently wrong statistics."""
+    for n, width, exact_fits in ((256, 256, True), (300, 512, False)):
+        x = (rng.standard_normal((21, n)) + 1000.0).astype(np.float32)
+        w, b = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+        y = api.full((21, n), np.nan, tile.float32).sync()
+        mean, rstd = api.zeros((21,)).sync(), api.zeros((21,)).sync()
+        args = (dev(x), dev(w), dev(b), tile.atomic(mean), tile.atomic(rstd), 1e-5)
+        if variant == "persistent":
+            run_rows(LN.layernorm_fwd_persistent,
+                     tile.Config(ROWS=4, WIDTH=width, LATENCY=2, EXACT=True), tile.atomic(y),
+                     *args)
+        else:
+            LN.layernorm_fwd(y.partition((4, width)), *args, variant == "rows", True).sync()
+        if exact_fits:
+            ry, rmu, rrs = ln_ref(x, w, b, 1e-5)
+            atol = 1e-3 if variant == "rows two reductions" else 1e-4
+            np.testing.assert_allclose(y.to_numpy(), ry, rtol=1e-4, atol=atol)
+            np.testing.assert_allclose(rstd.to_numpy(), rrs, rtol=1e-4)
+        else:
+            assert np.isnan(rstd.to_numpy()).all() and np.isnan(y.to_numpy()).all()
+
+
 @pytest.mark.parametrize("variant", ["persistent", "chunked"])
 def test_rmsnorm_variants(variant):
     x = rng.standard_normal((21, 300)).astype(np.float16)
