@@ -503,6 +503,12 @@ def _norm_tuners(env, group, n):
                 for occ in (1, 2) for nw in (None, 8)]
     else:
         cfgs = []
+    if group == "layer_norm" and width >= 8192:
+        # w and b read from L2 in every iteration: held across the loop they spilled the row
+        # (2026-11-27 H200: the persistent LayerNorm at 1432-1518 GB/s for 16K-32K rows)
+        cfgs += [tile.Config(ROWS=1, WIDTH=width, LATENCY=lat, occupancy=occ,
+                             num_worker_warps=nw, RELOAD_WB=True)
+                 for lat in (2, 4) for occ in (1, 2) for nw in (None, 8)]
     if cfgs:
         out["persistent"] = (tile.autotune(configs=_exact(group, cfgs, width == n), key=["x"],
                                            grid=SM.rows_grid)(pers_k), True)

@@ -81,6 +81,13 @@ def exact_or_nan(rs, n, width, exact):
     return rs
 
 
+@tile.function
+def weight_and_bias(w, b, width):
+    """w and b as float32 (1, width) rows (zero past their end)."""
+    return (w.load((0,), (width,), padding=ZERO).astype(tile.float32)[None, :],
+            b.load((0,), (width,), padding=ZERO).astype(tile.float32)[None, :])
+
+
 @tile.entry
 def layernorm_fwd(y, x, w, b, mean, rstd, eps, ONE_REDUCTION: tile.Constant[bool] = True,
                   EXACT: tile.Constant[bool] = False):
@@ -97,8 +104,7 @@ def layernorm_fwd(y, x, w, b, mean, rstd, eps, ONE_REDUCTION: tile.Constant[bool
     else:
         c, mu, rs = row_stats_two_pass(t, keep, n, eps, EXACT)
     rs = exact_or_nan(rs, n, BN, EXACT)
-    wv = w.load((0,), (BN,), padding=ZERO).astype(tile.float32)[None, :]
-    bv = b.load((0,), (BN,), padding=ZERO).astype(tile.float32)[None, :]
+    wv, bv = weight_and_bias(w, b, BN)
     y.store((c * rs * wv + bv).astype(y.dtype), allow_tma=False)
     tile.store(mean.partition((BM,)), (i,), mu.reshape((BM,)), allow_tma=False)
     tile.store(rstd.partition((BM,)), (i,), rs.reshape((BM,)), allow_tma=False)
@@ -109,17 +115,23 @@ def layernorm_fwd(y, x, w, b, mean, rstd, eps, ONE_REDUCTION: tile.Constant[bool
 @tile.entry
 def layernorm_fwd_persistent(y, x, w, b, mean, rstd, eps, ROWS: tile.Constant[int],
                              WIDTH: tile.Constant[int], LATENCY: tile.Constant[int],
-                             EXACT: tile.Constant[bool] = False):
+                             EXACT: tile.Constant[bool] = False,
+                             RELOAD_WB: tile.Constant[bool] = False):
     """One wave of blocks, each looping over row blocks with the grid's stride; w and b are
-    read once per block (the latency hint lets tileiras pipeline the row loads). ``EXACT`` as
-    in layernorm_fwd (rows of exactly WIDTH elements)."""
+    read once per block (the latency hint lets tileiras pipeline the row loads), or with
+    ``RELOAD_WB`` in every iteration (from L2): for rows of 16K elements and more, w and b
+    held across the loop spilled the row's registers (2026-11-27, tileiras 13.4: 192 spill
+    loads in a 32K-row block, none with RELOAD_WB). ``EXACT`` as in layernorm_fwd (rows of
+    exactly WIDTH elements)."""
     n = x.shape[1]
     step = tile.num_blocks(0)
     last = tile.cdiv(x.shape[0], ROWS) - 1
     cols = tile.arange(WIDTH)[None, :]
-    wv = w.load((0,), (WIDTH,), padding=ZERO).astype(tile.float32)[None, :]
-    bv = b.load((0,), (WIDTH,), padding=ZERO).astype(tile.float32)[None, :]
+    if not RELOAD_WB:
+        wv, bv = weight_and_bias(w, b, WIDTH)
     for r in range(tile.bid(0), last + 1, step):
+        if RELOAD_WB:
+            wv, bv = weight_and_bias(w, b, WIDTH)
         # loaded in the iteration that uses it: a tile carried to the next iteration came out
         # wrong from tileiras 13.4 (NOTES.md, tileiras quirks)
         tf = x.load((r, 0), (ROWS, WIDTH), padding=ZERO, latency=LATENCY).astype(tile.float32)

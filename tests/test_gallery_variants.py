@@ -219,7 +219,8 @@ def ln_ref(x, w, b, eps):
     return (x - mu) * rs * w + b, mu[:, 0], rs[:, 0]
 
 
-@pytest.mark.parametrize("variant", ["rows", "rows two reductions", "persistent", "chunked"])
+@pytest.mark.parametrize("variant", ["rows", "rows two reductions", "persistent",
+                                     "persistent reloading w and b", "chunked"])
 @pytest.mark.parametrize("offset", [50.0, 1000.0])
 def test_layernorm_variants(variant, offset):
     # a mean far from zero and, in one row, a first element (the pivot of the one-pass sums)
@@ -232,8 +233,9 @@ def test_layernorm_variants(variant, offset):
     args = (dev(x), dev(w), dev(b), tile.atomic(mean), tile.atomic(rstd), 1e-5)
     if variant.startswith("rows"):
         LN.layernorm_fwd(y.partition((4, 512)), *args, variant == "rows").sync()
-    elif variant == "persistent":
-        run_rows(LN.layernorm_fwd_persistent, tile.Config(ROWS=4, WIDTH=512, LATENCY=2),
+    elif variant.startswith("persistent"):
+        run_rows(LN.layernorm_fwd_persistent,
+                 tile.Config(ROWS=4, WIDTH=512, LATENCY=2, RELOAD_WB=variant != "persistent"),
                  tile.atomic(y), *args)
     else:
         run_rows(LN.layernorm_fwd_chunked, tile.Config(ROWS=2, CHUNK=64), tile.atomic(y), *args)
@@ -512,6 +514,9 @@ def _sm90_cases():
         ("softmax chunked", SM.softmax_chunked, lambda: (t(xl), xl), chunks),
         ("layernorm persistent", LN.layernorm_fwd_persistent,
          lambda: (t(x), x, w, w, t(st), t(st), 1e-5), rows),
+        ("layernorm persistent 32K, exact, w and b reloaded", LN.layernorm_fwd_persistent,
+         lambda: (t(xl), xl, wl, wl, t(stl), t(stl), 1e-5),
+         dict(ROWS=1, WIDTH=32768, LATENCY=2, EXACT=True, RELOAD_WB=True)),
         ("layernorm chunked", LN.layernorm_fwd_chunked,
          lambda: (t(xl), xl, wl, wl, t(stl), t(stl), 1e-5), chunks),
         ("rmsnorm persistent", RN.rmsnorm_persistent, lambda: (t(x), x, w, 1e-6), rows),
