@@ -4,9 +4,10 @@
 
 A persistent grid of G blocks (one per SM and occupancy slot) computes the first
 ``tiles - tiles % G`` output tiles whole, as ``matmul_scheduled`` does. Run alone, the remaining
-``tiles % G`` tiles would leave the rest of the SMs idle: 4096^2 in 128x256 tiles is 512 tiles, and
-on 132 SMs the fourth wave fills only 116 of them. Here each block instead takes an equal share of
-those tiles' K iterations (Stream-K, Osama et al., 2023), so every SM finishes at about the same time.
+``tiles % G`` tiles would leave the rest of the SMs idle: 4096^2 in 128x256 tiles is 512 tiles,
+and on 132 SMs the fourth wave fills only 116 of them. Here each block instead takes an equal
+share of those tiles' K iterations (Stream-K, Osama et al., 2023), so every SM finishes at
+about the same time.
 
 A tile split between blocks is summed by the last block to finish its part: each block writes its
 float32 part into the workspace ``ws`` and counts its arrival (``atomic_add``, acquire-release);
