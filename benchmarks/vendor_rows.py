@@ -320,7 +320,8 @@ def _streamk_candidates(env, a, b, c):
             def build(ws=ws, arrived=arrived, bm=bm, bn=bn, bk=bk, waves=waves, opts=opts):
                 return [SKM.streamk(c, a, b, ws, arrived, bm, bn, bk, group=8, sk_waves=waves,
                                     blocks=blocks).compile_options(opts)]
-            out.append((f"BM={bm} BN={bn} BK={bk} SK_WAVES={waves} num_worker_warps=8", build))
+            out.append((f"BM={bm} BN={bn} BK={bk} SK_WAVES={waves} "
+                        f"num_worker_warps={opts.num_worker_warps}", build))
     return out
 
 
@@ -465,37 +466,33 @@ def _norm_tuners(env, group, n):
     # 1.17x 8 rows)
     # two compute warp groups (num_worker_warps=8) from 4K elements a tile: fewer elements a
     # thread in each reduction (2026-11-27 H200: +2-3% on 4K rows)
+    # one or two compute warps a block for short rows: each row's reduction stays in a warp,
+    # with no block barrier (tileiras 13.5 honours these counts, 13.4 does not): (rows, warps)
+    few = [(r, nw) for nw in (1, 2) for r in (1, 2, 4) if r * width <= 1024 * nw] \
+        if few_warps(env) else []
     if width <= 32768:
         cfgs = [tile.Config(tile=(bm, width), occupancy=occ, num_worker_warps=nw)
                 for bm in (1, 2, 4, 8, 16, 32) if bm * width <= 32768 for occ in (1, 2, 4)
                 for nw in ((None, 8) if bm * width >= 4096 else (None,))]
-        if few_warps(env):
-            # one or two compute warps a block for short rows: each row's reduction stays in a
-            # warp, with no block barrier (tileiras 13.5 honours these counts, 13.4 does not)
-            # (2026-11-27 H200, 1K rows: occupancy 8 and 16 were 1.3-1.5x slower than 4)
-            cfgs += [tile.Config(tile=(bm, width), occupancy=occ, num_worker_warps=nw)
-                     for nw in (1, 2) for bm in (1, 2, 4) if bm * width <= 1024 * nw
-                     for occ in (2, 4)]
+        # (2026-11-27 H200, 1K rows: occupancy 8 and 16 were 1.3-1.5x slower than 4)
+        cfgs += [tile.Config(tile=(bm, width), occupancy=occ, num_worker_warps=nw)
+                 for bm, nw in few for occ in (2, 4)]
         if group == "layer_norm" and width <= 2048:
             # mean and then variance: faster than one reduction of the pair for several short
             # rows a block (2026-11-27 H200, 8 x 1024: 3493 against 2771 GB/s)
             cfgs += [tile.Config(tile=(bm, width), occupancy=occ, ONE_REDUCTION=False)
                      for bm in (4, 8, 16) for occ in (2, 4)]
-            if few_warps(env):
-                cfgs += [tile.Config(tile=(bm, width), occupancy=occ, num_worker_warps=nw,
-                                     ONE_REDUCTION=False)
-                         for nw in (1, 2) for bm in (1, 2, 4) if bm * width <= 1024 * nw
-                         for occ in (2, 4)]
+            cfgs += [tile.Config(tile=(bm, width), occupancy=occ, num_worker_warps=nw,
+                                 ONE_REDUCTION=False)
+                     for bm, nw in few for occ in (2, 4)]
         out["rows"] = (tile.autotune(configs=_exact(group, cfgs, width == n), key=["x"],
                                      partition=out_name)(rows_k), False)
     if width <= 16384:
         cfgs = [tile.Config(ROWS=r, WIDTH=width, LATENCY=4, occupancy=occ) for r in (1, 2, 4)
                 if r * width <= 16384 for occ in (2, 4)]
-        if few_warps(env):
-            cfgs += [tile.Config(ROWS=r, WIDTH=width, LATENCY=4, occupancy=occ,
-                                 num_worker_warps=nw)
-                     for nw in (1, 2) for r in (1, 2) if r * width <= 1024 * nw
-                     for occ in (4, 16)]
+        cfgs += [tile.Config(ROWS=r, WIDTH=width, LATENCY=4, occupancy=occ,
+                             num_worker_warps=nw)
+                 for r, nw in few if r <= 2 for occ in (4, 16)]
     elif width == 32768:
         # one 32K-element row an iteration: tileiras double-buffers the row loads in shared
         # memory (2 x 64 KB for fp16), so the next row loads while this one is reduced

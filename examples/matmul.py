@@ -74,15 +74,22 @@ def grouped_position(t, num_m, num_n, GROUP):
 
 
 @tile.function
-def tile_product(a, b, pm, pn, BM, BN, BK, TMA=True, FAST_ACC=False):
-    """The float32 (BM, BN) tile (pm, pn) of a @ b; ``TMA=False`` keeps the loads off the TMA
-    unit (plain loads by the block's threads); ``FAST_ACC`` (fp8 only) keeps the running sum in
-    the tensor cores' reduced precision."""
+def k_range_product(a, b, pm, pn, k0, k1, BM, BN, BK, TMA=True, FAST_ACC=False):
+    """The float32 (BM, BN) tile (pm, pn) of A[:, K0:K1] @ B[K0:K1, :] over K tiles k0 .. k1 - 1
+    (split-K's slices, Stream-K's shares); ``TMA=False`` keeps the loads off the TMA unit (plain
+    loads by the block's threads); ``FAST_ACC`` (fp8 only) keeps the running sum in the tensor
+    cores' reduced precision."""
     acc = tile.zeros((BM, BN), tile.float32)
-    for k in range(tile.cdiv(a.shape[1], BK)):
+    for k in range(k0, k1):
         acc = tile.mma(a.load((pm, k), (BM, BK), allow_tma=TMA),
                        b.load((k, pn), (BK, BN), allow_tma=TMA), acc, fast_acc=FAST_ACC)
     return acc
+
+
+@tile.function
+def tile_product(a, b, pm, pn, BM, BN, BK, TMA=True, FAST_ACC=False):
+    """The float32 (BM, BN) tile (pm, pn) of a @ b: k_range_product over all of K."""
+    return k_range_product(a, b, pm, pn, 0, tile.cdiv(a.shape[1], BK), BM, BN, BK, TMA, FAST_ACC)
 
 
 @tile.entry

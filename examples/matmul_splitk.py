@@ -19,6 +19,8 @@ import tilejit as tile
 from tilejit import api
 from tilejit.runtime import current_backend
 
+from matmul import k_range_product
+
 
 @tile.function
 def slice_product(a, b, s, splits, bm, bn, BM, BN, BK):
@@ -26,10 +28,7 @@ def slice_product(a, b, s, splits, bm, bn, BM, BN, BK):
     (whole K tiles each)."""
     k_tiles = tile.cdiv(a.shape[1], BK)
     per = tile.cdiv(k_tiles, splits)
-    acc = tile.zeros((BM, BN), tile.float32)
-    for k in range(s * per, min(s * per + per, k_tiles)):
-        acc = tile.mma(a.load((bm, k), (BM, BK)), b.load((k, bn), (BK, BN)), acc)
-    return acc
+    return k_range_product(a, b, bm, bn, s * per, min(s * per + per, k_tiles), BM, BN, BK)
 
 
 @tile.entry

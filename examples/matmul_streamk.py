@@ -30,16 +30,7 @@ import tilejit as tile
 from tilejit import api
 from tilejit.runtime import current_backend
 
-from matmul import grouped_position, tile_product
-
-
-@tile.function
-def k_range_product(a, b, pm, pn, k0, k1, BM, BN, BK):
-    """The float32 tile (pm, pn) of A[:, K0:K1] @ B[K0:K1, :] over K tiles k0 .. k1 - 1."""
-    acc = tile.zeros((BM, BN), tile.float32)
-    for k in range(k0, k1):
-        acc = tile.mma(a.load((pm, k), (BM, BK)), b.load((k, pn), (BK, BN)), acc)
-    return acc
+from matmul import grouped_position, k_range_product, tile_product
 
 
 @tile.function
