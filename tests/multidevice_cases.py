@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import tilejit as tile
+import tilejit.cutile as ct
 from tilejit import api
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
@@ -233,4 +234,168 @@ def test_tilejit_leaves_the_callers_current_device_alone(multi):
     assert multi.current() in (None, 0)
 
 
-__all__ = ["restore_default_policy"] + [n for n in dir() if n.startswith("test_")]
+# --- the default device is the calling thread's current device (issue 24) -------------------------
+@pytest.fixture
+def keep_current_device():
+    """The test may move the thread's current device; it gets back what it had (the simulator's
+    ``backend.force`` restores it too)."""
+    before = tile.current_device()
+    yield
+    before.make_current()
+
+
+@tile.entry
+def double(z, x):
+    z.store(tile.load_tile_like(x, z) * 2.0)
+
+
+def test_ops_without_a_device_run_on_the_current_device(multi, keep_current_device):
+    from tilejit.deviceops.scheduling import default_stream
+    d0, d1 = tile.Device(0), tile.Device(1)
+    xs = np.arange(4096, dtype=np.float32)
+    d0.make_current()
+    assert tile.current_device() is d0
+    with d1.current():
+        assert tile.current_device() is d1 and tile.Device() is d1
+        assert api.zeros((64,)).sync().device is d1
+        assert api.from_numpy(xs).sync().device is d1
+        assert api.empty((64,)).sync().device is d1
+        assert default_stream().device is d1
+        out = np.zeros(4096, np.float32)
+        op = double(tile.partition(out, (1024,)), xs)      # NumPy arguments only
+        assert op._default_stream().device is d1
+        op.sync()
+        np.testing.assert_array_equal(out, 2 * xs)
+        out[:] = 0
+        double(tile.partition(out, (1024,)), xs).sync()     # again (the C path, if any)
+        np.testing.assert_array_equal(out, 2 * xs)
+        assert tile.StreamPoolRoundRobin().device is d1 and tile.SingleStream().device is d1
+    assert tile.current_device() is d0                       # the block gave device 0 back
+    assert api.zeros((64,)).sync().device is d0 and default_stream().device is d0
+    out = np.zeros(4096, np.float32)
+    op = double(tile.partition(out, (1024,)), xs)
+    assert op._default_stream().device is d0
+    op.sync()
+    np.testing.assert_array_equal(out, 2 * xs)
+    d1.make_current()                                        # persists, call after call
+    for _ in range(2):
+        assert api.zeros((64,)).sync().device is d1 and default_stream().device is d1
+
+
+def test_set_default_policy_without_a_device_is_the_current_devices(
+        multi, restore_default_policy, keep_current_device):
+    from tilejit.deviceops import scheduling
+    d0, d1 = tile.Device(0), tile.Device(1)
+    policy0 = scheduling.default_policy(0)
+    mine = tile.SingleStream(d1)
+    d1.make_current()
+    tile.set_default_policy(mine)
+    assert scheduling.default_policy() is mine and scheduling.default_policy(1) is mine
+    assert scheduling.has_user_policy() and scheduling.has_user_policy(1)
+    assert scheduling.default_policy(0) is policy0 and not scheduling.has_user_policy(0)
+    assert api.zeros((64,)).sync().device is d1 and scheduling.default_stream() is mine.stream
+    d0.make_current()
+    assert scheduling.default_policy() is policy0 and not scheduling.has_user_policy()
+    assert scheduling.default_stream() is not mine.stream
+    tile.set_default_policy(tile.SingleStream(d0), device=0)          # explicit: still works
+    assert scheduling.default_policy(1) is mine
+
+
+def test_a_new_thread_starts_on_device_0(multi, keep_current_device):
+    from tilejit.deviceops.scheduling import default_stream
+    d0, d1 = tile.Device(0), tile.Device(1)
+    d1.make_current()
+    seen, errors = [], []
+
+    def work():
+        try:
+            seen.append((tile.current_device(), api.zeros((64,)).sync().device,
+                         default_stream().device))
+            with d1.current():
+                seen.append(api.zeros((64,)).sync().device)
+            seen.append(tile.current_device())
+        except Exception as e:
+            errors.append(e)
+
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    assert errors == [] and seen == [(d0, d0, d0), d1, d0]
+    assert tile.current_device() is d1                  # the thread changed nothing here
+
+
+def test_explicit_and_argument_devices_win_over_the_current_device(multi, keep_current_device):
+    from tilejit.deviceops.scheduling import default_policy, default_stream
+    d0, d1 = tile.Device(0), tile.Device(1)
+    d0.make_current()
+    s0 = d0.new_stream()
+    z0 = api.zeros((4096,)).sync_on(s0)
+    x0 = api.full((4096,), 1.0).sync_on(s0)
+    fz = multi.array(np.zeros(4096, np.float32), 0)
+    fx = multi.array(np.ones(4096, np.float32), 0)
+    with d1.current():
+        assert api.zeros((64,)).sync_on(s0).device is d0
+        assert api.dup(x0).sync().device is d0 and x0.to(0).sync().device is d0
+        assert api.dup(x0, device=1).sync().device is d1
+        assert default_stream(0).device is d0 and default_stream(d0).device is d0
+        assert default_policy(0).device is d0 and tile.StreamPoolRoundRobin(0).device is d0
+        double(z0.partition((1024,)), x0).sync()             # the tensors' device
+        assert (z0.to_numpy() == 2.0).all()
+        p = double(z0.partition((1024,)), z0.to(0).sync()).prepare()
+        assert p.stream.device is d0
+        p.launch()
+        p.close()
+        assert (z0.to_numpy() == 4.0).all()
+        g = double(z0.partition((1024,)), x0).graph()        # captured (and run once) on d0
+        assert g.stream.device is d0
+        g.launch().sync()                                    # replayed on the graph's device
+        assert (z0.to_numpy() == 2.0).all()
+        double(tile.partition(fz, (1024,)), fx).sync()       # foreign arrays: their device
+        assert (multi.numpy(fz) == 2.0).all()
+        assert tile.current_device() is d1                   # none of it moved this thread
+    assert multi.current() in (None, 0)
+
+
+def test_the_callers_current_device_is_followed(multi, keep_current_device):
+    """The foreign library's spelling (torch.cuda.set_device on GPUs) moves tilejit's default
+    device, and tilejit's work leaves it where the caller put it."""
+    d0, d1 = tile.Device(0), tile.Device(1)
+    xs = np.arange(4096, dtype=np.float32)
+    multi.set_current(1)
+    try:
+        assert tile.current_device() is d1
+        assert api.zeros((64,)).sync().device is d1
+        out = np.zeros(4096, np.float32)
+        double(tile.partition(out, (1024,)), xs).sync()
+        np.testing.assert_array_equal(out, 2 * xs)
+        s0 = d0.new_stream()
+        assert api.ones((64,)).sync_on(s0).device is d0      # work on device 0...
+        assert multi.current() in (None, 1)                   # ...left the caller on device 1
+        assert tile.current_device() is d1
+    finally:
+        multi.set_current(0)
+    assert tile.current_device() is d0 and api.zeros((64,)).sync().device is d0
+
+
+@ct.kernel
+def ct_scale(x, y, SCALE: ct.Constant[float], TILE: ct.Constant[int]):
+    ct.store(y, index=(ct.bid(0),), tile=ct.load(x, index=(ct.bid(0),), shape=(TILE,)) * SCALE)
+
+
+def test_ct_launch_on_a_default_stream_follows_the_current_device(multi, keep_current_device):
+    """``ct.launch(0, ...)``: stream 0 is the current device's default stream, so the stream
+    memo must not keep the first device it saw (C leaves these handles to Python)."""
+    from tilejit.cutile import _kernel as ctk
+    xs = np.arange(2048, dtype=np.float32)
+    for dev in (1, 0, 1):
+        s = tile.Device(dev).new_stream()
+        x = api.from_numpy(xs).sync_on(s)
+        y = api.zeros((2048,)).sync_on(s)
+        with tile.Device(dev).current():
+            ct.launch(0, (2,), ct_scale, (x, y, 3.0, 1024))    # a mixing error on another device
+            assert ctk._streams[(0, dev)].device is tile.Device(dev)
+        np.testing.assert_array_equal(y.to_numpy(), 3 * xs)
+
+
+__all__ = ["restore_default_policy", "keep_current_device"] + \
+    [n for n in dir() if n.startswith("test_")]

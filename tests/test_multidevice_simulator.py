@@ -44,6 +44,12 @@ class SimulatedDevices(Devices):
         assert junk.device is tile.Device(device)
         return lambda: float(junk.to_numpy()[0])
 
+    def set_current(self, device):
+        tile.Device(device).make_current()           # the simulator's per-thread current device
+
+    def current(self):
+        return tile.current_device().ordinal
+
     distributed_on = "CPU processes (gloo)"
 
     def distributed_command(self):      # two ranks, gloo on CPU tensors, tilejit simulating

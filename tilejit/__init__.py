@@ -12,8 +12,8 @@ from .dtypes import (DType, bool_, int8, int16, int32, int64, uint8, uint16, uin
 __version__ = "0.1.0"
 
 # --- runtime (host) public names: section owned by the runtime work ---------------------------------
-from .runtime import (Device, Stream, Event, Tensor, Partition, ForeignPartition, partition, atomic,
-                      from_dlpack, Module,
+from .runtime import (Device, current_device, Stream, Event, Tensor, Partition, ForeignPartition,
+                      partition, atomic, from_dlpack, Module,
                       Function, load_module_from_ptx, load_module_from_file)
 from .deviceops import (DeviceOp, DeviceFuture, ExecutionContext, value, shared, zip, with_context,
                   SchedulingPolicy, StreamPoolRoundRobin, SingleStream, set_default_policy,

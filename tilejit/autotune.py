@@ -560,7 +560,7 @@ def _specialize(launch_keys: tuple, device=None, target: Optional[str] = None):
     from .runtime.device import Device
     k, keys, consts, ones, options = launch_keys
     if target is None:
-        device = device if device is not None else Device(0)
+        device = Device(device)                  # None: the current device
         target = backends.of(device).target(device)
     return k.specialize(keys, consts, target, options, grid_ones=ones)
 
@@ -606,8 +606,8 @@ def _device_obj(bound):
         if isinstance(dev, Device):
             return dev
         if dev is not None and getattr(dev, "type", None) == "cuda":       # torch
-            return Device(dev.index or 0)
-    return Device(0)
+            return Device(dev.index)
+    return Device()
 
 
 def _device_of(bound) -> str:

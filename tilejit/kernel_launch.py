@@ -131,7 +131,7 @@ class KernelLaunch(DeviceOp):
             if type(t) is Tensor:
                 return default_stream(t._storage.device)
         dev = _foreign.device_of(self.args)       # CuPy / __cuda_array_interface__ arrays
-        return default_stream(0 if dev is None else dev)
+        return default_stream(dev)                # None (host arguments only): the current device
 
     def _launch_plain(self, stream, try_native=True):
         """Launch a kernel without constants or launch options (on its partitions' grid or an
@@ -206,9 +206,13 @@ class KernelLaunch(DeviceOp):
         garbage-collected). Arguments must be tensors, partitions, scalars or tuples of these
         (not DeviceOps or NumPy arrays, whose copies are per launch): a tuple's elements are
         flattened into the packed parameters once. Globals the kernel reads are checked now, not
-        per launch.
+        per launch. Without ``stream``: the default policy's next stream on the arguments'
+        device (the current device when no argument has one).
         """
-        return PreparedLaunch(self, _as_stream(stream) if stream is not None else default_stream())
+        if stream is None:
+            prod = _foreign.torch_stream_of(self.args)
+            stream = default_stream(prod[0]) if prod is not None else self._default_stream()
+        return PreparedLaunch(self, _as_stream(stream))
 
     def _execute(self, ctx):
         if native.missing:              # once: the C launch path is not built

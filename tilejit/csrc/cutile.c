@@ -37,7 +37,8 @@ static PyObject *attr_or_none(PyObject *o, PyObject *name) {
 }
 
 /* The tilejit Stream of `obj` (a tile.Stream, a torch stream or an int handle) from
-   cutile.streams (borrowed), or NULL (no error set). */
+   cutile.streams (borrowed), or NULL (no error set). Python never memoizes the default streams
+   0-2 as (handle, None): they are the current device's, which C does not know, so they miss. */
 static PyObject *memo_stream(PyObject *obj, PyObject *streams) {
     if (Py_TYPE(obj) == T_stream) return obj;
     PyObject *h, *dev;

@@ -31,7 +31,7 @@ from ..language import TileFunction
 from ..memo import BoundedMemo
 from ..runtime.argspec import MAX_GRID_DIM as _GRID_LIMIT
 from ..runtime.argspec import atomic, normalize_grid
-from ..runtime.device import Device
+from ..runtime.device import Device, current_ordinal
 from ..runtime.partition import ForeignPartition, Partition
 from ..runtime.stream import Stream, _object_device, _stream_handle
 from ._writes import written_parameters
@@ -343,6 +343,10 @@ def _stream_of(obj) -> Stream:
     handle = _stream_handle(obj)
     key = (handle, getattr(obj, "device_index", None) if type(getattr(
         obj, "cuda_stream", None)) is int else _object_device(obj))
+    if key[1] is None and handle in (0, 1, 2):
+        # a default stream names the current device's: keyed by it, never (handle, None), so
+        # csrc/cutile.c (which looks int handles up as (handle, None)) leaves these to Python
+        key = (handle, current_ordinal())
     s = _streams.get(key)
     if s is None:
         s = Stream.borrow_raw(obj)

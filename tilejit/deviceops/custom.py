@@ -92,6 +92,12 @@ class AsyncKernelLaunch(DeviceOp):
         self.config = config
         return self
 
+    def _default_stream(self):
+        """``sync()`` / ``await``: the default policy of the function's device (where its module is
+        loaded), not the current device."""
+        from .scheduling import default_stream
+        return default_stream(getattr(self.function, "device", None))
+
     def _execute(self, ctx):
         if self.config is None:
             raise LaunchError("AsyncKernelLaunch: call set_launch_config(tile.LaunchConfig(...)) "

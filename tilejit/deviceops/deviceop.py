@@ -232,9 +232,13 @@ class DeviceOp:
 
     # --- CUDA graphs (API.md §5) -----------------------------------------------------------------
     def graph(self):
-        """Capture this op into a CUDA graph on a stream of the default policy."""
+        """Capture this op into a CUDA graph on a stream of the default policy, on the device
+        ``sync()`` would pick (its arguments', else the current device)."""
         from .scheduling import default_stream
-        return self.graph_on(default_stream())
+        stream = self._default_stream()
+        if stream.is_borrowed:          # torch's current stream: capture on a policy stream
+            stream = default_stream(stream.device)
+        return self.graph_on(stream)
 
     def graph_on(self, stream):
         """Capture this op into a :class:`~tilejit.deviceops.graph.CudaGraph` by executing it once on

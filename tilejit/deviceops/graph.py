@@ -49,6 +49,11 @@ class GraphLaunch(DeviceOp):
     def describe(self, depth: int = 0) -> str:
         return f"replay {self.graph!r}"
 
+    def _default_stream(self):
+        """``sync()``: the default policy of the device the graph was captured on."""
+        from .scheduling import default_stream
+        return default_stream(self.graph.stream.device)
+
     def _execute(self, ctx: ExecutionContext):
         g = self.graph
         if g._closed:

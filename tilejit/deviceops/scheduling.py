@@ -3,6 +3,10 @@
 A policy is any object with ``next_stream()`` returning a ``tile.Stream``. The default policy of a
 device is ``StreamPoolRoundRobin(device, n=4)``: consecutive independent ops land on different
 streams and may overlap. Ops chained with ``.then`` always share one stream.
+
+``device=None`` (the default of every function here) is the calling thread's current device
+(``runtime.device.current_ordinal``: the current CUDA context's, or the simulator's per-thread
+one); an ordinal or a ``tile.Device`` names one.
 """
 from __future__ import annotations
 
@@ -23,12 +27,13 @@ class SchedulingPolicy:
 
 
 class StreamPoolRoundRobin(SchedulingPolicy):
-    """Rotate through ``n`` streams of ``device`` (created on first use)."""
+    """Rotate through ``n`` streams of ``device`` (created on first use; None: the current
+    device when the policy is made)."""
 
     def __init__(self, device=None, n: int = 4):
         if int(n) < 1:
             raise ValueError(f"StreamPoolRoundRobin needs at least one stream, got n={n}")
-        self.device = Device(0 if device is None else device)
+        self.device = Device(device)
         self.n = int(n)
         self._streams: Optional[List] = None
         self._counter = itertools.count()
@@ -51,10 +56,11 @@ class StreamPoolRoundRobin(SchedulingPolicy):
 
 
 class SingleStream(SchedulingPolicy):
-    """Everything on one stream (``stream`` if given, else a new one of ``device``): strict order."""
+    """Everything on one stream (``stream`` if given, else a new one of ``device``, the current
+    device when None): strict order."""
 
     def __init__(self, device=None, stream=None):
-        self.device = Device(0 if device is None else device) if stream is None else stream.device
+        self.device = Device(device) if stream is None else stream.device
         self._stream = stream
         self._lock = threading.Lock()
 
@@ -80,8 +86,9 @@ _defaults_lock = threading.Lock()
 _policy_epoch = 0      # set_default_policy calls so far (what caches of has_user_policy check)
 
 
-def set_default_policy(policy, device=0) -> None:
-    """Use ``policy`` for ``op.sync()`` / ``await op`` / ``op.schedule()`` on ``device``."""
+def set_default_policy(policy, device=None) -> None:
+    """Use ``policy`` for ``op.sync()`` / ``await op`` / ``op.schedule()`` on ``device`` (None:
+    the calling thread's current device)."""
     global _policy_epoch
     if not callable(getattr(policy, "next_stream", None)):
         raise TypeError(f"a scheduling policy needs a next_stream() method; got "
@@ -97,8 +104,9 @@ def policy_epoch() -> int:
     return _policy_epoch
 
 
-def default_policy(device=0):
-    """The default policy of ``device`` (a 4-stream round robin unless set)."""
+def default_policy(device=None):
+    """The default policy of ``device`` (None: the current device; a 4-stream round robin unless
+    set)."""
     dev = Device(device)
     pol = _defaults.get(dev)
     if pol is None:
@@ -110,14 +118,16 @@ def default_policy(device=0):
     return pol
 
 
-def has_user_policy(device=0) -> bool:
-    """Whether ``set_default_policy`` chose the default policy of ``device``."""
+def has_user_policy(device=None) -> bool:
+    """Whether ``set_default_policy`` chose the default policy of ``device`` (None: the current
+    device)."""
     pol = _defaults.get(Device(device))
     return pol is not None and not getattr(pol, "_builtin", False)
 
 
-def default_stream(device=0):
-    """The next stream of ``device``'s default policy (where ``sync()`` and friends run)."""
+def default_stream(device=None):
+    """The next stream of ``device``'s default policy (where ``sync()`` and friends run; None:
+    the calling thread's current device)."""
     return stream_from_policy(default_policy(device))
 
 

@@ -6,6 +6,9 @@ once and caches the answer. When the simulator is chosen a one-line notice goes 
 
 :func:`sim_devices` is the simulator's device count: ``TILEJIT_SIM_DEVICES`` (default 1), read once
 like the backend, so multi-device code runs in CPU CI with the same rules as on several GPUs.
+:func:`sim_current` is the calling thread's current simulated device (0 until
+``tile.Device(n).make_current()`` or ``with tile.Device(n).current():`` changes it), the
+simulator's counterpart of the thread's current CUDA context.
 """
 from __future__ import annotations
 
@@ -25,6 +28,8 @@ _reason: str = ""
 _forced: list = []          # stack of forced (backend, simulated device count or None)
 _sim_devices: Optional[int] = None
 _notice_printed = False
+_sim_thread = threading.local()     # .ordinal: the thread's current simulated device
+
 
 def choose(simulate_env: Optional[str], driver_ok: bool, device_count: int) -> Tuple[str, str]:
     """``(backend, reason)`` from the value of ``TILEJIT_SIMULATE``, driver health and GPU count.
@@ -82,6 +87,16 @@ def sim_devices() -> int:
     return _sim_devices
 
 
+def sim_current() -> int:
+    """The calling thread's current simulated device (0 in a thread that never set one)."""
+    return getattr(_sim_thread, "ordinal", 0)
+
+
+def set_sim_current(ordinal: int) -> None:
+    """Make ``ordinal`` the calling thread's current simulated device (``Device.make_current``)."""
+    _sim_thread.ordinal = ordinal
+
+
 def reason() -> str:
     """Why :func:`current` chose its backend (for ``python -m tilejit info``)."""
     current()
@@ -100,7 +115,8 @@ def _print_notice(reason: str) -> None:
 @contextlib.contextmanager
 def force(backend: str, sim_devices: Optional[int] = None):
     """Run a block with ``backend`` active, whatever the machine has (tests, debugging);
-    ``sim_devices``: the simulator's device count meanwhile (as ``TILEJIT_SIM_DEVICES``)."""
+    ``sim_devices``: the simulator's device count meanwhile (as ``TILEJIT_SIM_DEVICES``).
+    The calling thread's current simulated device is restored afterwards."""
     if backend not in (CUDA, SIMULATOR):
         raise ValueError(f"unknown backend {backend!r}; expected 'cuda' or 'simulator'")
     if sim_devices is not None:
@@ -110,10 +126,12 @@ def force(backend: str, sim_devices: Optional[int] = None):
         if isinstance(sim_devices, bool) or not isinstance(sim_devices, int) or sim_devices < 1:
             raise ValueError(f"sim_devices must be an int >= 1, got {sim_devices!r}")
     _forced.append((backend, sim_devices))
+    current_sim = sim_current()
     try:
         yield backend
     finally:
         _forced.pop()
+        set_sim_current(current_sim)
 
 
 def _reset_for_tests() -> None:
@@ -126,4 +144,4 @@ def _reset_for_tests() -> None:
 
 
 __all__ = ["CUDA", "SIMULATOR", "choose", "current", "is_simulator", "reason", "force",
-           "sim_devices"]
+           "sim_devices", "sim_current", "set_sim_current"]

@@ -5,6 +5,13 @@ On the simulator backend the devices report the architecture in ``TILEJIT_ARCH``
 ``sm_90``) so that compile keys and AOT builds stay meaningful without a GPU; there are
 ``TILEJIT_SIM_DEVICES`` of them (default 1), with the rules of several GPUs: memory, streams and
 loaded kernels belong to one device, and a launch refuses arrays of another.
+
+The default device (where an op with no device of its own runs: ``api.zeros(...).sync()``, a
+launch with only NumPy arguments) is the calling thread's current device, as in CuPy and the CUDA
+runtime: :func:`current_ordinal`. On a GPU that is the device of the thread's current CUDA
+context (``torch.cuda.set_device``, ``cudaSetDevice``, ``with cupy.cuda.Device(n):``), 0 without
+one; on the simulator a per-thread ordinal that ``make_current()`` and ``with dev.current():``
+set, 0 by default.
 """
 from __future__ import annotations
 
@@ -30,10 +37,52 @@ def parse_arch(arch: str) -> Tuple[int, int]:
 
 
 def default_arch() -> str:
-    """The target architecture when none is given: the GPU's, else ``TILEJIT_ARCH``, else sm_90."""
+    """The target architecture when none is given: the current GPU's, else ``TILEJIT_ARCH``,
+    else sm_90."""
     if _backend.current() == _backend.CUDA:
-        return Device(0).arch
+        return Device(current_ordinal()).arch
     return _env_arch()
+
+
+#: primary contexts tilejit retains (int handle -> ordinal): retained until exit, so a handle is
+#: never reused by another device's context and the answer never goes stale
+_primary_ordinals: Dict[int, int] = {}
+
+
+def current_ordinal() -> int:
+    """The calling thread's current device, the default device of every op with no device of its
+    own: on a GPU the device of the thread's current CUDA context (0 when it has none, as a new
+    thread does); on the simulator the thread's current simulated device (0 unless
+    ``Device(n).make_current()`` or ``with Device(n).current():`` set it).
+
+    One ``cuCtxGetCurrent`` on a GPU when the context is a device's primary context (what torch,
+    CuPy and the runtime make current); another context costs a ``cuCtxGetDevice`` too.
+    """
+    if _backend.current() == _backend.SIMULATOR:
+        return _backend.sim_current()
+    drv = _d.drv
+    try:
+        err, ctx = drv.cuCtxGetCurrent()
+        if err != _d.SUCCESS:
+            return 0
+        handle = int(ctx)
+        if not handle:
+            return 0                     # no current context: a new thread
+        ordinal = _primary_ordinals.get(handle)
+        if ordinal is None:              # a context tilejit did not retain (cuCtxCreate, ...)
+            err, dev = drv.cuCtxGetDevice()
+            if err != _d.SUCCESS:
+                return 0
+            ordinal = int(dev)
+        return ordinal
+    except Exception:                    # no driver (backend.force("cuda") in tests)
+        return 0
+
+
+def current_device() -> "Device":
+    """``tile.current_device()``: the calling thread's current device as a ``tile.Device``
+    (:func:`current_ordinal`), where ops with no device of their own run."""
+    return Device(current_ordinal())
 
 
 def _env_arch() -> str:
@@ -44,6 +93,7 @@ def _env_arch() -> str:
 
 class Device:
     """A GPU (ordinal) and its primary context; on the simulator, the simulated device.
+    ``Device()`` with no ordinal is the calling thread's current device (:func:`current_ordinal`).
 
     ``name``, ``compute_capability`` (e.g. ``(9, 0)``), ``arch`` (``"sm_90"``),
     ``multiprocessor_count``, ``total_memory``, ``properties`` (a dict of common attributes),
@@ -53,10 +103,10 @@ class Device:
     _cache: Dict[Tuple[str, int], "Device"] = {}
     _cache_lock = threading.Lock()
 
-    def __new__(cls, ordinal: int = 0):
+    def __new__(cls, ordinal: Optional[int] = None):
         if isinstance(ordinal, Device):
             return ordinal
-        ordinal = int(ordinal)
+        ordinal = current_ordinal() if ordinal is None else int(ordinal)
         be = _backend.current()
         key = (be, ordinal)
         dev = cls._cache.get(key)
@@ -72,7 +122,7 @@ class Device:
                 cls._cache[key] = dev
         return dev
 
-    def __init__(self, ordinal: int = 0):
+    def __init__(self, ordinal: Optional[int] = None):
         pass  # all state is set once, in _setup (instances are cached)
 
     # --- construction ------------------------------------------------------------------------------
@@ -102,6 +152,7 @@ class Device:
         if ctx is None:
             self._ctx = _d.check(drv.cuDevicePrimaryCtxRetain(self._cu_dev),
                                  "cuDevicePrimaryCtxRetain")
+            _primary_ordinals[int(self._ctx)] = ordinal
         else:
             self._ctx = ctx
         raw = _d.check(drv.cuDeviceGetName(256, self._cu_dev), "cuDeviceGetName")
@@ -122,10 +173,11 @@ class Device:
         """Wrap a CUDA context owned by someone else (an int handle or a ``CUcontext``).
 
         The context is made current when tilejit runs work on this device and is never destroyed
-        or released by tilejit. ``ordinal`` is looked up from the context when not given.
+        or released by tilejit. ``ordinal`` is looked up from the context when not given (on the
+        simulator, which has no contexts: ``Device(ordinal)``, the current device by default).
         """
         if _backend.current() == _backend.SIMULATOR:
-            return Device(0)
+            return Device(ordinal)
         _d.init()
         drv = _d.drv
         cu_ctx = ctx if isinstance(ctx, drv.CUcontext) else drv.CUcontext(int(ctx))
@@ -199,14 +251,20 @@ class Device:
 
     # --- context and streams -----------------------------------------------------------------------
     def make_current(self) -> None:
-        """Make this device's context current on the calling thread (no-op on the simulator).
-        Inside tilejit prefer ``with device.current():``, which gives the caller's context back."""
-        if self._ctx is not None:
+        """Make this device the calling thread's current device: its context on a GPU (as
+        ``cudaSetDevice`` does), the thread's simulated device on the simulator. Ops with no
+        device of their own then run here. ``with device.current():`` does it for a block."""
+        if self.is_simulated:
+            _backend.set_sim_current(self.ordinal)
+        elif self._ctx is not None:
             _d.check(_d.drv.cuCtxSetCurrent(self._ctx), "cuCtxSetCurrent")
 
-    def current(self) -> "_d.context":
-        """``with device.current():`` runs the block with this device's context current and
-        restores the calling thread's previous context afterwards."""
+    def current(self):
+        """``with device.current():`` runs the block with this device current (its context on a
+        GPU, the thread's simulated device on the simulator) and restores the calling thread's
+        previous current device afterwards."""
+        if self.is_simulated:
+            return _sim_context(self.ordinal)
         return _d.context(self._ctx)
 
     def new_stream(self, priority: int = 0):
@@ -246,6 +304,28 @@ class Device:
 
     def __reduce__(self):
         return (Device, (self.ordinal,))
+
+
+class _sim_context:
+    """``with Device(n).current():`` on the simulator: the thread's current simulated device is
+    ``n`` for the block, then what it was."""
+
+    __slots__ = ("ordinal", "prev")
+
+    def __init__(self, ordinal: int):
+        self.ordinal = ordinal
+        self.prev = None
+
+    def __enter__(self):
+        self.prev = _backend.sim_current()
+        _backend.set_sim_current(self.ordinal)
+        return self
+
+    def __exit__(self, *exc):
+        prev, self.prev = self.prev, None
+        if prev is not None:
+            _backend.set_sim_current(prev)
+        return False
 
 
 def _check_simulated_ordinal(ordinal: int) -> None:
@@ -290,4 +370,4 @@ _SIMULATED_ATTRIBUTES = {
     "MEMORY_POOLS_SUPPORTED": 1,
 }
 
-__all__ = ["Device", "default_arch", "parse_arch"]
+__all__ = ["Device", "current_device", "current_ordinal", "default_arch", "parse_arch"]

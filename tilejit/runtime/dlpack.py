@@ -401,13 +401,13 @@ def from_cuda_array_interface(obj, stream=None):
 
 def _copy_from_host(arr: np.ndarray, stream=None, device=None):
     """A device copy of a host array on ``device``, else on ``stream``'s device (a kernel's
-    launch: host arguments go to the launch's device), else on device 0; queued on that
-    device's internal stream (no sync needed)."""
+    launch: host arguments go to the launch's device), else on the calling thread's current
+    device; queued on that device's internal stream (no sync needed)."""
     from .stream_transfers import upload
     if device is not None:
         dev = Device(device)
     else:
-        dev = stream.device if isinstance(stream, Stream) else Device(0)
+        dev = stream.device if isinstance(stream, Stream) else Device()
     with dev.current():
         return upload(np.asarray(arr), dev.internal_stream())
 

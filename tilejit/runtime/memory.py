@@ -301,8 +301,9 @@ def _ensure_pool(device: Device) -> None:
 
 
 def trim(device=None) -> None:
-    """Return all cached, unused pool memory of ``device`` to the system."""
-    dev = Device(0 if device is None else device)
+    """Return all cached, unused pool memory of ``device`` (None: the current device) to the
+    system."""
+    dev = Device(device)
     if dev.is_simulated:
         return
     drv = _d.drv

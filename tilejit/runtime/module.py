@@ -1,7 +1,9 @@
 """Loading CUDA modules (cubin, fatbin, PTX, Tile IR bytecode) and getting their functions.
 
-``tile.load_module_from_ptx(src, device=0)``, ``tile.load_module_from_file(path, device=0)``,
-``load_module_from_data(image, device=0)`` return a :class:`Module`; ``module.function(name)`` a
+``tile.load_module_from_ptx(src, device=None)``, ``tile.load_module_from_file(path, device=None)``,
+``load_module_from_data(image, device=None)`` return a :class:`Module` loaded on ``device`` (None:
+the calling thread's current device, as ``cuModuleLoadData`` itself loads into the current
+context; 0 in a thread that has none); ``module.function(name)`` a
 :class:`Function` (cached). Modules are unloaded when garbage-collected (functions keep their module
 alive). ``Module.borrow_raw`` / ``Function.borrow_raw`` wrap handles owned by someone else.
 """
@@ -21,7 +23,7 @@ _BINARY_MAGICS = (b"\x7fELF", b"\x50\xed\x55\xba")     # cubin (ELF), fatbin
 
 
 def _device(device) -> Device:
-    dev = Device(0 if device is None else device)
+    dev = Device(device)            # None: the current device
     if dev.is_simulated:
         from . import backend as _backend
         raise ContextError(f"loading CUDA modules needs a GPU, but tilejit is running on the CPU "
@@ -111,8 +113,9 @@ class Function:
         return f"<tilejit.Function {self.name!r} on {self.device!r}>"
 
 
-def load_module_from_data(image, device=0, name: str = "<module>") -> Module:
-    """Load a cubin / fatbin / PTX (str or bytes) / Tile IR bytecode image on ``device``."""
+def load_module_from_data(image, device=None, name: str = "<module>") -> Module:
+    """Load a cubin / fatbin / PTX (str or bytes) / Tile IR bytecode image on ``device`` (None:
+    the current device)."""
     dev = _device(device)
     if isinstance(image, str):
         image = image.encode()
@@ -149,13 +152,13 @@ def _jit_error_log(data: bytes) -> str:
         return ""
 
 
-def load_module_from_ptx(src, device=0) -> Module:
-    """JIT-compile and load PTX source (str or bytes) on ``device``."""
+def load_module_from_ptx(src, device=None) -> Module:
+    """JIT-compile and load PTX source (str or bytes) on ``device`` (None: the current device)."""
     return load_module_from_data(src, device, name="<ptx>")
 
 
-def load_module_from_file(path, device=0) -> Module:
-    """Load a ``.cubin``, ``.fatbin`` or ``.ptx`` file on ``device``."""
+def load_module_from_file(path, device=None) -> Module:
+    """Load a ``.cubin``, ``.fatbin`` or ``.ptx`` file on ``device`` (None: the current device)."""
     path = os.fspath(path)
     with open(path, "rb") as f:
         data = f.read()

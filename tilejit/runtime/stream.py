@@ -365,9 +365,11 @@ def _object_device(obj) -> Optional[int]:
 
 
 def _stream_device(handle: int) -> Device:
+    """The device of a foreign stream handle: the driver's answer, else (a default stream, 0-2,
+    which every device has; the simulator) the calling thread's current device."""
     from . import backend as _backend
     if _backend.current() == _backend.SIMULATOR:
-        return Device(0)
+        return Device()
     _d.init()
     fn = getattr(_d.drv, "cuStreamGetDevice", None)
     if fn is not None and handle not in (0, 1, 2):
@@ -375,10 +377,7 @@ def _stream_device(handle: int) -> Device:
             return Device(int(_d.check(fn(_d.drv.CUstream(handle)), "cuStreamGetDevice")))
         except Exception:
             pass
-    try:                    # a default stream (0-2) is the current context's
-        return Device(int(_d.check(_d.drv.cuCtxGetDevice(), "cuCtxGetDevice")))
-    except Exception:
-        return Device(0)
+    return Device()         # a default stream (0-2) is the current context's
 
 
 class GraphExec:
@@ -420,7 +419,7 @@ class Event:
     __slots__ = ("device", "_cu", "_time", "_finalizer", "__weakref__")
 
     def __init__(self, device=None, timing: bool = False):
-        self.device = Device(0 if device is None else device)
+        self.device = Device(device)          # None: the current device
         self._time = None
         self._finalizer = None
         if self.device.is_simulated:
