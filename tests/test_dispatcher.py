@@ -462,3 +462,83 @@ def test_facts_keep_16_byte_alignment_for_vector_and_tma_access():
     assert odd.stride_div == (1, 1)
     assert Facts.of(0x1000, (16, 16), (0, 1), 1).stride_div == (16, 1)    # broadcast: zero
     assert len({f32.describe(), f16.describe(), odd.describe()}) == 3
+
+
+@tile.entry
+def shifted_scaled(z, x, S: tile.Constant[float], SHIFT: tile.Constant[int] = 0,
+                   NEG: tile.Constant[bool] = False):
+    t = x.load(z.block, z.shape) * S + SHIFT
+    if NEG:
+        t = -t
+    z.store(t)
+
+
+def test_a_call_passing_its_constants_launches_the_kernel_bound_to_them():
+    """``kernel(z, x, 2.0)`` launches a kernel bound to the constants' values (and compile
+    options): a plain launch (in C when built), with the call's output, counters and errors
+    unchanged. Equal values of other types, and -0.0 against 0.0, bind kernels of their own
+    values."""
+    from tilejit import native
+    k = tile.entry(shifted_scaled.py_func)
+    s = tile.Device(0).new_stream()
+    xn = rand(64)
+    x = api.from_numpy(xn).sync_on(s)
+    z = api.zeros((64,)).sync_on(s)
+    out = k(z.partition((64,)), x, 2.0).sync_on(s)
+    assert len(out) == 5 and out[2:] == (2.0, 0, False)     # every argument, defaults applied
+    np.testing.assert_allclose(z.to_numpy(), 2 * xn, rtol=1e-6)
+    native.reset_stats()
+    for _ in range(3):
+        k(z.partition((64,)), x, 2.0).sync_on(s)
+    if native.enabled():
+        assert native.stats() == {"launches": 3, "fallbacks": {}}
+    assert k.stats.launches == 4 and k.stats.compiles == 1
+    assert len(k._bound_kernels) == 1
+    k(z.partition((64,)), x, 2, 0, False).sync_on(s)        # 2 == 2.0: the same specialization
+    k(z.partition((64,)), x, 2.0, SHIFT=1).sync_on(s)       # a keyword: bound as well
+    np.testing.assert_allclose(z.to_numpy(), 2 * xn + 1, rtol=1e-6)
+    assert k.stats.compiles == 2 and len(k._bound_kernels) == 2
+    k(z.partition((64,)), x, -0.0).sync_on(s)
+    k(z.partition((64,)), x, 0.0).sync_on(s)
+    assert k.stats.compiles == 4                            # the sign of zero is in the key
+    assert repr(k).count("\n  (") == 4                      # the kernel lists all four
+    assert k(z.partition((64,)), x, 1.5, 0, True).submit_on(s).result()[4] is True
+    np.testing.assert_allclose(z.to_numpy(), -1.5 * xn, rtol=1e-6)
+    opts = tile.CompileOptions(occupancy=2)                 # compile options bind too
+    for _ in range(2):
+        native.reset_stats()
+        k(z.partition((64,)), x, 2.0).compile_options(opts).sync_on(s)
+    if native.enabled():
+        assert native.stats() == {"launches": 1, "fallbacks": {}}
+    assert k.stats.compiles == 6                            # the options are in the key
+    with pytest.raises(TypeError, match="SHIFT"):           # a bad value: the same error
+        k(z.partition((64,)), x, 2.0, 1.5).sync_on(s)
+    with pytest.raises(tile.LaunchError, match="given twice"):
+        k(z.partition((64,)), x, 2.0).generics(S=3.0).sync_on(s)
+    k(z.partition((64,)), x).generics(S=2.0, NEG=True).sync_on(s)       # generics: as before
+    np.testing.assert_allclose(z.to_numpy(), -2 * xn, rtol=1e-6)
+
+
+def test_a_changed_global_recompiles_kernels_bound_to_constants():
+    """The bound kernels share their parent's globals check: a new value recompiles every one
+    of them (the C launchers watch the same globals)."""
+    global SCALE
+    k = tile.entry(lambda z, x, S: z.store(tile.load_tile_like(x, z) * S * SCALE))
+    k.py_func.__annotations__["S"] = tile.Constant[int]
+    k = tile.entry(k.py_func)
+    s = tile.Device(0).new_stream()
+    xn = rand(64)
+    x = api.from_numpy(xn).sync_on(s)
+    z = api.zeros((64,)).sync_on(s)
+    saved = SCALE
+    try:
+        for c in (1, 2):
+            k(z.partition((64,)), x, c).sync_on(s)
+        SCALE = 5.0
+        with pytest.warns(RuntimeWarning, match="SCALE"):
+            k(z.partition((64,)), x, 1).sync_on(s)
+        np.testing.assert_allclose(z.to_numpy(), 5 * xn, rtol=1e-6)
+        k(z.partition((64,)), x, 2).sync_on(s)           # the other bound kernel: new code too
+        np.testing.assert_allclose(z.to_numpy(), 10 * xn, rtol=1e-6)
+    finally:
+        SCALE = saved

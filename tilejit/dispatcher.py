@@ -116,15 +116,31 @@ class Kernel:
         self._frozen = None           # the global values the compiled code froze in
         self._digest = None           # fingerprint.function_digest when they were frozen
         self._reads = ()              # (globals dict, name, value) checked at every launch
+        names, params = self.param_names, list(sig.parameters.values())
+        self._const_pos = tuple(i for i, n in enumerate(names) if n in self._constant_types)
+        self._runtime_pos = tuple(i for i, n in enumerate(names) if n not in self._constant_types)
+        # a positional call may leave out trailing parameters that have defaults (no inspect)
+        first = len(params)
+        while first and params[first - 1].default is not inspect.Parameter.empty:
+            first -= 1
+        self._first_default = first
+        self._tail_defaults = tuple(p.default for p in params[first:])
+        # a call passing its constants (and compile options) launches a kernel bound to them
+        # (_BoundKernel: a plain launch, the C path): (the constants' values as passed, the
+        # options) -> (that kernel, the values, their types when flat and float-free, else None:
+        # keys.same_constants), and the bound kernels by (checked constants' key, options)
+        self._bindings: Optional[dict] = {}
+        self._bound_kernels: Dict[tuple, "_BoundKernel"] = {}
 
     @property
     def stats(self) -> KernelStats:
         """This kernel's counters (compiles, cache hits, launches, timings)."""
         st = self._stats
-        if self._native is not None:        # launches the C launcher made since the last look
-            n = self._native.take_launches()
-            st.launches += n
-            st.cache_hits += n
+        for k in (self, *list(self._bound_kernels.values())):
+            if k._native is not None:       # launches the C launchers made since the last look
+                n = k._native.take_launches()
+                st.launches += n
+                st.cache_hits += n
         return st
 
     @staticmethod
@@ -168,9 +184,51 @@ class Kernel:
 
     # --- launching -------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs) -> "KernelLaunch":
-        if kwargs or len(args) not in (len(self.param_names), len(self.runtime_names)):
-            args = self._bind(args, kwargs)
+        n = len(args)
+        if kwargs or n not in (len(self.param_names), len(self.runtime_names)):
+            if not kwargs and self._first_default <= n < len(self.param_names):
+                args += self._tail_defaults[n - self._first_default:]
+            else:
+                args = self._bind(args, kwargs)
         return KernelLaunch(self, args)
+
+    def _bound_for(self, values, options=None) -> Optional["_BoundKernel"]:
+        """The kernel bound to the constants among ``values`` (every parameter, in order) and
+        to ``options``, or None where they cannot key the memo (unhashable, or left for
+        ``.generics``). A value that is no valid constant raises the launch's TypeError."""
+        raw = tuple([values[i] for i in self._const_pos])
+        try:
+            hit = self._bindings.get((raw, options))
+        except TypeError:               # unhashable: the general path explains
+            return None
+        if hit is not None and (_keys.constant_types(raw) == hit[2] if hit[2] is not None
+                                else _keys.same_constants(raw, hit[1])):
+            return hit[0]
+        if any(v is _MISSING for v in raw):
+            return None
+        types = self._constant_types
+        consts = {n: _keys.constant_value(n, v, types[n])
+                  for n, v in zip([self.param_names[i] for i in self._const_pos], raw)}
+        key = (_keys.constant_key(consts), options)
+        flat = not any(type(v) is tuple or isinstance(v, float) for v in raw)
+        with self._lock:
+            b = self._bound_kernels.get(key)
+            if b is None:
+                if len(self._bound_kernels) >= _MAX_BOUND:
+                    self._forget_bound()
+                b = self._bound_kernels[key] = _BoundKernel(self, consts, options)
+            if len(self._bindings) >= 4 * _MAX_BOUND:     # values as passed (each NaN its own)
+                self._bindings.clear()
+            self._bindings[(raw, options)] = (b, raw, _keys.constant_types(raw) if flat
+                                              else None)
+        return b
+
+    def _forget_bound(self) -> None:
+        """Drop the bound kernels (their launch counts folded into ``stats`` first)."""
+        self.stats                          # noqa: B018  (folds the C launchers' counts)
+        self._bound_kernels.clear()
+        if self._bindings is not None:
+            self._bindings.clear()
 
     def _bind(self, args, kwargs) -> tuple:
         """All parameter values in order, bound like a Python call (defaults applied; a Constant
@@ -284,8 +342,11 @@ class Kernel:
 
     def _watch(self, reads) -> None:
         self._reads = tuple(reads)
-        if self._native is not None:        # the C launcher checks the same, by identity
-            self._native.set_watch(tuple(x for r in self._reads for x in r) or None)
+        watch = tuple(x for r in self._reads for x in r) or None
+        for k in (self, *self._bound_kernels.values()):
+            k._reads = self._reads
+            if k._native is not None:       # the C launchers check the same, by identity
+                k._native.set_watch(watch)
 
     def check_globals(self) -> None:
         """Called at every launch: the globals the compiled code read, by identity. One that
@@ -314,9 +375,10 @@ class Kernel:
             f"or tile.Constant parameters", RuntimeWarning, stacklevel=4)
         with self._lock:
             self._cache.clear()
-            self._executables.clear()
-            if self._native is not None:
-                self._native.forget()
+            for k in (self, *self._bound_kernels.values()):
+                k._executables.clear()
+                if k._native is not None:
+                    k._native.forget()
             self._freeze_globals()
 
     def executable(self, compiled: Compiled, device):
@@ -473,6 +535,47 @@ def arch_or_raise(arch: str) -> str:
     if not isinstance(arch, str) or not re.fullmatch(r"sm_\d{2,3}[a-z]?", arch):
         raise ValueError(f"arch must be {_ARCH_RE_DOC}, got {arch!r}")
     return arch
+
+
+#: bound kernels a kernel keeps (one per set of constant values launched); past it they are
+#: dropped and made again as launched
+_MAX_BOUND = 256
+
+
+class _BoundKernel(Kernel):
+    """A ``@tile.entry`` kernel with its ``tile.Constant`` parameters bound to one set of
+    values, and its compile options to one set (``kernel(x, y, 64)`` and
+    ``kernel(x, y).compile_options(o)`` launch one). It has only runtime parameters, so its
+    launches are plain ones: the C launcher replays them. Specializations, globals and counters
+    are its parent's: it compiles through the parent, with the bound values."""
+
+    def __init__(self, parent: Kernel, consts: dict, options=None):  # noqa: no super().__init__
+        self.__dict__.update(parent.__dict__)         # the parent's state, shared
+        self._parent = parent
+        self._consts = consts
+        self.options = options or parent.options
+        self.param_names = parent.runtime_names
+        self.constant_names = ()
+        self._constant_types = {}
+        self._constant_defaults = {}
+        self._const_pos = ()
+        self._runtime_pos = tuple(range(len(parent.runtime_names)))
+        self._first_default, self._tail_defaults = len(self.param_names), ()
+        self._bindings = None
+        self._bound_kernels = {}
+        self._executables = BoundedMemo(f"{self.__name__}._executables", 1024, register=False)
+        self._simple = True
+        self._native = _native_launcher(self)
+        if self._native is not None and self._reads:
+            self._native.set_watch(tuple(x for r in self._reads for x in r))
+
+    def specialize(self, keys, consts, target, options=None, const_grid=None,
+                   grid_ones=NO_GRID_FACTS) -> Compiled:
+        return self._parent.specialize(keys, {**self._consts, **consts}, target, options,
+                                       const_grid, grid_ones)
+
+    def check_globals(self) -> None:
+        self._parent.check_globals()
 
 
 def _native_launcher(kernel):

@@ -76,6 +76,9 @@ class KernelLaunch(DeviceOp):
         if type(stream) is not Stream:
             stream = _as_stream(stream)
         if not self._simple:
+            if self._launch_bound(stream, "submit_on()/schedule()/await"):
+                return DeviceFuture(self.args, stream)
+            native.not_plain()
             return DeviceOp.submit_on(self, stream)
         return self._submit_plain(stream, True)
 
@@ -85,8 +88,44 @@ class KernelLaunch(DeviceOp):
         if type(stream) is not Stream:
             stream = _as_stream(stream)
         if not self._simple:
+            if self._launch_bound(stream, "sync()/sync_on()"):
+                stream.synchronize()
+                return self.args
+            native.not_plain()
             return DeviceOp.sync_on(self, stream)
         return self._sync_plain(stream, True)
+
+    def _launch_bound(self, stream, what: str) -> bool:
+        """A call that passed its kernel's constants, or compile options (no generics, no
+        const_grid), launched as a plain launch of the kernel bound to them (the C path, or its
+        Python fallback). False when it must take the general path: lazy arguments, values
+        that cannot key the memo."""
+        k = self.kernel
+        if k is None or k._bindings is None or self._generics or \
+                self._const_grid is not None or self.arity != len(k.param_names):
+            return False
+        args = self.args
+        for a in args:
+            if isinstance(a, DeviceOp):
+                return False
+        b = k._bound_for(args, self._options)
+        if b is None:
+            return False
+        rt = tuple([args[i] for i in k._runtime_pos])
+        _submission.enter(what)
+        try:
+            if b._native is None or not b._native.launch(rt, stream, self._grid):
+                inner = KernelLaunch(b, rt, grid=self._grid)
+                inner._ran = True
+                with stream.device.current():   # a miss: compiles, and records what C replays
+                    inner._execute(ExecutionContext(stream))
+        except BaseException:
+            _submission.leave()
+            if what.startswith("sync"):
+                _sync_quietly(stream)
+            raise
+        _submission.leave()
+        return True
 
     def _submit_plain(self, stream, try_native=False) -> DeviceFuture:
         self._ran = True

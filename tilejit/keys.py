@@ -281,6 +281,28 @@ def constant_key(consts: dict) -> tuple:
     return tuple((name, _value_key(consts[name])) for name in sorted(consts))
 
 
+def same_constants(x, y) -> bool:
+    """Whether constants' values found equal as dict keys are the same values: same types,
+    floats by their bits (a NaN or -0.0 binds its own kernel), tuples item by item. Launch
+    memos keyed by the values as passed check a hit with it (1 == True == 1.0 as keys);
+    csrc/cutile.c ``same_constant`` is the same rule."""
+    if type(x) is not type(y):
+        return False
+    if isinstance(x, float):
+        return _FLOAT_BITS.pack(x) == _FLOAT_BITS.pack(y)
+    if type(x) is tuple:
+        return len(x) == len(y) and all(map(same_constants, x, y))
+    return True
+
+
+def constant_types(raw):
+    """The exact types of constants' values as passed: for flat, float-free values an equal
+    memo key with the same types is the same values (cheaper than :func:`same_constants`)."""
+    return tuple(map(type, raw)) if type(raw) is tuple else type(raw)
+
+
+_FLOAT_BITS = struct.Struct("<d")
+
 _CONSTANT_KINDS = "an int, float, bool, tile dtype, enum member or a tuple of these"
 
 

@@ -113,6 +113,14 @@ def stats() -> dict:
     return e.stats() if e is not None else {"launches": 0, "fallbacks": {}}
 
 
+def not_plain() -> None:
+    """Count in :func:`stats` a launch that takes the general path because it binds more than
+    its constants (generics, compile options, a baked grid) or cannot be bound."""
+    e = ext()
+    if e is not None:
+        e.not_plain()
+
+
 def reset_stats() -> None:
     """Zero :func:`stats`."""
     e = ext()

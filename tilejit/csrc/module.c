@@ -123,6 +123,8 @@ static PyMethodDef module_methods[] = {
     {"torch_stream_of", py_torch_stream_of, METH_O,
      "torch_stream_of(values) -> (ordinal, handle) | None | NotImplemented"},
     {"executing", py_executing, METH_NOARGS, "executing() -> bool: this thread's submission guard"},
+    {"not_plain", py_not_plain, METH_NOARGS,
+     "not_plain(): count a launch that goes the general way (constants and more)"},
     {"swap_executing", py_swap_executing, METH_O,
      "swap_executing(flag) -> bool: set this thread's submission guard, return the old value"},
     {"dlpack_deleters", py_dlpack_deleters, METH_NOARGS,

@@ -223,6 +223,7 @@ PyObject *py_install_finalizer(PyObject *m, PyObject *del);
 PyObject *py_partition(PyObject *m, PyObject *const *argv, Py_ssize_t nargs, PyObject *kwnames);
 PyObject *py_set_partition_fallback(PyObject *m, PyObject *fn);
 PyObject *py_executing(PyObject *m, PyObject *noargs);
+PyObject *py_not_plain(PyObject *m, PyObject *noargs);
 PyObject *py_swap_executing(PyObject *m, PyObject *flag);
 PyObject *new_launch(PyObject *kernel, PyObject *args);     /* kernel(*args) */
 PyObject *submit_on(PyObject *op, PyObject *stream);        /* op.submit_on(stream) */

@@ -13,6 +13,13 @@ static _Thread_local int tl_executing;
 
 PyObject *py_executing(PyObject *m, PyObject *noargs) { return PyBool_FromLong(tl_executing); }
 
+/* not_plain(): count a launch Python takes as a general one (constants with generics, options
+   or a baked grid; see plain_launch) */
+PyObject *py_not_plain(PyObject *m, PyObject *noargs) {
+    give_up(R_NOT_PLAIN);
+    Py_RETURN_NONE;
+}
+
 PyObject *py_swap_executing(PyObject *m, PyObject *flag) {
     int v = PyObject_IsTrue(flag);
     if (v < 0) return NULL;
@@ -80,8 +87,10 @@ static PyObject *kernel_call(PyObject *kernel, PyObject *args, PyObject *kw) {
 static int plain_launch(PyObject *op, PyObject *stream) {
     if (!layout_ok) return give_up(R_LAYOUT);
     if (Py_TYPE(stream) != T_stream) return give_up(R_STREAM);
-    if (Py_TYPE(op) != T_klaunch || SLOT(op, O.k_simple) != Py_True)
-        return give_up(R_NOT_PLAIN);
+    if (Py_TYPE(op) != T_klaunch) return give_up(R_NOT_PLAIN);
+    /* a launch with constants: Python launches it in C through its bound kernel, or counts
+       R_NOT_PLAIN itself (KernelLaunch._launch_bound, native.not_plain) */
+    if (SLOT(op, O.k_simple) != Py_True) return 0;
     if (tl_executing) return give_up(R_REENTRANT);
     return 1;
 }

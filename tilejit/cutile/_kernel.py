@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import operator
 import re
-import struct
 from typing import Optional
 
 import numpy as np
@@ -110,9 +109,10 @@ class Kernel(_TileKernel):
             if runtime_pos else (lambda args: ((),))
         # the constants' values as passed -> (the kernel bound to them (_Bound), those values,
         # their types when flat and float-free, else None): a hit counts when the values have
-        # the same types and floats the same bits (_same_constants; 1 == True == 1.0 and
+        # the same types and floats the same bits (keys.same_constants; 1 == True == 1.0 and
         # 0.0 == -0.0 as keys); and the same kernels by their checked key
         self._bound = BoundedMemo(f"{self.__name__}._bound", 256, register=False)
+        self._bindings = None           # ct.launch binds constants itself (self._bound)
         self._bound_by_key = BoundedMemo(f"{self.__name__}._bound_by_key", 256, register=False)
         self._ct_plan = None        # what the C launcher replays (_launch_plan), once launched
 
@@ -155,8 +155,8 @@ class Kernel(_TileKernel):
                 hit = self._bound.get(raw)
             except TypeError:             # an unhashable value: constant_value explains
                 hit = None
-            if hit is not None and (_types_of(raw) == hit[2] if hit[2] is not None
-                                    else _same_constants(raw, hit[1])):
+            if hit is not None and (_keys.constant_types(raw) == hit[2] if hit[2] is not None
+                                    else _keys.same_constants(raw, hit[1])):
                 b = hit[0]
             else:
                 b = self._bound_to(raw)
@@ -191,7 +191,7 @@ class Kernel(_TileKernel):
             b = self._bound_by_key.put(key, _Bound(self, consts))
         flat = not any(type(v) is tuple or isinstance(v, float) for v in values)
         try:
-            self._bound.put(raw, (b, raw, _types_of(raw) if flat else None))
+            self._bound.put(raw, (b, raw, _keys.constant_types(raw) if flat else None))
         except TypeError:
             pass
         return b
@@ -275,27 +275,9 @@ def _array_kind(v) -> int:
     return _MAY_BE_HOST if hasattr(type(v), "is_cpu") else 1
 
 
-def _same_constants(x, y) -> bool:
-    """Whether constants' values found equal are the same: same types, floats by bits (a NaN
-    or -0.0 binds its own kernel), tuples item by item (csrc/cutile.c: same_constant)."""
-    if type(x) is not type(y):
-        return False
-    if isinstance(x, float):
-        return _struct_d.pack(x) == _struct_d.pack(y)
-    if type(x) is tuple:
-        return len(x) == len(y) and all(map(_same_constants, x, y))
-    return True
-
-
-def _types_of(raw):
-    """The exact types of the constants' values as passed (1 and True are equal keys)."""
-    return tuple(map(type, raw)) if type(raw) is tuple else type(raw)
-
-
 # type of a written argument -> whether it is wrapped in tile.atomic (the launch hot path)
 _ARRAY_TYPES = BoundedMemo("cutile.array_types", 256)
 _new_atomic = object.__new__        # tile.atomic(v) for a plain array: its checks are done
-_struct_d = struct.Struct("<d")
 
 
 def kernel(function=None, /, *, num_ctas=None, occupancy=None, opt_level=3,
