@@ -7,7 +7,10 @@ launch path can be compared before/after without one (the driver call itself is 
 * torch-tensor call: ``kernel(tile.partition(z, t), x, 2.0, 1).submit_on(s)`` with stand-ins
   read through a DLPack C exchange API (the stub's), as torch >= 2.10 tensors are;
 * tilejit-tensor call: ``kernel(z.partition(t), x, 2.0, 1).submit_on(s)``;
-* prepared launch: ``p.launch()``.
+* prepared launch: ``p.launch()``;
+* a torch-tensor call of a kernel with a ``tile.Constant`` (the kernel bound to its value), with
+  and without an explicit ``.grid()``, and writing a ``tile.atomic`` torch tensor (as the
+  gallery's persistent kernels do).
 With ``--cutile``: ``ct.launch(stream, grid, kernel, args)`` of the cuTile samples' softmax (fp16
 and f32, two ``ct.Constant[int]``) and fmha (a float and an int runtime scalar, five
 ``ct.Constant[int]`` and two ``ct.Constant[bool]``) through their host functions in
@@ -41,6 +44,28 @@ import stub_cuda  # noqa: E402
 @tile.entry
 def axpb(z, x, a, b):
     z.store(tile.load_tile_like(x, z) * a + b)
+
+
+@tile.entry
+def axpb_const(z, x, a, b, S: tile.Constant[int]):
+    z.store(tile.load_tile_like(x, z) * a + b * S)
+
+
+@tile.entry
+def axpb_into(z, x, a, b, S: tile.Constant[int]):
+    i = tile.bid(0)
+    tile.store(z.partition((S,)), (i,), x.load((i,), (S,)) * a + b)
+
+
+def _stub_out(kernel, stubs):
+    """Route ``kernel``'s compiled specializations (and its plain-launch lookups) to the stub."""
+    for c in kernel._cache.values():
+        for dev in c.executables:
+            c.executables[dev] = stubs.setdefault(c.slots, stub_cuda.StubExecutable(c.slots))
+    for key in list(kernel._executables):
+        kernel._executables[key] = stubs[next(iter(kernel._cache.values())).slots]
+    if kernel._native is not None:
+        kernel._native.forget()         # the C launcher's memo of its last lookup
 
 
 class StandIn:
@@ -110,12 +135,15 @@ def main():
     z = api.zeros((1024,)).sync_on(s)
     axpb(z.partition((256,)), x, 2.0, 1)._sync_plain(s)       # compile (simulator)
     stubs = {}
-    for c in axpb._cache.values():
-        for dev in c.executables:
-            c.executables[dev] = stubs.setdefault(c.slots, stub_cuda.StubExecutable(c.slots))
-    for key in list(axpb._executables):
-        axpb._executables[key] = next(iter(stubs.values()))
+    _stub_out(axpb, stubs)
+    # a kernel with a tile.Constant: the call launches the kernel bound to its value
+    axpb_const(z.partition((256,)), x, 2.0, 1, 3).sync_on(s)
+    axpb_const(z.partition((256,)), x, 2.0, 1, 3).grid((4, 1, 1)).sync_on(s)
+    _stub_out(axpb_const._bound_for((None, None, None, None, 3)), {})
     _exchange(ext, lib, s)
+    xt, zt = StandIn(x), StandIn(z)
+    axpb_into(tile.atomic(zt), xt, 2.0, 1, 256).grid((4, 1, 1)).sync_on(s)
+    _stub_out(axpb_into._bound_for((None, None, None, None, 256)), {})
     xt, zt = StandIn(x), StandIn(z)
     part = tile.partition
     t = (256,)
@@ -125,11 +153,17 @@ def main():
     count0 = lib.stub_count()
     rows = [("torch-tensor call", lambda: axpb(part(zt, t), xt, 2.0, 1).submit_on(s)),
             ("tilejit-tensor call", lambda: axpb(z.partition(t), x, 2.0, 1).submit_on(s)),
-            ("prepared launch", p.launch)]
+            ("prepared launch", p.launch),
+            ("torch-tensor call, constant", lambda: axpb_const(part(zt, t), xt, 2.0, 1, 3)
+             .submit_on(s)),
+            ("  same, .grid(g)", lambda: axpb_const(part(zt, t), xt, 2.0, 1, 3)
+             .grid((4, 1, 1)).submit_on(s)),
+            ("  tile.atomic(z) written, .grid(g)", lambda: axpb_into(
+                tile.atomic(zt), xt, 2.0, 1, 256).grid((4, 1, 1)).submit_on(s))]
     for name, fn in rows:
         print(f"{name:22s} {_best(fn, a.n, a.repeat):8.0f} ns")
     launched = lib.stub_count() - count0
-    assert launched == 3 * a.n * a.repeat, (launched, "some calls did not reach the driver")
+    assert launched == len(rows) * a.n * a.repeat, (launched, "some calls did not reach the driver")
     if hasattr(native, "stats"):
         print("C launch path:", native.stats())
 

@@ -202,7 +202,9 @@ class KernelLaunch(DeviceOp):
     def grid(self, grid) -> "KernelLaunch":
         """Launch on an explicit runtime grid ``(gx, gy, gz)`` instead of the partitions' grid."""
         account_for(self)   # the copy (or the error) replaces it: only the copy warns if never run
-        return self._copy(grid=argspec.normalize_grid(grid))
+        # (a call's hot path: the copy made directly, not through _copy)
+        return KernelLaunch(self.kernel, self.args, argspec.normalize_grid(grid),
+                            self._const_grid, self._generics, self._options)
 
     def const_grid(self, grid) -> "KernelLaunch":
         """Like ``grid`` but baked into the kernel (part of the specialization key)."""

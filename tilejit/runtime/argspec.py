@@ -600,6 +600,11 @@ def slots_from_key(key) -> Tuple[str, ...]:
 # --- grid -----------------------------------------------------------------------------------------------
 def normalize_grid(grid) -> Tuple[int, int, int]:
     """``8`` / ``(8,)`` / ``(8, 4)`` / ``(8, 4, 2)`` -> a 3-tuple, checked against the limits."""
+    if type(grid) is tuple and len(grid) == 3:      # the common spelling, checked inline
+        x, y, z = grid
+        if type(x) is int and type(y) is int and type(z) is int and \
+                0 <= x < MAX_GRID_DIM and 0 <= y < MAX_GRID_DIM and 0 <= z < MAX_GRID_DIM:
+            return grid
     try:
         g = _layout.normalize_shape(grid, "grid")
     except TypeError as e:

@@ -25,6 +25,8 @@ def in_host_memory(obj) -> bool:
     """``obj`` is a NumPy array or a DLPack array in host memory (a CPU torch tensor)."""
     if isinstance(obj, np.ndarray):
         return True
+    if getattr(type(obj), "is_cpu", None) is not None and not obj.is_cpu:
+        return False        # a torch GPU tensor: asked without building its interfaces (5 us)
     fn = getattr(obj, "__dlpack_device__", None)
     if fn is None or _has_cuda_array_interface(obj):
         return False
