@@ -227,8 +227,7 @@ class Kernel:
         """Drop the bound kernels (their launch counts folded into ``stats`` first)."""
         self.stats                          # noqa: B018  (folds the C launchers' counts)
         self._bound_kernels.clear()
-        if self._bindings is not None:
-            self._bindings.clear()
+        self._bindings.clear()
 
     def _bind(self, args, kwargs) -> tuple:
         """All parameter values in order, bound like a Python call (defaults applied; a Constant
@@ -342,11 +341,13 @@ class Kernel:
 
     def _watch(self, reads) -> None:
         self._reads = tuple(reads)
-        watch = tuple(x for r in self._reads for x in r) or None
         for k in (self, *self._bound_kernels.values()):
             k._reads = self._reads
-            if k._native is not None:       # the C launchers check the same, by identity
-                k._native.set_watch(watch)
+            k._watch_in_c()
+
+    def _watch_in_c(self) -> None:
+        if self._native is not None:        # the C launcher checks the same, by identity
+            self._native.set_watch(tuple(x for r in self._reads for x in r) or None)
 
     def check_globals(self) -> None:
         """Called at every launch: the globals the compiled code read, by identity. One that
@@ -566,8 +567,7 @@ class _BoundKernel(Kernel):
         self._executables = BoundedMemo(f"{self.__name__}._executables", 1024, register=False)
         self._simple = True
         self._native = _native_launcher(self)
-        if self._native is not None and self._reads:
-            self._native.set_watch(tuple(x for r in self._reads for x in r))
+        self._watch_in_c()
 
     def specialize(self, keys, consts, target, options=None, const_grid=None,
                    grid_ones=NO_GRID_FACTS) -> Compiled:

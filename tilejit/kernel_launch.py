@@ -76,7 +76,7 @@ class KernelLaunch(DeviceOp):
         if type(stream) is not Stream:
             stream = _as_stream(stream)
         if not self._simple:
-            if self._launch_bound(stream, "submit_on()/schedule()/await"):
+            if self._launch_bound(stream, wait=False):
                 return DeviceFuture(self.args, stream)
             native.not_plain()
             return DeviceOp.submit_on(self, stream)
@@ -88,14 +88,14 @@ class KernelLaunch(DeviceOp):
         if type(stream) is not Stream:
             stream = _as_stream(stream)
         if not self._simple:
-            if self._launch_bound(stream, "sync()/sync_on()"):
+            if self._launch_bound(stream, wait=True):
                 stream.synchronize()
                 return self.args
             native.not_plain()
             return DeviceOp.sync_on(self, stream)
         return self._sync_plain(stream, True)
 
-    def _launch_bound(self, stream, what: str) -> bool:
+    def _launch_bound(self, stream, wait: bool) -> bool:
         """A call that passed its kernel's constants, or compile options (no generics, no
         const_grid), launched as a plain launch of the kernel bound to them (the C path, or its
         Python fallback). False when it must take the general path: lazy arguments, values
@@ -112,7 +112,7 @@ class KernelLaunch(DeviceOp):
         if b is None:
             return False
         rt = tuple([args[i] for i in k._runtime_pos])
-        _submission.enter(what)
+        _submission.enter("sync()/sync_on()" if wait else "submit_on()/schedule()/await")
         try:
             if b._native is None or not b._native.launch(rt, stream, self._grid):
                 inner = KernelLaunch(b, rt, grid=self._grid)
@@ -121,7 +121,7 @@ class KernelLaunch(DeviceOp):
                     inner._execute(ExecutionContext(stream))
         except BaseException:
             _submission.leave()
-            if what.startswith("sync"):
+            if wait:
                 _sync_quietly(stream)
             raise
         _submission.leave()
