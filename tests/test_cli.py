@@ -38,6 +38,7 @@ def test_help_lists_every_subcommand_and_variable_without_rest_markup():
     for name in envvars.VARIABLES:
         assert f"  {name}\n" in r.stdout
     for cmd in ("python -m tilejit info", "python -m tilejit disasm FILE",
+                "python -m tilejit remarks FILE",
                 "python -m tilejit cache ACTION", "clear"):
         assert cmd in r.stdout
     assert "``" not in r.stdout and ":func:" not in r.stdout

@@ -27,6 +27,7 @@ from .language import __all__ as _language_names
 # --- kernels: the @tile.entry dispatcher -------------------------------------------------------------
 from .compiler import CompileOptions
 from .dispatcher import Kernel, KernelLaunch, PreparedLaunch, entry
+from .toolchain.remarks import Remark
 from .autotune import Autotuned, Config, autotune
 from .deviceops.graph import CudaGraph
 from . import api

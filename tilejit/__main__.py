@@ -1,5 +1,6 @@
 """The command line: ``python -m tilejit info`` (versions, GPUs, tileiras, cache, settings),
-``python -m tilejit disasm FILE`` (a bytecode file as text, through tileirdisasm) and
+``python -m tilejit disasm FILE`` (a bytecode file as text, through tileirdisasm), ``python -m
+tilejit remarks FILE`` (tileiras's optimization remarks on it) and
 ``python -m tilejit cache dir|info|list|size|clear`` (the disk cache, like ``pip cache``).
 ``--help`` lists these and every ``TILEJIT_*`` variable (from ``envvars``)."""
 from __future__ import annotations
@@ -115,6 +116,21 @@ def cmd_disasm(args) -> int:
     return 0
 
 
+def cmd_remarks(args) -> int:
+    from .toolchain import remarks
+    try:
+        with open(args.file, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        return _fail(f"remarks: cannot read {args.file}: {e.strerror or e}", 2)
+    try:
+        for r in remarks.collect(data, args.arch):
+            print(r)
+    except ToolchainError as e:
+        return _fail(f"remarks: {args.file}: {e}", 1)
+    return 0
+
+
 def _fail(message: str, status: int) -> int:
     print(f"python -m tilejit {message}", file=sys.stderr)
     return status
@@ -204,6 +220,8 @@ tilejit's command line.
   python -m tilejit info            versions, GPUs, driver, tileiras, cache directory, launch path
                                     and the TILEJIT_* settings in effect (include it in bug reports)
   python -m tilejit disasm FILE     print a Tile IR bytecode file (.tileirbc) as text (tileirdisasm)
+  python -m tilejit remarks FILE    tileiras's remarks on a bytecode file: the instruction each load,
+                                    store and MMA became (TMA or not, tensor cores), and why not
   python -m tilejit cache ACTION    the disk cache of compiled kernels, like `pip cache`:
                                     dir (where), info / size (how much), list (every kernel, newest
                                     first), clear (remove what tilejit stored there; other files stay)
@@ -218,10 +236,14 @@ def _parser() -> argparse.ArgumentParser:
                + envvars.help_table(96),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"tilejit {__version__}")
-    sub = p.add_subparsers(dest="cmd", metavar="{info,disasm,cache}")
+    sub = p.add_subparsers(dest="cmd", metavar="{info,disasm,remarks,cache}")
     sub.add_parser("info", help="versions, GPUs, driver, tileiras, cache and settings")
     d = sub.add_parser("disasm", help="print a Tile IR bytecode file as text")
     d.add_argument("file", help="a .tileirbc file (TILEJIT_DUMP=bytecode writes them)")
+    r = sub.add_parser("remarks", help="tileiras's optimization remarks on a bytecode file")
+    r.add_argument("file", help="a .tileirbc file (TILEJIT_DUMP=bytecode, or cuTile's "
+                                "CUDA_TILE_DUMP_BYTECODE, writes them)")
+    r.add_argument("--arch", default="sm_90", help="target architecture (default: sm_90)")
     c = sub.add_parser("cache", help="inspect or clear the disk cache (cubins, warm-start "
                                      "index, autotune results)")
     c.add_argument("action", choices=("dir", "info", "list", "size", "clear", "purge"),
@@ -234,6 +256,8 @@ def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     if args.cmd == "disasm":
         return cmd_disasm(args)
+    if args.cmd == "remarks":
+        return cmd_remarks(args)
     if args.cmd == "cache":
         return cmd_cache(args)
     return cmd_info(args)

@@ -334,6 +334,23 @@ def compile(pyfunc, keys: Sequence, constants: dict, target: str,
     return c
 
 
+def remarks(pyfunc, keys: Sequence, constants: dict, target: str,
+            options: Optional[CompileOptions] = None, *, name: Optional[str] = None,
+            grid_ones=None) -> list:
+    """tileiras's optimization remarks (``toolchain.remarks.Remark``) for the bytecode
+    :func:`compile` would give tileiras for these arguments; bypasses every cache."""
+    from .tileir import write_bytecode
+    from .toolchain import remarks as _remarks
+    options = options or CompileOptions()
+    keys = [_keys.as_key(k) for k in keys]
+    check_worker_warps(options)
+    version = bytecode_version(target)
+    _, module, _ = front_end(pyfunc, keys, constants, target, options, None, name, version,
+                             grid_ones)
+    return _remarks.collect(write_bytecode(module, version), target,
+                            opt_level=options.opt_level, name=module.functions[0].name)
+
+
 def _write_dump(pyfunc, keys, constants, target: str, fname: str, bytecode: bytes) -> None:
     """``TILEJIT_DUMP=bytecode``: ``<kernel>.tileirbc`` in ``TILEJIT_DUMP_DIR`` (created)."""
     directory = envvars.get("TILEJIT_DUMP_DIR")
@@ -361,6 +378,6 @@ def _report_timings(c: Compiled, pyfunc) -> None:
     print(f"tilejit: compiled {c.name} for {c.target}: {stages}{how}", file=sys.stderr)
 
 
-__all__ = ["CompileOptions", "Compiled", "compile", "front_end", "index_key", "symbol",
+__all__ = ["CompileOptions", "Compiled", "compile", "remarks", "front_end", "index_key", "symbol",
            "dump_stages", "bytecode_version", "SIM_TARGET", "signature_text", "source_text",
            "parameter_comment", "is_internal"]

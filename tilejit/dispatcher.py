@@ -515,6 +515,26 @@ class Kernel:
         keys, consts, ones = self._keys_for(args, generics)
         return self._compile(keys, consts, arch, self.options, grid_ones=ones).cubin
 
+    def inspect_remarks(self, *args, arch: Optional[str] = None, **generics) -> list:
+        """tileiras's optimization remarks for ``args``: for each load, store and MMA, the
+        instruction it chose (TMA or not, tensor cores or not, in which shape), with its source
+        line; a list of ``tile.Remark``, in source order (needs ``tileiras``, not a GPU).
+
+        Args:
+            *args: Launch arguments, as for :meth:`inspect_types`.
+            arch: Target architecture, as for :meth:`compile`.
+            **generics: Values of ``tile.Constant`` parameters not among ``args``.
+        """
+        arch = arch_or_raise(default_arch() if arch is None else arch)
+        keys, consts, ones = self._keys_for(args, generics)
+        try:
+            return _compiler.remarks(self.py_func, keys, consts, arch, self.options,
+                                     name=self.__name__, grid_ones=ones)
+        except CompileError as e:
+            if _full_traceback():
+                raise
+            raise e.with_traceback(None) from None
+
     @property
     def signatures(self) -> list:
         """The argument keys of every compiled specialization."""

@@ -225,8 +225,9 @@ def tileiras_flags(opt_level: int, lineinfo: bool) -> List[str]:
 
 def compile_bytecode(bytecode: bytes, arch: str, *, opt_level: int = 3, lineinfo: bool = True,
                      timeout: Optional[float] = None, name: str = "kernel",
-                     keep_failed: bool = True) -> bytes:
-    """Run tileiras on ``bytecode`` for ``arch`` (``"sm_90"``) and return the cubin bytes."""
+                     keep_failed: bool = True, remarks_to: Optional[str] = None) -> bytes:
+    """Run tileiras on ``bytecode`` for ``arch`` (``"sm_90"``) and return the cubin bytes.
+    ``remarks_to``: a path where tileiras writes every optimization remark, as YAML."""
     tc = find_toolchain()
     if not re.fullmatch(r"sm_\d+[a-z]?", arch):
         raise ToolchainError(f"bad target architecture {arch!r}; expected e.g. 'sm_90'")
@@ -237,6 +238,8 @@ def compile_bytecode(bytecode: bytes, arch: str, *, opt_level: int = 3, lineinfo
         with open(src, "wb") as f:
             f.write(bytecode)
         cmd = [tc.tileiras, src, "-o", out, f"--gpu-name={arch}"] + tileiras_flags(opt_level, lineinfo)
+        if remarks_to is not None:
+            cmd += ["--remarks=all", "--remark-format=yaml", f"--remarks-output-file={remarks_to}"]
         try:
             r = run_tool(cmd, tc.env(), limit)
         except subprocess.TimeoutExpired:
