@@ -120,6 +120,8 @@ def test_threads_launch_correctly():
             for k in range(20):
                 axpb(z.partition((64,)), s_x, float(seed), k).sync_on(st)
                 np.testing.assert_allclose(z.to_numpy(), s_x.to_numpy() * seed + k, rtol=1e-6, atol=1e-6)
+                shift_scale(z.partition((64,)), s_x, k % 3, 2.0).sync_on(st)   # bound in C
+                np.testing.assert_allclose(z.to_numpy(), (s_x.to_numpy() + k % 3) * 2, rtol=1e-6)
         except Exception as e:          # reported below
             errors.append(e)
 
@@ -400,6 +402,183 @@ def test_cupy_arrays_are_read_in_c_from_their_attributes():
     odd = _FakeCupyArray(x, shape=(16,), strides=(6,))             # 1.5 elements: refused
     with pytest.raises(tile.TensorError, match="not multiples of the element size"):
         axpb(z[:16].partition((16,)), odd, 1.0, 0).sync_on(s)
+
+
+# --- calls passing their constants: the memo hit in C (csrc/prepared.c submit_bound) ----------
+@tile.entry
+def shift_scale(z, x, A: tile.Constant[int], F: tile.Constant[float] = 1.0):
+    z.store((tile.load_tile_like(x, z) + A) * F)
+
+
+_NOT_PLAIN = "constants, generics, compile options or a grid baked into the kernel"
+_MISS = "no compiled specialization for these keys yet"
+
+
+class _BoundCalls:
+    """Calls of ``k(z.partition((32,)), x, *constants)`` counting what each one took: C's stats
+    and how often Python looked the binding up (KernelLaunch._launch_bound, which C skips on a
+    memo hit)."""
+
+    def __init__(self, monkeypatch, k, s, z, x):
+        from tilejit.kernel_launch import KernelLaunch
+        self.k, self.s, self.z, self.x, self.python = k, s, z, x, 0
+        bound = KernelLaunch._launch_bound
+
+        def spy(op, stream, wait):
+            self.python += 1
+            return bound(op, stream, wait)
+        monkeypatch.setattr(KernelLaunch, "_launch_bound", spy)
+
+    def __call__(self, *consts, x=None, grid=None, options=None, wait=True):
+        """(output, native.stats(), Python binding lookups) of one call"""
+        op = self.k(self.z.partition((32,)), self.x if x is None else x, *consts)
+        if options is not None:
+            op = op.compile_options(options)
+        if grid is not None:
+            op = op.grid(grid)
+        native.reset_stats()
+        before = self.python
+        out = op.sync_on(self.s) if wait else op.submit_on(self.s).result()
+        return out, native.stats(), self.python - before
+
+
+def test_a_call_passing_its_constants_is_bound_in_c_from_the_memo(monkeypatch):
+    """The second call with the same constants' values (and options) finds its bound kernel in
+    Kernel._bindings in C and launches it there, no Python frame; a value of another type that
+    the memo finds equal (1, True, 1.0; 0.0, -0.0), a miss, lazy arguments and generics are
+    Python's, with its kernels, results and errors. Without the extension: the same results."""
+    on = native.enabled()
+    k = tile.entry(shift_scale.py_func)
+    s = tile.Device(0).new_stream()
+    a = np.abs(_data(64)) + 1                   # x + A > 0: (x + A) * F has F's sign
+    x = api.from_numpy(a).sync_on(s)
+    z = api.zeros((64,)).sync_on(s)
+    call = _BoundCalls(monkeypatch, k, s, z, x)
+    c_hit = {"launches": 1, "fallbacks": {}}
+
+    def hit(*consts, c_stats=c_hit, **kw):
+        """a call C binds itself (without the extension: Python)"""
+        out, st, py = call(*consts, **kw)
+        assert out[2:] == consts and all(o is c for o, c in zip(out[2:], consts))
+        assert py == (0 if on else 1) and (not on or st == c_stats), (consts, st, py)
+        return out
+
+    assert call(3, 2.0)[2] == 1                              # the first: Python binds it
+    for wait in (True, False):                              # sync_on, submit_on
+        out = hit(3, 2.0, wait=wait)
+        assert len(out) == 4 and out[1] is x                # every argument, as passed
+        np.testing.assert_allclose(z.to_numpy(), (a + 3) * 2, rtol=1e-6)
+    assert call(4, 2.0)[2] == 1                              # other values: a miss
+    hit(4, 2.0)
+    np.testing.assert_allclose(z.to_numpy(), (a + 4) * 2, rtol=1e-6)
+    hit(3, 2.0)                                             # both stay bound
+    np.testing.assert_allclose(z.to_numpy(), (a + 3) * 2, rtol=1e-6)
+    # flat, float-free values: checked by their types. True is an int constant's 1 (the same
+    # kernel), 1.0 is refused: both Python's, though the memo holds (1, 2) equal to them
+    call(1, 2)
+    compiles = k.stats.compiles
+    hit(1, 2)
+    assert call(True, 2)[2] == 1 and k.stats.compiles == compiles
+    assert call(1, 2)[2] == 1                                # the memo now holds True's types
+    hit(1, 2)
+    with pytest.raises(TypeError, match="Constant\\[int\\] but got float 1.0"):
+        call(1.0, 2)
+    assert call(1, 2.0)[2] == 1 and k.stats.compiles == compiles   # F=2.0 is F=2's kernel
+    with pytest.raises(TypeError, match="Constant\\[float\\] but got bool True"):
+        call(1, True)
+    # floats: checked by their bits; -0.0 binds its own kernel
+    call(0, 0.0)
+    hit(0, 0.0)
+    assert not np.signbit(z.to_numpy()).any()
+    assert call(0, -0.0)[2] == 1
+    assert np.signbit(z.to_numpy()).all()
+    hit(0, -0.0)
+    assert np.signbit(z.to_numpy()).all()
+    assert call(0, 0.0)[2] == 1 and not np.signbit(z.to_numpy()).any()
+    # compile options are part of the key: an equal object hits
+    opts = tile.CompileOptions(occupancy=2)
+    assert call(3, 2.0, options=opts)[2] == 1
+    hit(3, 2.0, options=tile.CompileOptions(occupancy=2))
+    # an explicit grid: a new grid shape is given back by the bound kernel's launcher (a cache
+    # miss, compiled by Python's plain path, no binding lookup), then launched in C
+    call(4, 2.0)
+    hit(3, 2.0, grid=(1, 1, 1), c_stats={"launches": 0, "fallbacks": {_MISS: 1}})
+    hit(3, 2.0, grid=(1, 1, 1))
+    np.testing.assert_allclose(z.to_numpy(), np.r_[(a[:32] + 3) * 2, (a[32:] + 4) * 2],
+                               rtol=1e-6)
+    # NumPy arguments: the bound kernel's launcher gives them back (copied in by Python)
+    hit(3, 2.0, x=a * 2, c_stats={"launches": 0, "fallbacks": {
+        "a NumPy array (copied in per launch)": 1}})
+    np.testing.assert_allclose(z.to_numpy(), (a * 2 + 3) * 2, rtol=1e-6)
+    # a lazy argument: the general path, counted once
+    out, st, py = call(3, 2.0, x=api.from_numpy(a))
+    assert py == 1 and (not on or st == {"launches": 0, "fallbacks": {_NOT_PLAIN: 1}})
+    np.testing.assert_allclose(z.to_numpy(), (a + 3) * 2, rtol=1e-6)
+    # a grid baked into the kernel: the general path, counted once
+    native.reset_stats()
+    k(z.partition((32,)), x, 3, 2.0).const_grid((2, 1, 1)).sync_on(s)
+    assert not on or native.stats() == {"launches": 0, "fallbacks": {_NOT_PLAIN: 1}}
+    # generics with every constant passed: Python's check and error
+    with pytest.raises(tile.LaunchError, match="given twice"):
+        k(z.partition((32,)), x, 3, 2.0).generics(A=4).sync_on(s)
+    launches = k.stats.launches
+    hit(3, 2.0)
+    assert k.stats.launches == launches + 1                 # every launch counted
+    with pytest.raises(TypeError, match="'A'"):              # unhashable: Python explains
+        call([3], 2.0)
+    if on:                  # the constants' positions the C lookup takes (Kernel._const_pos)
+        from tilejit.deviceops.deviceop import DeviceOp
+        with pytest.raises(ValueError, match="const_pos"):
+            native.ext().Launcher({}, (None,), DeviceOp, None, 2, False, (5,))
+
+
+def test_bound_calls_inside_a_running_op_are_refused(monkeypatch):
+    """The submission guard holds for a call C binds: Python's SchedulingError (counted as
+    reentrant), and then_unchecked lifts it."""
+    k = tile.entry(shift_scale.py_func)
+    s = tile.Device(0).new_stream()
+    x = api.from_numpy(_data(64)).sync_on(s)
+    z = api.zeros((64,)).sync_on(s)
+    call = _BoundCalls(monkeypatch, k, s, z, x)
+    call(3, 2.0)
+    native.reset_stats()
+    with pytest.raises(tile.SchedulingError, match="sync\\(\\)/sync_on\\(\\) was called"):
+        tile.value(1).map(lambda _: k(z.partition((32,)), x, 3, 2.0).sync_on(s)).sync()
+    with pytest.raises(tile.SchedulingError, match="submit_on\\(\\)/schedule\\(\\)/await"):
+        tile.value(1).map(lambda _: k(z.partition((32,)), x, 3, 2.0).submit_on(s)).sync()
+    if native.enabled():
+        assert native.stats() == {"launches": 0, "fallbacks": {"launched inside a running op": 2}}
+        native.reset_stats()
+    tile.value(1).then_unchecked(
+        lambda _: tile.value(k(z.partition((32,)), x, 3, 2.0).sync_on(s))).sync()
+    if native.enabled():
+        assert native.stats() == {"launches": 1, "fallbacks": {}}
+    out, st, py = call(3, 2.0)                              # the guard was given back
+    assert py == (0 if native.enabled() else 1)
+
+
+def test_forgotten_bindings_are_bound_again_and_every_launch_is_counted(monkeypatch):
+    """_forget_bound (past _MAX_BOUND bound kernels) clears the memo C reads: the next call is
+    bound again by Python, then launched by C; kernel.stats counts every launch, those of
+    forgotten bound kernels included, and nothing compiles again."""
+    from tilejit import dispatcher
+    k = tile.entry(shift_scale.py_func)
+    s = tile.Device(0).new_stream()
+    a = _data(64)
+    x = api.from_numpy(a).sync_on(s)
+    z = api.zeros((64,)).sync_on(s)
+    call = _BoundCalls(monkeypatch, k, s, z, x)
+    monkeypatch.setattr(dispatcher, "_MAX_BOUND", 2)
+    for c in (1, 2, 1, 2):
+        call(c, 2.0)
+    assert k.stats.launches == 4 and len(k._bound_kernels) == 2
+    assert call(3, 2.0)[2] == 1 and len(k._bound_kernels) == 1     # the others forgotten
+    assert call(1, 2.0)[2] == 1                              # bound again, by Python
+    assert call(1, 2.0)[2] == (0 if native.enabled() else 1)
+    np.testing.assert_allclose(z.to_numpy(), (a + 1) * 2, rtol=1e-6)
+    assert k.stats.launches == 7 and k.stats.compiles == 3
+    k._forget_bound()
+    assert call(1, 2.0)[2] == 1 and k.stats.launches == 8
 
 
 # --- drift is loud: every argument kind, C and Python side by side (issue 22 item 2) ----------

@@ -162,6 +162,49 @@ def test_python_scalars_of_annotated_parameters_are_classified_in_c(stub, stream
         assert stub_cuda.last()[3:] == exe.expected(_python_params(annotated, other, s))
 
 
+@tile.entry
+def small_plus(z, x, n, N: tile.Constant[int]):
+    z.store(tile.load_tile_like(x, z) + n + N)
+
+
+def test_a_call_with_constants_launches_in_c_and_drains_its_stream_on_error(stub, stream,
+                                                                             monkeypatch):
+    """A call passing its constants, bound in C (csrc/prepared.c submit_bound): the bound
+    kernel's launch reaches the driver with the runtime values packed as Python packs them, on
+    the call's grid; a failed launch raises Python's LaunchError, gives the leases back and, for
+    sync_on, drains the stream first (as DeviceOp.sync_on does); submit_on does not wait."""
+    s = stream
+    x = api.from_numpy(np.ones(64, np.float32)).sync_on(s)
+    z = api.zeros((64,)).sync_on(s)
+    _warm(small_plus, (z.partition((32,)), x, 2, 5), s)
+    bound = small_plus._bound_for((None, None, None, 5))
+    syncs = []
+    monkeypatch.setattr(Stream, "synchronize", lambda self: syncs.append(self))
+    with stub_cuda.installed(bound) as stubs:
+        (exe,) = stubs.values()
+        for grid in (None, (2, 1, 1)):
+            native.reset_stats()
+            op = small_plus(z.partition((32,)), x, 3, 5)
+            out = (op if grid is None else op.grid(grid)).sync_on(s)
+            assert native.stats() == {"launches": 1, "fallbacks": {}}
+            assert out[2:] == (3, 5) and syncs == [s] and exe.python_launches == 0
+            assert stub_cuda.last()[0:2] == ((2, 1, 1), 0x5000)
+            assert stub_cuda.last()[3:] == exe.expected(
+                _python_params(bound, (z.partition((32,)), x, 3), s))
+            syncs.clear()
+        n = stub_cuda.count()
+        for wait in (True, False):
+            stub.stub_fail_next(1)
+            op = small_plus(z.partition((32,)), x, 3, 5)
+            with pytest.raises(tile.LaunchError, match="launching stub"):
+                op.sync_on(s) if wait else op.submit_on(s)
+            assert syncs == ([s] if wait else []) and stub_cuda.count() == n
+            syncs.clear()
+            z.partition((64,)).unpartition()            # the failed launch gave its lease back
+        assert small_plus(z.partition((32,)), x, 3, 5).submit_on(s).stream is s
+        assert stub_cuda.count() == n + 1 and syncs == []
+
+
 def test_prepared_and_raw_launches_through_the_stub(stub, stream):
     s = stream
     x = api.from_numpy(np.ones(64, np.float32)).sync_on(s)

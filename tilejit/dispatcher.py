@@ -112,7 +112,6 @@ class Kernel:
         self._locks: Dict[tuple, threading.Lock] = {}
         self._lock = threading.Lock()
         self._stats = KernelStats()
-        self._native = _native_launcher(self)
         self._frozen = None           # the global values the compiled code froze in
         self._digest = None           # fingerprint.function_digest when they were frozen
         self._reads = ()              # (globals dict, name, value) checked at every launch
@@ -131,6 +130,7 @@ class Kernel:
         # keys.same_constants), and the bound kernels by (checked constants' key, options)
         self._bindings: Optional[dict] = {}
         self._bound_kernels: Dict[tuple, "_BoundKernel"] = {}
+        self._native = _native_launcher(self)     # last: it reads _bindings and _const_pos
 
     @property
     def stats(self) -> KernelStats:
@@ -599,12 +599,15 @@ class _BoundKernel(Kernel):
 
 
 def _native_launcher(kernel):
-    """The C launcher of ``kernel``'s plain launches, or None (pure Python)."""
+    """The C launcher of ``kernel``'s plain launches, or None (pure Python). A kernel that
+    binds constants (``_bindings``) gives it their positions: C then launches a call passing
+    them through the bound kernel its memo holds (KernelLaunch._launch_bound's hit path)."""
     ext = native.ext()
     if ext is None or not _NATIVE_LAYOUT:
         return None
+    extra = (kernel._const_pos,) if kernel._bindings is not None else ()
     return ext.Launcher(kernel._executables, kernel._anns, DeviceOp, classify,
-                        len(kernel.param_names), kernel._simple)
+                        len(kernel.param_names), kernel._simple, *extra)
 
 
 def layout_args() -> tuple:

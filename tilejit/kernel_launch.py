@@ -4,8 +4,9 @@ and :class:`PreparedLaunch` (``op.prepare(stream)``).
 A launch classifies its arguments (``runtime.argspec``), takes the partitions' leases, checks
 devices, aliasing and the grid, finds the executable through the kernel (``Kernel.executable_for``:
 the compile side, ``dispatcher.py``) and launches it (``runtime.cuda_executable``). With the C extension a
-plain launch (no constants, no launch options) runs in C (``tilejit/native.py``); these methods
-are its fallback and the pure-Python build.
+plain launch (no constants, no launch options) runs in C (``tilejit/native.py``), and so does a
+call passing its constants (or compile options) whose bound kernel is in the kernel's memo; these
+methods are its fallback and the pure-Python build.
 """
 from __future__ import annotations
 
@@ -99,7 +100,8 @@ class KernelLaunch(DeviceOp):
         """A call that passed its kernel's constants, or compile options (no generics, no
         const_grid), launched as a plain launch of the kernel bound to them (the C path, or its
         Python fallback). False when it must take the general path: lazy arguments, values
-        that cannot key the memo."""
+        that cannot key the memo. With the extension, C makes a memo hit itself (csrc/prepared.c
+        submit_bound, the same steps): this runs for a miss and what C gives back."""
         k = self.kernel
         if k is None or k._bindings is None or self._generics or \
                 self._const_grid is not None or self.arity != len(k.param_names):

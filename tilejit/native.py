@@ -33,7 +33,8 @@ stub driver (``use_driver``), so the C sources run in CPU CI.
 
 What C does, on the launch hot path: ``kernel(*args)``, ``op.submit_on(s)``, ``op.sync_on(s)``,
 ``t.partition(tile)`` and ``tile.partition(torch_tensor or cupy_array, tile)`` are C methods for
-their common case; ``Launcher.launch`` classifies, checks, finds the executable (remembering the
+their common case (a call passing its constants: the kernel bound to them, from the kernel's
+``_bindings`` memo); ``Launcher.launch`` classifies, checks, finds the executable (remembering the
 last lookup), orders storages on the stream, packs and calls ``cuLaunchKernel``;
 ``Prepared.launch`` replays a launch packed once; ``ct.launch`` (``tilejit.cutile``) replays
 its kernel's memos (csrc/cutile.c) and then makes the same lazy call. The runtime classes are

@@ -10,8 +10,8 @@
 /* Whether the constants' values as passed, `x`, are those a bound kernel was made for, `y`
    (the memo found them equal, but 1 == True == 1.0 and 0.0 == -0.0): same types, floats by
    bits, tuples item by item; other types only when they are exact ints or strings or the same
-   object (Python's path judges the rest). */
-static int same_constant(PyObject *x, PyObject *y) {
+   object (Python's path judges the rest). Also the kernel call's memo check (prepared.c). */
+int same_constant(PyObject *x, PyObject *y) {
     if (x == y) return 1;
     if (Py_TYPE(x) != Py_TYPE(y)) return 0;
     if (PyFloat_Check(x)) {

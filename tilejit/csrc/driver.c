@@ -147,6 +147,9 @@ static char *next_slot(ParamBuf *pb, const char *layout, Py_ssize_t nlayout, Py_
     /* at most 512 slots of at most 8 bytes, naturally aligned: never beyond the buffer. Sizes
        are powers of two: a mask, not a division (49 slots for fft's seven rank-3 arrays) */
     Py_ssize_t off = (pb->size + sz - 1) & ~(Py_ssize_t)(sz - 1);
+    /* the alignment gap zeroed: the driver never reads it, but a launch's buffer is on the stack
+       and the bytes are then always the Python packer's (the stub driver records them all) */
+    while (pb->size < off) pb->data[pb->size++] = 0;
     pb->ptrs[pb->count++] = pb->data + off;
     pb->size = off + sz;
     *code = c;

@@ -1,8 +1,8 @@
-/* Launcher(fast, anns, DeviceOp, classify, nparams, simple).launch(args, stream) -> bool: one
- * plain kernel launch (no constants, no launch options), classification to cuLaunchKernel.
- * Returns False, having launched nothing, whenever Python must take over; native.stats() counts
- * why. Checks C makes (devices, aliasing, grid) only filter: any launch they do not clear goes
- * to Python, which decides and words the error. */
+/* Launcher(fast, anns, DeviceOp, classify, nparams, simple, const_pos).launch(args, stream)
+ * -> bool: one plain kernel launch (no constants, no launch options), classification to
+ * cuLaunchKernel. Returns False, having launched nothing, whenever Python must take over;
+ * native.stats() counts why. Checks C makes (devices, aliasing, grid) only filter: any launch
+ * they do not clear goes to Python, which decides and words the error. */
 #include "native.h"
 
 static void forget_last(Launcher *self) {
@@ -245,13 +245,35 @@ static void Launcher_dealloc(Launcher *self) {
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* Launcher(fast, anns, DeviceOp, classify[, nparams, simple]) */
+/* cpos/rpos from `const_pos` (increasing positions of the tile.Constant parameters among
+   nparams; the nrt others are the runtime ones); none given or too many parameters: nconst -1.
+   0, -1. */
+static int set_positions(Launcher *self, PyObject *const_pos, Py_ssize_t nrt) {
+    self->nconst = -1;
+    if (!const_pos || self->nparams > MAX_ARGS) return 0;
+    Py_ssize_t nc = PyTuple_GET_SIZE(const_pos), c = 0, r = 0;
+    for (Py_ssize_t i = 0; i < self->nparams; i++) {
+        Py_ssize_t p = c < nc ? PyLong_AsSsize_t(PyTuple_GET_ITEM(const_pos, c)) : -1;
+        if (p == -1 && PyErr_Occurred()) return -1;
+        if (p == i) self->cpos[c++] = (unsigned char)i;
+        else self->rpos[r++] = (unsigned char)i;
+    }
+    if (c != nc || r != nrt) {
+        PyErr_SetString(PyExc_ValueError, "const_pos: increasing positions of the parameters "
+                        "that anns leaves out");
+        return -1;
+    }
+    self->nconst = nc;
+    return 0;
+}
+
+/* Launcher(fast, anns, DeviceOp, classify[, nparams, simple, const_pos]) */
 static int Launcher_init(Launcher *self, PyObject *args, PyObject *kw) {
-    PyObject *fast, *anns, *dt, *cl;
+    PyObject *fast, *anns, *dt, *cl, *const_pos = NULL;
     Py_ssize_t nparams = -1;
     int simple = 0;
-    if (!PyArg_ParseTuple(args, "O!O!OO|np", &PyDict_Type, &fast, &PyTuple_Type, &anns, &dt,
-                          &cl, &nparams, &simple))
+    if (!PyArg_ParseTuple(args, "O!O!OO|npO!", &PyDict_Type, &fast, &PyTuple_Type, &anns, &dt,
+                          &cl, &nparams, &simple, &PyTuple_Type, &const_pos))
         return -1;
     if (self->fast) {
         PyErr_SetString(PyExc_TypeError, "Launcher is initialized once");
@@ -259,6 +281,7 @@ static int Launcher_init(Launcher *self, PyObject *args, PyObject *kw) {
     }
     self->nparams = nparams < 0 ? PyTuple_GET_SIZE(anns) : nparams;
     self->simple = simple;
+    if (set_positions(self, const_pos, PyTuple_GET_SIZE(anns)) < 0) return -1;
     Py_INCREF(fast); Py_INCREF(anns); Py_INCREF(dt); Py_INCREF(cl);
     self->fast = fast; self->anns = anns; self->deviceop_type = dt; self->classify = cl;
     return 0;

@@ -85,7 +85,8 @@ extern struct Offsets {
     Py_ssize_t h_stream, h_epoch;
     Py_ssize_t s_device, s_handle, s_cu, s_epoch, s_ephemeral, s_capture;
     Py_ssize_t i_sealed;
-    Py_ssize_t k_kernel, k_args, k_arity, k_simple, k_grid, k_ran;
+    Py_ssize_t k_kernel, k_args, k_arity, k_simple, k_grid, k_ran, k_generics, k_const_grid,
+        k_options;
     Py_ssize_t fp_value, fp_tile, fp_live;
     Py_ssize_t f_out, f_stream, f_done;
     Py_ssize_t a_value;
@@ -119,7 +120,7 @@ extern PyObject *S_acquire, *S_key, *S_params, *S_storage, *S_writable, *S_exten
     *S_get_device, *S_is_neg, *S_dtype, *S_data_ptr, *S_shape, *S_stride, *S_kind_tensor,
     *S_kind_partition, *S_data, *S_device_id, *S_strides, *S_sealed, *S_ndim, *S_check_globals,
     *S_synchronize, *S_out_of_range, *S_raise_launch_error, *S_cuda_stream, *S_device_index,
-    *S_is_cpu, *S_ct_plan;
+    *S_is_cpu, *S_ct_plan, *S_bindings;
 extern PyObject *K_int, *K_float, *K_bool;
 extern PyObject *A_scalars;     /* scalars.annotated_plans(), or NULL */
 
@@ -182,6 +183,11 @@ typedef struct {
     int last_ones;
     Py_ssize_t nparams;     /* parameters including tile.Constant ones (Kernel.__call__) */
     int simple;             /* no tile.Constant parameters */
+    /* the kernel's tile.Constant parameters (Kernel._const_pos: cpos) and the others (rpos):
+       a call passing its constants is launched through the kernel bound to them (prepared.c);
+       nconst -1: not given, that lookup is Python's */
+    Py_ssize_t nconst;
+    unsigned char cpos[MAX_ARGS], rpos[MAX_ARGS];
     unsigned long long launches;   /* launched here, not yet folded into Kernel.stats */
     unsigned long long total;      /* launched here, ever */
     FCache fc[FC_MAX];
@@ -229,6 +235,7 @@ PyObject *new_launch(PyObject *kernel, PyObject *args);     /* kernel(*args) */
 PyObject *submit_on(PyObject *op, PyObject *stream);        /* op.submit_on(stream) */
 
 /* --- cutile.c --------------------------------------------------------------------------- */
+int same_constant(PyObject *x, PyObject *y);
 PyObject *py_ct_launch(PyObject *m, PyObject *const *argv, Py_ssize_t nargs);
 PyObject *py_set_ct_fallback(PyObject *m, PyObject *fn);
 

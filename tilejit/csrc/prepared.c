@@ -83,14 +83,13 @@ static PyObject *kernel_call(PyObject *kernel, PyObject *args, PyObject *kw) {
     return op;
 }
 
-/* Whether submit_on/sync_on may take the C path; counts why not. */
+/* Whether submit_on/sync_on may take the C path: 1 a plain launch, 2 one with constants or
+   compile options (submit_bound); counts why not. */
 static int plain_launch(PyObject *op, PyObject *stream) {
     if (!layout_ok) return give_up(R_LAYOUT);
     if (Py_TYPE(stream) != T_stream) return give_up(R_STREAM);
     if (Py_TYPE(op) != T_klaunch) return give_up(R_NOT_PLAIN);
-    /* a launch with constants: Python launches it in C through its bound kernel, or counts
-       R_NOT_PLAIN itself (KernelLaunch._launch_bound, native.not_plain) */
-    if (SLOT(op, O.k_simple) != Py_True) return 0;
+    if (SLOT(op, O.k_simple) != Py_True) return 2;
     if (tl_executing) return give_up(R_REENTRANT);
     return 1;
 }
@@ -116,11 +115,115 @@ static PyObject *drain_and_raise(PyObject *stream) {
     return NULL;
 }
 
-/* KernelLaunch.submit_on / sync_on of a plain launch on a tilejit Stream */
+/* Whether the constants' values as passed, `raw`, are those of the memo hit `hit` = (bound
+   kernel, values, their types or None), as Kernel._bound_for checks it (1 == True == 1.0 as
+   keys): the same types when flat and float-free, else same_constant (floats by bits) */
+static int same_binding(PyObject *raw, PyObject *hit) {
+    PyObject *types = PyTuple_GET_ITEM(hit, 2);
+    if (types == Py_None) return same_constant(raw, PyTuple_GET_ITEM(hit, 1));
+    Py_ssize_t n = PyTuple_GET_SIZE(raw);
+    if (!PyTuple_CheckExact(types) || PyTuple_GET_SIZE(types) != n) return 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if ((PyObject *)Py_TYPE(PyTuple_GET_ITEM(raw, i)) != PyTuple_GET_ITEM(types, i)) return 0;
+    return 1;
+}
+
+/* The kernel bound to what `op` passes (constants' values, compile options) where
+   KernelLaunch._launch_bound finds it in the memo (Kernel._bound_for): a call of every
+   parameter in `args`, no generics, baked grid or lazy argument, and a hit in kernel._bindings
+   by (the constants' values as passed, the options). A new reference, its runtime arguments in
+   *rt (a new tuple); or NULL, no error set: Python decides (it binds on a miss, explains
+   errors, counts the general path). The memo is read at each call, never kept: _forget_bound
+   clears it, and a bound kernel's launcher checks the globals itself. */
+static PyObject *memo_bound(PyObject *op, PyObject *kernel, PyObject *args, PyObject **rt) {
+    PyObject *options = SLOT(op, O.k_options);
+    if (!options || SLOT(op, O.k_const_grid) != Py_None ||
+        SLOT(op, O.k_generics) != SLOT(P_launch, O.k_generics))    /* the shared empty one */
+        return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (PyObject_TypeCheck(PyTuple_GET_ITEM(args, i), T_klaunch->tp_base)) return NULL;
+    PyObject *nat = PyObject_GetAttr(kernel, S_native);
+    PyObject *memo = nat ? PyObject_GetAttr(kernel, S_bindings) : NULL;
+    PyObject *raw = NULL, *key = NULL, *hit = NULL, *b = NULL;
+    Launcher *L = (Launcher *)nat;
+    if (!memo || !PyDict_CheckExact(memo) || !Py_IS_TYPE(nat, &LauncherType) || L->nconst < 0 ||
+        n != L->nparams || !(raw = PyTuple_New(L->nconst)))
+        goto done;
+    for (Py_ssize_t i = 0; i < L->nconst; i++) {
+        PyObject *v = PyTuple_GET_ITEM(args, L->cpos[i]);
+        Py_INCREF(v);
+        PyTuple_SET_ITEM(raw, i, v);
+    }
+    if (!(key = PyTuple_Pack(2, raw, options))) goto done;
+    hit = PyDict_GetItemWithError(memo, key);       /* unhashable: an error, cleared below */
+    Py_XINCREF(hit);
+    if (!hit || !PyTuple_CheckExact(hit) || PyTuple_GET_SIZE(hit) != 3 || !same_binding(raw, hit)
+        || !(*rt = PyTuple_New(n - L->nconst)))
+        goto done;
+    for (Py_ssize_t i = 0; i < n - L->nconst; i++) {
+        PyObject *v = PyTuple_GET_ITEM(args, L->rpos[i]);
+        Py_INCREF(v);
+        PyTuple_SET_ITEM(*rt, i, v);
+    }
+    b = PyTuple_GET_ITEM(hit, 0);
+    Py_INCREF(b);
+done:
+    PyErr_Clear();
+    Py_XDECREF(nat); Py_XDECREF(memo); Py_XDECREF(raw); Py_XDECREF(key); Py_XDECREF(hit);
+    return b;
+}
+
+/* KernelLaunch.submit_on / sync_on of a call with constants or compile options, as
+   _launch_bound makes it: the plain launch of the bound kernel's runtime arguments on the
+   call's grid, under the submission guard; the output is every argument. Anything else is the
+   Python method's. */
+static PyObject *submit_bound(PyObject *op, PyObject *stream, int wait) {
+    PyObject *kernel = SLOT(op, O.k_kernel), *args = SLOT(op, O.k_args), *rt = NULL;
+    if (!kernel || !args || !PyTuple_Check(args))
+        return PyObject_CallFunctionObjArgs(wait ? fb_sync : fb_submit, op, stream, NULL);
+    Py_INCREF(kernel);
+    Py_INCREF(args);
+    PyObject *b = memo_bound(op, kernel, args, &rt), *result = NULL;
+    PyObject *nat = b ? PyObject_GetAttr(b, S_native) : NULL;
+    int ok = 0;
+    if (nat && Py_IS_TYPE(nat, &LauncherType) && !tl_executing) {
+        PyObject *grid = SLOT(op, O.k_grid);
+        tl_executing = 1;
+        ok = run_launch((Launcher *)nat, rt, stream, grid);
+        tl_executing = 0;
+        if (ok == 0) {      /* given back (a miss compiles): Python's plain path of it */
+            PyObject *inner = new_launch(b, rt), *f = NULL;
+            if (inner && grid && Py_TYPE(inner) == T_klaunch)
+                set_slot(inner, O.k_grid, grid);
+            else if (inner && grid && PyObject_SetAttrString(inner, "_grid", grid) < 0)
+                Py_CLEAR(inner);
+            if (inner)
+                f = PyObject_CallFunctionObjArgs(fb_submit_plain, inner, stream, NULL);
+            ok = f ? 1 : -1;
+            Py_XDECREF(inner); Py_XDECREF(f);
+        }
+        if (ok == 1)
+            result = finish_launch(args, stream, wait);
+        else if (wait)
+            result = drain_and_raise(stream);
+    } else {
+        if (nat && tl_executing) give_up(R_REENTRANT);     /* Python raises SchedulingError */
+        PyErr_Clear();
+        result = PyObject_CallFunctionObjArgs(wait ? fb_sync : fb_submit, op, stream, NULL);
+    }
+    Py_DECREF(kernel); Py_DECREF(args); Py_XDECREF(b); Py_XDECREF(rt); Py_XDECREF(nat);
+    return result;
+}
+
+/* KernelLaunch.submit_on / sync_on on a tilejit Stream */
 static PyObject *submit_common(PyObject *op, PyObject *stream, int wait) {
     if (layout_ok && Py_TYPE(op) == T_klaunch)
         set_slot(op, O.k_ran, Py_True);     /* it ran: no "never run" warning when freed */
-    if (!plain_launch(op, stream))
+    int how = plain_launch(op, stream);
+    if (how == 2)
+        return submit_bound(op, stream, wait);
+    if (!how)
         return PyObject_CallFunctionObjArgs(wait ? fb_sync : fb_submit, op, stream, NULL);
     PyObject *kernel = SLOT(op, O.k_kernel), *args = SLOT(op, O.k_args);
     if (!kernel || !args || !PyTuple_Check(args))
