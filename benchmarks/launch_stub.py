@@ -153,6 +153,8 @@ def _rows(a, lib, s, x, z, xt, zt):
              .submit_on(s)),
             ("  same, .grid(g)", lambda: axpb_const(part(zt, t), xt, 2.0, 1, 3)
              .grid((4, 1, 1)).submit_on(s)),
+            ("  same, .generics(S=3)", lambda: axpb_const(part(zt, t), xt, 2.0, 1)
+             .generics(S=3).submit_on(s)),
             ("  tile.atomic(z) written, .grid(g)", lambda: axpb_into(
                 tile.atomic(zt), xt, 2.0, 1, 256).grid((4, 1, 1)).submit_on(s))]
     for name, fn in rows:

@@ -603,6 +603,53 @@ def widen(z, a):
     z.store(tile.full(z.shape, 0.0, z.dtype) + a.astype(z.dtype))
 
 
+def test_generics_launch_the_kernel_bound_to_their_values(monkeypatch):
+    """``kernel(runtime args).generics(...)`` (cuTile Rust's spelling) launches the kernel bound
+    to those constants, the one a call passing them as arguments gets: no general path, no
+    second compile; a default fills an unbound constant. What the general path explains (a
+    constant missing, or given twice) still raises there."""
+    on = native.enabled()
+    k = tile.entry(shift_scale.py_func)
+    s = tile.Device(0).new_stream()
+    a = np.abs(_data(64)) + 1
+    x = api.from_numpy(a).sync_on(s)
+    z = api.zeros((64,)).sync_on(s)
+    call = _BoundCalls(monkeypatch, k, s, z, x)
+    launched = {"launches": 1, "fallbacks": {}}        # by the bound kernel's C launcher
+
+    def generics(*values, out=z, **named):
+        op = k(out.partition((32,)), x).generics(*values, **named)
+        native.reset_stats()
+        before = call.python
+        out = op.sync_on(s)
+        return out, native.stats(), call.python - before
+    out, _, py = generics(A=3, F=2.0)
+    assert py == 1 and len(out) == 2 and out[1] is x     # the output: the arguments passed
+    np.testing.assert_allclose(z.to_numpy(), (a + 3) * 2, rtol=1e-6)
+    compiles, bound = k.stats.compiles, len(k._bound_kernels)
+    for values, named in (((), dict(A=3, F=2.0)), (([3, 2.0],), {}), ((3, 2.0), {})):
+        fresh = api.zeros((64,)).sync_on(s)
+        out, st, py = generics(*values, out=fresh, **named)
+        assert py == 1 and (not on or st == launched), (values, named, st)
+        np.testing.assert_allclose(fresh.to_numpy(), (a + 3) * 2, rtol=1e-6)
+    out, st, py = call(3, 2.0)                           # passed as arguments: the same kernel
+    assert not on or st == launched
+    assert (k.stats.compiles, len(k._bound_kernels)) == (compiles, bound)
+    generics(A=5)                                        # F's default, 1.0
+    np.testing.assert_allclose(z.to_numpy(), a + 5, rtol=1e-6)
+    assert len(k._bound_kernels) == bound + 1
+    out, st, py = generics(A=5, F=1.0)                   # the same binding as the default's
+    assert not on or st == launched
+    assert len(k._bound_kernels) == bound + 1
+    native.reset_stats()
+    with pytest.raises(tile.LaunchError, match="no value for the tile.Constant parameter"):
+        k(z.partition((32,)), x).generics(F=2.0).sync_on(s)
+    with pytest.raises(tile.LaunchError, match="given twice"):
+        k(z.partition((32,)), x, 3, 2.0).generics(A=4).sync_on(s)
+    k(z.partition((32,)), x, 3, 2.0).generics(A=3).sync_on(s)      # twice, equal: general
+    assert not on or native.stats()["fallbacks"] == {_NOT_PLAIN: 3}   # each of the three
+
+
 @tile.entry
 def fill_const(z, A: tile.Constant[int]):
     z.store(tile.full(z.shape, A, z.dtype))
@@ -696,11 +743,10 @@ def test_every_argument_kind_launches_in_c_the_second_time():
     copy_in(*_kinds(s)[0][2]()).const_grid((2, 1, 1)).sync_on(s)   # baked in: Python's
     assert native.stats()["fallbacks"] == {
         "constants, generics, compile options or a grid baked into the kernel": 1}
-    fill_const(*_kinds(s)[0][2]()[:1]).generics(A=3).sync_on(s)    # generics: Python's too
-    native.reset_stats()
+    fill_const(*_kinds(s)[0][2]()[:1]).generics(A=3).sync_on(s)    # generics: bound, then
+    native.reset_stats()                                                # C's launcher
     fill_const(*_kinds(s)[0][2]()[:1]).generics(A=3).sync_on(s)
-    assert native.stats() == {"launches": 0, "fallbacks": {
-        "constants, generics, compile options or a grid baked into the kernel": 1}}
+    assert native.stats() == {"launches": 1, "fallbacks": {}}
     for name, k, make, reason in _kinds(s):
         k(*make()).sync_on(s)
         native.reset_stats()

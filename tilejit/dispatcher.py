@@ -244,6 +244,28 @@ class Kernel:
                             f"{', '.join(repr(n) for n in missing)}")
         return tuple(values.get(n, _MISSING) for n in self.param_names)
 
+    def _with_generics(self, args, generics: Dict[str, Any]) -> Optional[list]:
+        """Every parameter's value in order: ``args`` (all parameters, or the runtime ones) with
+        the constants ``.generics`` binds (and the defaults) in place; None where the general
+        path must decide (a constant given twice, an arity it explains)."""
+        names = self.param_names
+        if len(args) == len(names):
+            values = list(args)
+            for i in self._const_pos:
+                if names[i] in generics:
+                    if values[i] is not _MISSING:
+                        return None
+                    values[i] = generics[names[i]]
+        elif len(args) == len(self.runtime_names):
+            values = [_MISSING] * len(names)
+            for i, v in zip(self._runtime_pos, args):
+                values[i] = v
+            for i in self._const_pos:
+                values[i] = generics.get(names[i], self._constant_defaults.get(names[i], _MISSING))
+        else:
+            return None
+        return values
+
     def _split(self, values, generics: Dict[str, Any]):
         """(runtime values in order, checked constants by name) from the passed values."""
         names = self.param_names

@@ -97,23 +97,30 @@ class KernelLaunch(DeviceOp):
         return self._sync_plain(stream, True)
 
     def _launch_bound(self, stream, wait: bool) -> bool:
-        """A call that passed its kernel's constants, or compile options (no generics, no
-        const_grid), launched as a plain launch of the kernel bound to them (the C path, or its
-        Python fallback). False when it must take the general path: lazy arguments, values
+        """A call that passed its kernel's constants (as arguments or through ``.generics``), or
+        compile options (no const_grid), launched as a plain launch of the kernel bound to them
+        (the C path, or its Python fallback). False when it must take the general path: lazy arguments, values
         that cannot key the memo. With the extension, C makes a memo hit itself (csrc/prepared.c
         submit_bound, the same steps): this runs for a miss and what C gives back."""
         k = self.kernel
-        if k is None or k._bindings is None or self._generics or \
-                self._const_grid is not None or self.arity != len(k.param_names):
+        if k is None or k._bindings is None or self._const_grid is not None:
             return False
         args = self.args
         for a in args:
             if isinstance(a, DeviceOp):
                 return False
-        b = k._bound_for(args, self._options)
+        if self._generics:
+            values = k._with_generics(args, self._generics)
+            if values is None:
+                return False
+        elif self.arity == len(k.param_names):
+            values = args
+        else:
+            return False
+        b = k._bound_for(values, self._options)
         if b is None:
             return False
-        rt = tuple([args[i] for i in k._runtime_pos])
+        rt = tuple([values[i] for i in k._runtime_pos])
         _submission.enter("sync()/sync_on()" if wait else "submit_on()/schedule()/await")
         try:
             if b._native is None or not b._native.launch(rt, stream, self._grid):
