@@ -10,6 +10,7 @@ import pytest
 
 import tilejit as tile
 from tilejit import api
+from tilejit.toolchain import tileiras
 
 pytestmark = pytest.mark.usefixtures("simulator_backend")
 
@@ -64,6 +65,37 @@ def test_timings_skip_internal_kernels_too(tmp_path):
     _, err = _dump(tmp_path, "timings")
     lines = [ln for ln in err.splitlines() if ln.startswith("tilejit: compiled")]
     assert len(lines) == 1 and lines[0].startswith("tilejit: compiled twice for sim")
+
+
+@pytest.mark.skipif(not tileiras.available(), reason="tileiras is not installed")
+def test_remarks_dump_prints_tileirass_remarks_under_a_header(tmp_path):
+    script = tmp_path / "aot.py"
+    script.write_text(textwrap.dedent("""\
+        import tilejit as tile
+        from tilejit import api
+
+        @tile.entry
+        def narrow_copy(z, x):
+            z.store(2 * x.load(z.block, z.shape))
+
+        x = api.ones((64, 3), tile.float16).sync()
+        z = api.zeros((64, 3), tile.float16).sync()
+        assert narrow_copy.compile(z.partition((16, 4)), x, arch="sm_90")[:4] == b"\\x7fELF"
+    """))
+    env = dict(os.environ, TILEJIT_DUMP="remarks", TILEJIT_SIMULATE="1",
+               TILEJIT_CACHE_DIR=str(tmp_path / "cache"))
+    for _ in range(2):      # the second process would find the kernel in the warm-start index
+        r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                           env=env, timeout=300)
+        assert r.returncode == 0, r.stderr
+    lines = r.stderr.splitlines()
+    heads = [i for i, ln in enumerate(lines) if ln.startswith("// ==== tilejit remarks:")]
+    assert len(heads) == 1, r.stderr                    # internal kernels left out
+    assert _no_facts(lines[heads[0]]) == (
+        f"// ==== tilejit remarks: narrow_copy(z: partition float16 2-d tile (16, 4), x: tensor "
+        f"float16 2-d) for sm_90, defined at {script}:4 ====")
+    assert f"{script}:6: failed [Memory] Failed to select TMA load instruction (Reason = stride " \
+           f"not 16-byte aligned)" in lines[heads[0] + 1:]
 
 
 @tile.entry

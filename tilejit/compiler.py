@@ -256,7 +256,7 @@ def index_key(pyfunc, keys, constants: dict, target: str, options: CompileOption
     that cannot be hashed by value, or when ``TILEJIT_DUMP`` asks for the intermediate forms."""
     from . import fingerprint
     from .toolchain import tileiras
-    if any(_dumping(pyfunc, s) for s in ("typed", "tileir", "bytecode")):
+    if any(_dumping(pyfunc, s) for s in ("typed", "tileir", "bytecode", "remarks")):
         return None
     digest = fingerprint.function_digest(pyfunc)
     if digest is None:
@@ -327,6 +327,8 @@ def compile(pyfunc, keys: Sequence, constants: dict, target: str,
                                                    opt_level=options.opt_level, name=fname,
                                                    use_cache=use_disk_cache)
     c.timings["tileiras"] = time.perf_counter() - t0
+    if _dumping(pyfunc, "remarks"):
+        _print_remarks(pyfunc, keys, constants, target, c.bytecode, options.opt_level, fname)
     if ikey is not None and cubin_key is not None:
         index.put(ikey, c.name, c.slots, cubin_key, kernel=pyfunc.__name__, target=target,
                   signature=signature_text(pyfunc, keys, constants), source=source_text(pyfunc))
@@ -366,6 +368,17 @@ def _write_dump(pyfunc, keys, constants, target: str, fname: str, bytecode: byte
             from None
     print(f"{_dump_header(pyfunc, keys, constants, target, 'bytecode')}\n"
           f"tilejit: wrote {path}", file=sys.stderr)
+
+
+def _print_remarks(pyfunc, keys, constants, target: str, bytecode: bytes, opt_level: int,
+                   fname: str) -> None:
+    """``TILEJIT_DUMP=remarks``: tileiras's remarks on the kernel, one a line (a second
+    tileiras run with remarks on, whether or not the cubin came from the disk cache)."""
+    from .toolchain import remarks as _remarks
+    found = _remarks.collect(bytecode, target, opt_level=opt_level, name=fname)
+    print("\n".join([_dump_header(pyfunc, keys, constants, target, "remarks")]
+                    + [str(r) for r in found] + ([] if found else ["(no remarks)"])),
+          file=sys.stderr)
 
 
 def _report_timings(c: Compiled, pyfunc) -> None:

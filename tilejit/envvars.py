@@ -192,7 +192,7 @@ def register(name: str, kind: Kind, default: Any, help: str, **kw) -> Variable:
     return var
 
 
-DUMP_STAGES = ("typed", "tileir", "bytecode", "timings", "internal")
+DUMP_STAGES = ("typed", "tileir", "bytecode", "remarks", "timings", "internal")
 
 register("TILEJIT_SIMULATE", FLAG, False,
          "run kernels on the CPU simulator even when a GPU is present")
@@ -214,7 +214,8 @@ register("TILEJIT_BYTECODE_VERSION", VERSION, None,
          "the Tile IR bytecode version to write, instead of the newest tileiras accepts")
 register("TILEJIT_DUMP", stages(*DUMP_STAGES), frozenset(),
          "print intermediate forms while compiling: typed, tileir, bytecode (files in "
-         "TILEJIT_DUMP_DIR), timings; internal also dumps tilejit's own kernels (api.*)")
+         "TILEJIT_DUMP_DIR), remarks (tileiras's, on GPU compiles), timings; internal also "
+         "dumps tilejit's own kernels (api.*)")
 register("TILEJIT_DUMP_DIR", PATH, ".",
          "where TILEJIT_DUMP=bytecode writes <kernel>.tileirbc (created if missing)")
 register("TILEJIT_POOL_RELEASE_THRESHOLD", SIZE, None,
