@@ -102,33 +102,34 @@ def cmd_info(_args) -> int:
     return 0
 
 
-def cmd_disasm(args) -> int:
-    from .toolchain import tileiras
+def _on_bytecode_file(args, cmd: str, show) -> int:
+    """Read ``args.file`` and ``show`` its bytes: exit status 2 when it cannot be read, 1 when
+    the toolchain rejects it, each a one-line error."""
     try:
         with open(args.file, "rb") as f:
             data = f.read()
     except OSError as e:
-        return _fail(f"disasm: cannot read {args.file}: {e.strerror or e}", 2)
+        return _fail(f"{cmd}: cannot read {args.file}: {e.strerror or e}", 2)
     try:
-        sys.stdout.write(tileiras.disassemble(data))
+        show(data)
     except ToolchainError as e:
-        return _fail(f"disasm: {args.file}: {e}", 1)
+        return _fail(f"{cmd}: {args.file}: {e}", 1)
     return 0
+
+
+def cmd_disasm(args) -> int:
+    from .toolchain import tileiras
+    return _on_bytecode_file(args, "disasm", lambda data: sys.stdout.write(
+        tileiras.disassemble(data)))
 
 
 def cmd_remarks(args) -> int:
     from .toolchain import remarks
-    try:
-        with open(args.file, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        return _fail(f"remarks: cannot read {args.file}: {e.strerror or e}", 2)
-    try:
+
+    def show(data):
         for r in remarks.collect(data, args.arch):
             print(r)
-    except ToolchainError as e:
-        return _fail(f"remarks: {args.file}: {e}", 1)
-    return 0
+    return _on_bytecode_file(args, "remarks", show)
 
 
 def _fail(message: str, status: int) -> int:
