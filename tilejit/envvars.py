@@ -210,6 +210,9 @@ register("TILEJIT_CACHE_SIZE", SIZE, 1 << 30,
 register("TILEJIT_TILEIRAS", PATH, None, "the tileiras executable to use")
 register("TILEJIT_TILEIRAS_TIMEOUT", SECONDS, 300.0,
          "seconds before a tileiras run (or its version probe) is stopped")
+register("TILEJIT_SYNC_TIMEOUT", SECONDS, None,
+         "seconds a wait for the GPU (sync(), synchronize()) may take before a TimeoutError "
+         "(default: no limit; Ctrl-C interrupts a wait either way)")
 register("TILEJIT_BYTECODE_VERSION", VERSION, None,
          "the Tile IR bytecode version to write, instead of the newest tileiras accepts")
 register("TILEJIT_DUMP", stages(*DUMP_STAGES), frozenset(),

@@ -20,6 +20,7 @@ from typing import Optional
 
 from ..errors import ContextError, SchedulingError
 from . import driver as _d
+from . import waiting as _waiting
 from .device import Device
 from .memory import Capture
 
@@ -134,8 +135,12 @@ class Stream:
         epoch = self._epoch
         self._epoch = epoch + 1
         if self._cu is not None:
-            _d.check(_on_device(self.device, self.handle, _d.drv.cuStreamSynchronize, self._cu),
-                     "cuStreamSynchronize")
+            dev, h, cu = self.device, self.handle, self._cu
+            _waiting.wait(lambda: _ready(_on_device(dev, h, _d.drv.cuStreamQuery, cu)[0],
+                                         "cuStreamQuery"),
+                          lambda: _d.check(_on_device(dev, h, _d.drv.cuStreamSynchronize, cu),
+                                           "cuStreamSynchronize"),
+                          f"the work queued on stream {h:#x} of device {dev.ordinal}")
         if epoch > self._done_epoch:
             self._done_epoch = epoch
 
@@ -275,8 +280,10 @@ def synchronize_device(device) -> None:
     with _capture_lock:
         streams = _known_streams(device)
         if not any(s._capture is not None for s in streams):
-            with device.current():
-                _d.check(_d.drv.cuCtxSynchronize(), "cuCtxSynchronize")
+            def block():
+                with device.current():
+                    _d.check(_d.drv.cuCtxSynchronize(), "cuCtxSynchronize")
+            _waiting.wait(None, block, f"the work on device {device.ordinal}")
             return
     for s in streams:
         if s._capture is None:
@@ -451,8 +458,12 @@ class Event:
     def synchronize(self) -> None:
         """Block until the event has completed (releases the GIL while waiting)."""
         if self._cu is not None:
-            _d.check(_on_device(self.device, -1, _d.drv.cuEventSynchronize, self._cu),
-                     "cuEventSynchronize")
+            dev, cu = self.device, self._cu
+            _waiting.wait(lambda: _ready(_on_device(dev, -1, _d.drv.cuEventQuery, cu)[0],
+                                         "cuEventQuery"),
+                          lambda: _d.check(_on_device(dev, -1, _d.drv.cuEventSynchronize, cu),
+                                           "cuEventSynchronize"),
+                          f"an event of device {dev.ordinal}")
 
     def elapsed_ms(self, end: "Event") -> float:
         """Milliseconds from this event to ``end`` (both recorded; created with ``timing=True``)."""
