@@ -581,6 +581,145 @@ def test_forgotten_bindings_are_bound_again_and_every_launch_is_counted(monkeypa
     assert call(1, 2.0)[2] == 1 and k.stats.launches == 8
 
 
+_UNSET = object()
+
+
+def _launch_slots(op):
+    """Every __slots__ value of a KernelLaunch (its class and bases), _UNSET where unset."""
+    names = [n for c in type(op).__mro__ for n in c.__dict__.get("__slots__", ())
+             if n not in ("__dict__", "__weakref__")]
+    return {n: getattr(op, n, _UNSET) for n in names}
+
+
+def test_grid_copies_as_the_python_method_does(monkeypatch):
+    """``op.grid((gx, gy, gz))`` of three ints in range is C's (no Python frame, no
+    normalize_grid): the copy's every slot is what the Python method's
+    ``KernelLaunch(kernel, args, grid, const_grid, generics, options)`` sets (generics,
+    const_grid and options kept, a generics dict copied, not run), the replaced launch is
+    accounted for, and the copy launches in C. Other spellings, a subclass, no layout and every
+    error are the Python method's."""
+    import re
+    from tilejit.deviceops.deviceop import RAN_SLOT, account_for
+    from tilejit.kernel_launch import KernelLaunch
+    from tilejit.runtime import argspec
+    on = native.enabled()
+    normalize, normalized = argspec.normalize_grid, []
+
+    def spy(g):
+        normalized.append(g)
+        return normalize(g)
+    monkeypatch.setattr(argspec, "normalize_grid", spy)
+    if on:
+        assert type(KernelLaunch.__dict__["grid"]).__name__ == "method_descriptor"
+    s = tile.Device(0).new_stream()
+    a = np.abs(_data(64)) + 1
+    x = api.from_numpy(a).sync_on(s)
+    z = api.zeros((64,)).sync_on(s)
+    k = tile.entry(shift_scale.py_func)
+    opts = tile.CompileOptions(occupancy=2)
+    launches = {
+        "plain": lambda: axpb(z.partition((32,)), x, 2.0, 1),
+        "keywords (made in Python)": lambda: axpb(z=z.partition((32,)), x=x, a=2.0, b=1),
+        "constants": lambda: k(z.partition((32,)), x, 3, 2.0),
+        "generics": lambda: k(z.partition((32,)), x).generics(A=3),
+        "const_grid": lambda: axpb(z.partition((32,)), x, 2.0, 1).const_grid((2, 1, 1)),
+        "options": lambda: k(z.partition((32,)), x, 3, 2.0).compile_options(opts),
+        "all three": lambda: k(z.partition((32,)), x).generics(A=3).const_grid((2, 1, 1))
+        .compile_options(opts),
+        "a grid already": lambda: axpb(z.partition((32,)), x, 2.0, 1).grid((1, 1, 1)),
+    }
+    for what, make in launches.items():
+        for grid in ((2, 1, 1), (0, 0, 0), ((1 << 24) - 1, 65535, 1)):
+            op = make()
+            normalized.clear()
+            copy = op.grid(grid)
+            assert normalized == ([] if on else [grid]), what
+            want = KernelLaunch(op.kernel, op.args, grid, op._const_grid, op._generics,
+                                op._options)
+            assert _launch_slots(copy) == _launch_slots(want), (what, grid)
+            assert type(copy) is KernelLaunch and copy.__dict__ == {}
+            assert copy.kernel is op.kernel and copy.args is op.args and copy._grid is grid
+            assert copy._const_grid is op._const_grid and copy._options is op._options
+            assert copy._simple is (op.kernel is axpb and what != "const_grid")
+            assert (copy._generics is op._generics) == (not op._generics)   # else a copy
+            assert getattr(op, RAN_SLOT) is False and not hasattr(copy, RAN_SLOT), what
+            account_for(copy)
+            account_for(want)
+            del op, copy, want                  # their partitions' leases
+    op = axpb(z.partition((32,)), x, 2.0, 1)
+    op.sync_on(s)
+    account_for(op.grid((2, 1, 1)))
+    assert getattr(op, RAN_SLOT) is True                    # it ran: it stays so
+    del op
+    # the copy launches in C: a plain call and one passing its constants (the second time)
+    for make, want in ((launches["plain"], a[:32] * 2 + 1), (launches["constants"],
+                                                            (a[:32] + 3) * 2)):
+        for i in range(2):
+            api.fill(z, 0.0).sync_on(s)
+            native.reset_stats()
+            out = make().grid((1, 1, 1)).sync_on(s)         # only the first block
+            assert out[1] is x
+            assert i == 0 or not on or native.stats() == {"launches": 1, "fallbacks": {}}
+            np.testing.assert_allclose(z.to_numpy(), np.r_[want, np.zeros(32)], rtol=1e-6)
+    # what normalize_grid normalizes: the Python method's (the same copy)
+    for g in ([2, 1, 1], (2,), 2, (2, 1), (np.int64(2), 1, 1), (2, 1, np.int32(1))):
+        op = axpb(z.partition((32,)), x, 2.0, 1)
+        normalized.clear()
+        copy = op.grid(g)
+        assert normalized == [g] and copy._grid == (2, 1, 1) and type(copy._grid) is tuple
+        assert getattr(op, RAN_SLOT) is False and not hasattr(copy, RAN_SLOT)
+        account_for(copy)
+        del op, copy
+    copy = axpb(z.partition((32,)), x, 2.0, 1).grid(grid=(2, 1, 1))
+    assert copy._grid == (2, 1, 1)
+    account_for(copy)
+    del copy
+    # errors: normalize_grid's, and the replaced launch is accounted for all the same
+    for g in ((-1, 1, 1), (1, 1, -5), (1 << 24, 1, 1), (1, 1 << 24, 1), (1, 1, 1 << 70),
+              (True, 1, 1), (1, False, 1), (2.0, 1, 1), (1, 2, 3, 4), (), "abc", None,
+              [1, -1, 1]):
+        with pytest.raises(Exception) as err:
+            normalize(g)
+        op = axpb(z.partition((32,)), x, 2.0, 1)
+        with pytest.raises(type(err.value), match=f"^{re.escape(str(err.value))}$"):
+            op.grid(g)
+        assert getattr(op, RAN_SLOT) is False, g
+        del op
+    op = axpb(z.partition((32,)), x, 2.0, 1)
+    with pytest.raises(TypeError, match=r"grid\(\) missing 1 required positional argument"):
+        op.grid()
+    with pytest.raises(TypeError, match=r"grid\(\) takes 2 positional arguments but 3 were"):
+        op.grid((1, 1, 1), (1, 1, 1))
+    with pytest.raises(TypeError, match=r"grid\(\) got an unexpected keyword argument 'g'"):
+        op.grid(g=(1, 1, 1))
+    account_for(op)
+    del op
+
+    class Sub(KernelLaunch):
+        __slots__ = ()
+    op = Sub(axpb, (z.partition((32,)), x, 2.0, 1))
+    normalized.clear()
+    copy = op.grid((2, 1, 1))
+    assert normalized == [(2, 1, 1)] and type(copy) is KernelLaunch
+    account_for(copy)
+    account_for(op)
+    del op, copy
+    if on:                  # no layout: every C path is Python's
+        from tilejit import dispatcher
+        classes = dispatcher.layout_args()
+
+        class NoSlots:
+            pass
+        try:
+            assert not native.ext().set_layout(*classes[:-2], NoSlots, classes[-1])
+            normalized.clear()
+            copy = axpb(z.partition((32,)), x, 2.0, 1).grid((2, 1, 1))
+            assert normalized == [(2, 1, 1)] and not hasattr(copy, RAN_SLOT)
+            account_for(copy)
+        finally:
+            assert native.ext().set_layout(*classes)
+
+
 # --- drift is loud: every argument kind, C and Python side by side (issue 22 item 2) ----------
 @tile.entry
 def copy_in(z, x):
@@ -832,3 +971,4 @@ def test_c_methods_keep_the_python_docstrings():
     from tilejit.kernel_launch import KernelLaunch
     assert "views do not count" in tile.Tensor.partition.__doc__
     assert "without waiting" in KernelLaunch.submit_on.__doc__
+    assert "explicit runtime grid" in KernelLaunch.grid.__doc__

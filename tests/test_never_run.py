@@ -89,6 +89,7 @@ def test_every_way_of_running_counts():
         a, b = tile.zip(api.zeros((4,)), api.ones((4,))).unzip()
         a.sync(), b.sync()
         add(z.partition((64,)), api.dup(x), y).sync()       # a lazy argument runs with it
+        add(z.partition((64,)), x, y).grid((4, 1, 1)).sync()   # the copy ran, it replaced one
         tile.shared(x)                                      # already computed
         api.arange(10).map(lambda t: t).sync()
 

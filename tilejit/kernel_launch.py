@@ -211,7 +211,8 @@ class KernelLaunch(DeviceOp):
     def grid(self, grid) -> "KernelLaunch":
         """Launch on an explicit runtime grid ``(gx, gy, gz)`` instead of the partitions' grid."""
         account_for(self)   # the copy (or the error) replaces it: only the copy warns if never run
-        # (a call's hot path: the copy made directly, not through _copy)
+        # (a call's hot path: the copy made directly, not through _copy; with the extension,
+        # csrc/prepared.c klaunch_grid copies for a tuple of three ints and falls back to this)
         return KernelLaunch(self.kernel, self.args, argspec.normalize_grid(grid),
                             self._const_grid, self._generics, self._options)
 

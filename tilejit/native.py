@@ -31,15 +31,15 @@ the tests launch every argument kind twice and require the second in C, compare 
 Python's classification field by field (``Launcher.describe``) and the packed bytes through a
 stub driver (``use_driver``), so the C sources run in CPU CI.
 
-What C does, on the launch hot path: ``kernel(*args)``, ``op.submit_on(s)``, ``op.sync_on(s)``,
-``t.partition(tile)`` and ``tile.partition(torch_tensor or cupy_array, tile)`` are C methods for
-their common case (a call passing its constants: the kernel bound to them, from the kernel's
-``_bindings`` memo); ``Launcher.launch`` classifies, checks, finds the executable (remembering the
-last lookup), orders storages on the stream, packs and calls ``cuLaunchKernel``;
-``Prepared.launch`` replays a launch packed once; ``ct.launch`` (``tilejit.cutile``) replays
-its kernel's memos (csrc/cutile.c) and then makes the same lazy call. The runtime classes are
-read by ``__slots__`` offset (``set_layout``): a class that changes shape turns these paths off
-instead of misreading.
+What C does, on the launch hot path: ``kernel(*args)``, ``op.grid(g)``, ``op.submit_on(s)``,
+``op.sync_on(s)``, ``t.partition(tile)`` and ``tile.partition(torch_tensor or cupy_array,
+tile)`` are C methods for their common case (a call passing its constants: the kernel bound to
+them, from the kernel's ``_bindings`` memo); ``Launcher.launch`` classifies, checks, finds the
+executable (remembering the last lookup), orders storages on the stream, packs and calls
+``cuLaunchKernel``; ``Prepared.launch`` replays a launch packed once; ``ct.launch``
+(``tilejit.cutile``) replays its kernel's memos (csrc/cutile.c) and then makes the same lazy
+call. The runtime classes are read by ``__slots__`` offset (``set_layout``): a class that
+changes shape turns these paths off instead of misreading.
 """
 from __future__ import annotations
 

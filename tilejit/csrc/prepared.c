@@ -6,7 +6,7 @@
 #include "native.h"
 
 static PyObject *fb_call, *fb_submit, *fb_sync, *fb_submit_plain, *fb_sync_plain, *fb_sync_quietly,
-    *fb_partition, *fb_tensor_partition;
+    *fb_partition, *fb_tensor_partition, *fb_grid;
 
 /* The per-thread submission guard (runtime/submission.py uses it when the extension is on). */
 static _Thread_local int tl_executing;
@@ -80,6 +80,74 @@ static PyObject *kernel_call(PyObject *kernel, PyObject *args, PyObject *kw) {
     set_slot(op, O.k_simple, simple ? Py_True : Py_False);
     Py_CLEAR(SLOT(op, O.k_ran));        /* the prototype counts as run; a new call has not */
     Py_DECREF(arity);
+    return op;
+}
+
+/* normalize_grid's inline case: a tuple of three ints (not bools), each in [0, 2^24); it
+   returns the tuple itself */
+static int grid3_ok(PyObject *g) {
+    if (!PyTuple_CheckExact(g) || PyTuple_GET_SIZE(g) != 3) return 0;
+    for (int i = 0; i < 3; i++) {
+        PyObject *x = PyTuple_GET_ITEM(g, i);
+        int overflow = 0;
+        long v = PyLong_CheckExact(x) ? PyLong_AsLongAndOverflow(x, &overflow) : -1;
+        if (overflow || v < 0 || v >= GRID_LIMIT) return 0;
+    }
+    return 1;
+}
+
+/* fn(self, *argv, **kwnames): a METH_FASTCALL method's Python fallback */
+static PyObject *vectorcall_prepended(PyObject *fn, PyObject *self, PyObject *const *argv,
+                                      Py_ssize_t nargs, PyObject *kwnames) {
+    Py_ssize_t n = nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
+    PyObject *small[8], **all = n < 8 ? small : PyMem_Malloc((n + 1) * sizeof(PyObject *));
+    if (!all) return PyErr_NoMemory();
+    all[0] = self;
+    if (n) memcpy(all + 1, argv, n * sizeof(PyObject *));
+    PyObject *r = PyObject_Vectorcall(fn, all, (size_t)nargs + 1, kwnames);
+    if (all != small) PyMem_Free(all);
+    return r;
+}
+
+/* KernelLaunch.grid(g): account_for(self) and the copy KernelLaunch(self.kernel, self.args,
+   g, self._const_grid, self._generics, self._options), made in C for a grid normalize_grid
+   passes as is (grid3_ok). The copy's slots are what __init__ sets: the same args tuple
+   (tuple() of a tuple), its length, the shared empty generics or a copy of the dict, and
+   self's _simple, since every input of it (kernel, arity, generics, options, const_grid) is
+   self's; _ran unset, so the copy warns if dropped unrun. Anything else (another spelling,
+   an error, a subclass, an unset slot) is the Python method's. */
+static PyObject *klaunch_grid(PyObject *self, PyObject *const *argv, Py_ssize_t nargs,
+                              PyObject *kwnames) {
+    if (nargs != 1 || kwnames || !layout_ok || Py_TYPE(self) != T_klaunch || !grid3_ok(argv[0]))
+        return vectorcall_prepended(fb_grid, self, argv, nargs, kwnames);
+    PyObject *kernel = SLOT(self, O.k_kernel), *args = SLOT(self, O.k_args),
+             *simple = SLOT(self, O.k_simple), *generics = SLOT(self, O.k_generics),
+             *const_grid = SLOT(self, O.k_const_grid), *options = SLOT(self, O.k_options),
+             *no_generics = SLOT(P_launch, O.k_generics);      /* the shared empty one */
+    if (!kernel || !args || !PyTuple_CheckExact(args) || !const_grid || !options ||
+        (simple != Py_True && simple != Py_False) || !generics ||
+        (generics != no_generics && (!PyDict_CheckExact(generics) || !PyDict_GET_SIZE(generics))))
+        return vectorcall_prepended(fb_grid, self, argv, nargs, kwnames);
+    PyObject *op = clone_proto(P_launch);
+    PyObject *arity = op ? PyLong_FromSsize_t(PyTuple_GET_SIZE(args)) : NULL;
+    PyObject *g = !arity ? NULL : generics == no_generics ? (Py_INCREF(generics), generics)
+                                                          : PyDict_Copy(generics);
+    if (!g) { Py_XDECREF(op); Py_XDECREF(arity); return NULL; }
+    set_slot(op, O.k_kernel, kernel);
+    set_slot(op, O.k_args, args);
+    set_slot(op, O.k_arity, arity);
+    set_slot(op, O.k_grid, argv[0]);
+    set_slot(op, O.k_const_grid, const_grid);
+    set_slot(op, O.k_generics, g);
+    set_slot(op, O.k_options, options);
+    set_slot(op, O.k_simple, simple);
+    Py_CLEAR(SLOT(op, O.k_ran));        /* the prototype counts as run; the copy has not */
+    Py_DECREF(arity);
+    Py_DECREF(g);
+    /* account_for(self): the copy replaces it (ran False: no warning when dropped, and C's
+       finalizer skips it when it holds no lazy argument, accounted_without_inputs) */
+    if (!SLOT(self, O.k_ran))
+        set_slot(self, O.k_ran, Py_False);
     return op;
 }
 
@@ -339,6 +407,9 @@ static PyMethodDef kernel_call_def = {"__call__", (PyCFunction)(void (*)(void))k
     METH_VARARGS | METH_KEYWORDS, "kernel(*args) -> KernelLaunch (a lazy launch)"};
 static PyMethodDef submit_on_def = {"submit_on", (PyCFunction)submit_on, METH_O,
     "Queue the launch on `stream` without waiting (the hot path of a kernel call)."};
+static PyMethodDef grid_def = {"grid", (PyCFunction)(void (*)(void))klaunch_grid,
+    METH_FASTCALL | METH_KEYWORDS,
+    "Launch on an explicit runtime grid ``(gx, gy, gz)`` instead of the partitions' grid."};
 static PyMethodDef sync_on_def = {"sync_on", (PyCFunction)klaunch_sync_on, METH_O,
     "Run on `stream` and wait for completion; return the output."};
 
@@ -351,25 +422,26 @@ static int put_method(PyTypeObject *tp, PyMethodDef *def) {
 }
 
 /* install(Kernel, Kernel.__call__, KernelLaunch.submit_on, KernelLaunch.sync_on,
-           KernelLaunch._submit_plain, KernelLaunch._sync_plain, _sync_quietly, Tensor.partition):
+           KernelLaunch._submit_plain, KernelLaunch._sync_plain, _sync_quietly, Tensor.partition,
+           KernelLaunch.grid):
    the C methods above replace the Python ones on Kernel, KernelLaunch and Tensor (the latter two
    as set_layout registered them); the Python ones stay the fallback */
 PyObject *py_install(PyObject *m, PyObject *args) {
-    PyObject *kt, *f[7];
-    if (!PyArg_ParseTuple(args, "O!OOOOOOO", &PyType_Type, &kt, &f[0], &f[1], &f[2], &f[3],
-                          &f[4], &f[5], &f[6]))
+    PyObject *kt, *f[8];
+    if (!PyArg_ParseTuple(args, "O!OOOOOOOO", &PyType_Type, &kt, &f[0], &f[1], &f[2], &f[3],
+                          &f[4], &f[5], &f[6], &f[7]))
         return NULL;
     if (!layout_ok || fb_call) {
         PyErr_SetString(PyExc_RuntimeError, layout_ok ? "tilejit._native.install: already "
                         "installed" : "tilejit._native.install: no layout (set_layout)");
         return NULL;
     }
-    PyObject **dst[7] = {&fb_call, &fb_submit, &fb_sync, &fb_submit_plain, &fb_sync_plain,
-                         &fb_sync_quietly, &fb_tensor_partition};
-    for (int i = 0; i < 7; i++) { Py_INCREF(f[i]); *dst[i] = f[i]; }
+    PyObject **dst[8] = {&fb_call, &fb_submit, &fb_sync, &fb_submit_plain, &fb_sync_plain,
+                         &fb_sync_quietly, &fb_tensor_partition, &fb_grid};
+    for (int i = 0; i < 8; i++) { Py_INCREF(f[i]); *dst[i] = f[i]; }
     if (put_method((PyTypeObject *)kt, &kernel_call_def) < 0 ||
         put_method(T_klaunch, &submit_on_def) < 0 || put_method(T_klaunch, &sync_on_def) < 0 ||
-        put_method(T_tensor, &tensor_partition_def) < 0)
+        put_method(T_klaunch, &grid_def) < 0 || put_method(T_tensor, &tensor_partition_def) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
