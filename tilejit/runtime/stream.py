@@ -131,16 +131,17 @@ class Stream:
 
     # --- synchronization ---------------------------------------------------------------------------
     def synchronize(self) -> None:
-        """Block until all work queued on this stream has finished (from any thread)."""
+        """Block until all work queued on this stream has finished (from any thread; Ctrl-C
+        interrupts the wait, and TILEJIT_SYNC_TIMEOUT bounds it: runtime/waiting.py)."""
         epoch = self._epoch
         self._epoch = epoch + 1
-        if self._cu is not None:
-            dev, h, cu = self.device, self.handle, self._cu
-            _waiting.wait(lambda: _ready(_on_device(dev, h, _d.drv.cuStreamQuery, cu)[0],
-                                         "cuStreamQuery"),
-                          lambda: _d.check(_on_device(dev, h, _d.drv.cuStreamSynchronize, cu),
-                                           "cuStreamSynchronize"),
-                          f"the work queued on stream {h:#x} of device {dev.ordinal}")
+        cu = self._cu
+        if cu is not None:
+            if self.handle in _DEFAULT_HANDLES:     # the context current once, for every poll
+                with self.device.current():
+                    _wait_for_stream(self.device, self.handle, cu)
+            else:
+                _wait_for_stream(self.device, self.handle, cu)
         if epoch > self._done_epoch:
             self._done_epoch = epoch
 
@@ -313,6 +314,25 @@ def _on_device(device, handle: int, fn, *args):
     return ret
 
 
+def _wait_for_stream(dev, h: int, cu) -> None:
+    """Stream ``cu``'s work done: polled here, then waited for by runtime/waiting.py (Ctrl-C,
+    TILEJIT_SYNC_TIMEOUT). A default handle (``h``) has ``dev``'s context current already."""
+    query = _d.drv.cuStreamQuery
+
+    def done() -> bool:
+        err = query(cu)[0]
+        if err == _d.SUCCESS:
+            return True
+        if err == _d.drv.CUresult.CUDA_ERROR_INVALID_CONTEXT:     # a thread without a context
+            with dev.current():
+                err = query(cu)[0]
+        return _ready(err, "cuStreamQuery")
+    if not done():
+        _waiting.wait(done, lambda: _d.check(_on_device(dev, h, _d.drv.cuStreamSynchronize, cu),
+                                             "cuStreamSynchronize"),
+                      f"the work queued on stream {h:#x} of device {dev.ordinal}")
+
+
 def _ready(err, what: str) -> bool:
     """The result of a ``cuStreamQuery`` / ``cuEventQuery`` (named ``what``): True when the work
     has finished, False while it is running; DriverError for any other error."""
@@ -456,9 +476,11 @@ class Event:
                       "cuEventQuery")
 
     def synchronize(self) -> None:
-        """Block until the event has completed (releases the GIL while waiting)."""
-        if self._cu is not None:
-            dev, cu = self.device, self._cu
+        """Block until the event has completed (the GIL released; Ctrl-C interrupts the wait,
+        and TILEJIT_SYNC_TIMEOUT bounds it)."""
+        cu = self._cu
+        if cu is not None and not self.query():
+            dev = self.device
             _waiting.wait(lambda: _ready(_on_device(dev, -1, _d.drv.cuEventQuery, cu)[0],
                                          "cuEventQuery"),
                           lambda: _d.check(_on_device(dev, -1, _d.drv.cuEventSynchronize, cu),

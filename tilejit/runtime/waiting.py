@@ -72,11 +72,12 @@ def wait(query: Optional[Callable[[], bool]], block: Callable[[], None], what: s
     limit, simply blocks: only the main thread receives Ctrl-C."""
     t0 = time.perf_counter()
     if query is not None:
-        if query():
-            return
-        while time.perf_counter() - t0 < POLL_S:
-            if query():
-                return
+        while True:             # the clock read every 8 polls: a poll is a driver call
+            for _ in range(8):
+                if query():
+                    return
+            if time.perf_counter() - t0 >= POLL_S:
+                break
     limit = envvars.get("TILEJIT_SYNC_TIMEOUT")
     if limit is None and threading.current_thread() is not threading.main_thread():
         block()
