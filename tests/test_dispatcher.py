@@ -370,6 +370,8 @@ def _run_path(op, path, s):
     from tilejit import native
     if path == "c":
         if not native.enabled():
+            from tilejit.deviceops.deviceop import account_for
+            account_for(op)             # not run on purpose: no "never run" warning later
             pytest.skip("the C extension is not built or TILEJIT_NATIVE=0")
         return op.sync_on(s)
     return op._sync_plain(s)            # the pure-Python launch path
