@@ -46,8 +46,8 @@ class _Waiter(threading.Thread):
                 block()
             except BaseException as e:  # noqa: BLE001  (handed to the waiting thread)
                 out.error = e
+            _idle.append(self)          # before done: the caller's next wait finds it idle
             out.done.set()
-            _idle.append(self)
 
 
 _idle: List[_Waiter] = []
