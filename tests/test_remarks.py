@@ -172,3 +172,23 @@ def test_cli_remarks_of_a_missing_file_is_one_line_exit_2(tmp_path):
     assert r.stderr.strip().splitlines() == [
         f"python -m tilejit remarks: cannot read {tmp_path / 'nope.tileirbc'}: "
         f"No such file or directory"]
+
+
+def test_a_tileiras_that_writes_no_remarks_is_a_clear_error(fake_tileiras):
+    # writes the cubin it is asked for, ignores --remarks-output-file
+    fake_tileiras('while [ $# -gt 0 ]; do if [ "$1" = -o ]; then printf "\\177ELF" > "$2"; fi; '
+                  'shift; done\n')
+    with pytest.raises(tile.ToolchainError, match="wrote no remarks file .*--remarks"):
+        remarks.collect(b"\x7fTileIR\x00", "sm_90")
+
+
+def test_the_remarks_dump_never_fails_the_compile_it_describes(monkeypatch, capsys):
+    from tilejit import compiler
+
+    def broken(*a, **k):
+        raise tile.ToolchainError("tileiras failed (exit code 3)\nmore")
+    monkeypatch.setattr(remarks, "collect", broken)
+    compiler._print_remarks(product.py_func, [], {}, "sm_90", b"", 3, "product")
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("// ==== tilejit remarks: product(")
+    assert err[1:] == ["(no remarks: tileiras failed (exit code 3))"]

@@ -25,7 +25,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 
 from . import envvars
 from . import keys as _keys
-from .errors import CompileError, InternalError, TileJitError
+from .errors import CompileError, InternalError, TileJitError, ToolchainError
 
 SIM_TARGET = "sim"          # the simulator's compile target (others are architectures: "sm_90")
 
@@ -375,9 +375,12 @@ def _print_remarks(pyfunc, keys, constants, target: str, bytecode: bytes, opt_le
     """``TILEJIT_DUMP=remarks``: tileiras's remarks on the kernel, one a line (a second
     tileiras run with remarks on, whether or not the cubin came from the disk cache)."""
     from .toolchain import remarks as _remarks
-    found = _remarks.collect(bytecode, target, opt_level=opt_level, name=fname)
-    print("\n".join([_dump_header(pyfunc, keys, constants, target, "remarks")]
-                    + [str(r) for r in found] + ([] if found else ["(no remarks)"])),
+    try:
+        lines = [str(r) for r in _remarks.collect(bytecode, target, opt_level=opt_level,
+                                                  name=fname)] or ["(no remarks)"]
+    except ToolchainError as e:         # a dump must not fail the compile it describes
+        lines = [f"(no remarks: {str(e).splitlines()[0]})"]
+    print("\n".join([_dump_header(pyfunc, keys, constants, target, "remarks")] + lines),
           file=sys.stderr)
 
 
