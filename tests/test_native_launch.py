@@ -445,8 +445,8 @@ class _BoundCalls:
 def test_a_call_passing_its_constants_is_bound_in_c_from_the_memo(monkeypatch):
     """The second call with the same constants' values (and options) finds its bound kernel in
     Kernel._bindings in C and launches it there, no Python frame; a value of another type that
-    the memo finds equal (1, True, 1.0; 0.0, -0.0), a miss, lazy arguments and generics are
-    Python's, with its kernels, results and errors. Without the extension: the same results."""
+    the memo finds equal (1, True, 1.0; 0.0, -0.0), a miss, lazy arguments and a constant
+    given twice are Python's, with its kernels, results and errors. Without the extension: the same results."""
     on = native.enabled()
     k = tile.entry(shift_scale.py_func)
     s = tile.Device(0).new_stream()
@@ -642,6 +642,7 @@ def test_grid_copies_as_the_python_method_does(monkeypatch):
             assert copy._const_grid is op._const_grid and copy._options is op._options
             assert copy._simple is (op.kernel is axpb and what != "const_grid")
             assert (copy._generics is op._generics) == (not op._generics)   # else a copy
+            assert copy._values == op._values and (op._values is None) == (not op._generics)
             assert getattr(op, RAN_SLOT) is False and not hasattr(copy, RAN_SLOT), what
             account_for(copy)
             account_for(want)
@@ -651,9 +652,11 @@ def test_grid_copies_as_the_python_method_does(monkeypatch):
     account_for(op.grid((2, 1, 1)))
     assert getattr(op, RAN_SLOT) is True                    # it ran: it stays so
     del op
-    # the copy launches in C: a plain call and one passing its constants (the second time)
+    # the copy launches in C: a plain call, one passing its constants and one binding them
+    # with .generics (the second time)
     for make, want in ((launches["plain"], a[:32] * 2 + 1), (launches["constants"],
-                                                            (a[:32] + 3) * 2)):
+                                                            (a[:32] + 3) * 2),
+                       (launches["generics"], a[:32] + 3)):
         for i in range(2):
             api.fill(z, 0.0).sync_on(s)
             native.reset_stats()
@@ -745,8 +748,12 @@ def widen(z, a):
 def test_generics_launch_the_kernel_bound_to_their_values(monkeypatch):
     """``kernel(runtime args).generics(...)`` (cuTile Rust's spelling) launches the kernel bound
     to those constants, the one a call passing them as arguments gets: no general path, no
-    second compile; a default fills an unbound constant. What the general path explains (a
-    constant missing, or given twice) still raises there."""
+    second compile; a default fills an unbound constant. With the extension a memo hit is C's
+    (csrc/prepared.c submit_bound keys on the values KernelLaunch.__init__ filled in once,
+    ``_values``): no Python lookup. What the general path explains (a constant missing, or
+    given twice) still raises there."""
+    from tilejit.deviceops.deviceop import account_for
+    from tilejit.dispatcher import _MISSING
     on = native.enabled()
     k = tile.entry(shift_scale.py_func)
     s = tile.Device(0).new_stream()
@@ -755,13 +762,25 @@ def test_generics_launch_the_kernel_bound_to_their_values(monkeypatch):
     z = api.zeros((64,)).sync_on(s)
     call = _BoundCalls(monkeypatch, k, s, z, x)
     launched = {"launches": 1, "fallbacks": {}}        # by the bound kernel's C launcher
+    opts = tile.CompileOptions(occupancy=2)
 
-    def generics(*values, out=z, **named):
-        op = k(out.partition((32,)), x).generics(*values, **named)
+    def run(op):
         native.reset_stats()
         before = call.python
         out = op.sync_on(s)
         return out, native.stats(), call.python - before
+
+    def generics(*values, out=z, **named):
+        return run(k(out.partition((32,)), x).generics(*values, **named))
+
+    def hit(make, want, st_want=launched):
+        """the launch make() makes, whose binding C finds (without the extension: Python)"""
+        api.fill(z, 0.0).sync_on(s)
+        op = make()
+        out, st, py = run(op)
+        assert py == (0 if on else 1) and (not on or st == st_want), (st, py)
+        assert len(out) == len(op.args) and all(o is v for o, v in zip(out, op.args))
+        np.testing.assert_allclose(z.to_numpy(), want, rtol=1e-6)
     out, _, py = generics(A=3, F=2.0)
     assert py == 1 and len(out) == 2 and out[1] is x     # the output: the arguments passed
     np.testing.assert_allclose(z.to_numpy(), (a + 3) * 2, rtol=1e-6)
@@ -769,24 +788,95 @@ def test_generics_launch_the_kernel_bound_to_their_values(monkeypatch):
     for values, named in (((), dict(A=3, F=2.0)), (([3, 2.0],), {}), ((3, 2.0), {})):
         fresh = api.zeros((64,)).sync_on(s)
         out, st, py = generics(*values, out=fresh, **named)
-        assert py == 1 and (not on or st == launched), (values, named, st)
+        assert py == (0 if on else 1) and (not on or st == launched), (values, named, st)
+        assert len(out) == 2 and out[1] is x
         np.testing.assert_allclose(fresh.to_numpy(), (a + 3) * 2, rtol=1e-6)
     out, st, py = call(3, 2.0)                           # passed as arguments: the same kernel
-    assert not on or st == launched
+    assert py == (0 if on else 1) and (not on or st == launched)
     assert (k.stats.compiles, len(k._bound_kernels)) == (compiles, bound)
-    generics(A=5)                                        # F's default, 1.0
+    # the values keyed on: the arguments with the constants in place, computed once
+    op = k(z.partition((32,)), x).generics(A=3, F=2.0)
+    assert op._values == (op.args[0], x, 3, 2.0) and type(op._values) is tuple
+    account_for(op)
+    del op
+    op = k(z.partition((32,)), x, 3, 2.0)
+    assert op._values is None
+    account_for(op)
+    del op
+    hit(lambda: k(z.partition((32,)), x).generics(A=3, F=2.0), (a + 3) * 2)
+    assert generics(A=5)[2] == 1                         # F's default, 1.0: bound by Python
     np.testing.assert_allclose(z.to_numpy(), a + 5, rtol=1e-6)
     assert len(k._bound_kernels) == bound + 1
+    hit(lambda: k(z.partition((32,)), x).generics(A=5), a + 5)   # then C's
     out, st, py = generics(A=5, F=1.0)                   # the same binding as the default's
     assert not on or st == launched
     assert len(k._bound_kernels) == bound + 1
+    # keywords pass every parameter, A left missing and F's default applied: .generics binds
+    # A in place (F again: given twice)
+    op = k(z=z.partition((32,)), x=x).generics(A=5)
+    assert op.args[2] is _MISSING and op._values == (op.args[0], x, 5, 1.0)
+    account_for(op)
+    del op
+    hit(lambda: k(z=z.partition((32,)), x=x).generics(A=5), a + 5)
+    # a value of another type the memo finds equal: Python's check (True is A=1's kernel, 1.0
+    # refused; -0.0 binds its own kernel)
+    generics(A=1, F=2.0)
+    hit(lambda: k(z.partition((32,)), x).generics(A=1, F=2.0), (a + 1) * 2)
+    assert generics(A=True, F=2.0)[2] == 1 and len(k._bound_kernels) == bound + 2
+    with pytest.raises(TypeError, match="Constant\\[int\\] but got float 1.0"):
+        generics(A=1.0, F=2.0)
+    assert generics(A=0, F=-0.0)[2] == 1 and np.signbit(z.to_numpy()).all()
+    hit(lambda: k(z.partition((32,)), x).generics(A=0, F=-0.0), -np.zeros(64))
+    assert np.signbit(z.to_numpy()).all()
+    assert generics(A=0, F=0.0)[2] == 1 and not np.signbit(z.to_numpy()).any()
+    # every copy carries the values: .generics on .generics, .grid either side, options
+    op = k(z.partition((32,)), x).generics(A=9).generics(A=3).generics(F=2.0)
+    assert op._values == (op.args[0], x, 3, 2.0)
+    account_for(op)
+    del op
+    hit(lambda: k(z.partition((32,)), x).generics(A=9).generics(A=3).generics(F=2.0),
+        (a + 3) * 2)
+    half = np.r_[(a[:32] + 3) * 2, np.zeros(32)]
+    run(k(z.partition((32,)), x).generics(A=3, F=2.0).grid((1, 1, 1)))   # a new grid: compiles
+    hit(lambda: k(z.partition((32,)), x).generics(A=3, F=2.0).grid((1, 1, 1)), half)
+    hit(lambda: k(z.partition((32,)), x).grid((1, 1, 1)).generics(A=3, F=2.0), half)
+    hit(lambda: k(z.partition((32,)), x).generics(A=3).grid([1, 1, 1]).generics(F=2.0), half)
+    assert run(k(z.partition((32,)), x).generics(A=3, F=2.0).compile_options(opts))[2] == 1
+    hit(lambda: k(z.partition((32,)), x).generics(A=3, F=2.0).compile_options(opts),
+        (a + 3) * 2)
+    hit(lambda: k(z.partition((32,)), x).compile_options(opts).generics(A=3, F=2.0),
+        (a + 3) * 2)
+    op = k(z.partition((32,)), x).generics(A=3).compile_options(opts).grid((1, 1, 1))
+    assert op._values == (op.args[0], x, 3, 1.0) and op._options is opts
+    account_for(op)
+    del op
+    # a grid baked in: the general path (its values kept all the same)
+    op = k(z.partition((32,)), x).generics(A=3, F=2.0).const_grid((2, 1, 1))
+    assert op._values == (op.args[0], x, 3, 2.0)
+    out, st, py = run(op)
+    assert py == 1 and (not on or st == {"launches": 0, "fallbacks": {_NOT_PLAIN: 1}})
+    np.testing.assert_allclose(z.to_numpy(), (a + 3) * 2, rtol=1e-6)
+    # missing, given twice (even equal): the general path and its errors, counted there
     native.reset_stats()
+    op = k(z.partition((32,)), x).generics(F=2.0)
+    assert op._values == (op.args[0], x, _MISSING, 2.0)
     with pytest.raises(tile.LaunchError, match="no value for the tile.Constant parameter"):
-        k(z.partition((32,)), x).generics(F=2.0).sync_on(s)
+        op.sync_on(s)
+    del op
+    with pytest.raises(tile.LaunchError, match="no value for the tile.Constant parameter"):
+        k(z.partition((32,)), x).generics(F=2.0).grid((1, 1, 1)).sync_on(s)
     with pytest.raises(tile.LaunchError, match="given twice"):
         k(z.partition((32,)), x, 3, 2.0).generics(A=4).sync_on(s)
-    k(z.partition((32,)), x, 3, 2.0).generics(A=3).sync_on(s)      # twice, equal: general
-    assert not on or native.stats()["fallbacks"] == {_NOT_PLAIN: 3}   # each of the three
+    with pytest.raises(tile.LaunchError, match="given twice"):
+        k(z=z.partition((32,)), x=x).generics(A=3, F=2.0).sync_on(s)
+    op = k(z.partition((32,)), x, 3, 2.0).generics(A=3)
+    copy = op.grid((2, 1, 1))
+    assert op._values is None and copy._values is None
+    account_for(copy)
+    del copy
+    op.sync_on(s)                                                      # twice, equal: general
+    assert not on or native.stats()["fallbacks"] == {_NOT_PLAIN: 5}   # each of the five
+    np.testing.assert_allclose(z.to_numpy(), (a + 3) * 2, rtol=1e-6)
 
 
 @tile.entry
@@ -863,10 +953,11 @@ def _kinds(s):
 
 
 @needs_native
-def test_every_argument_kind_launches_in_c_the_second_time():
+def test_every_argument_kind_launches_in_c_the_second_time(monkeypatch):
     """Each kind twice: the second launch is made by C with no fallback where C handles the
     kind; where it is meant to go back to Python, stats() names the reason."""
     import sys
+    from tilejit.kernel_launch import KernelLaunch
     if "cupy" in sys.modules:
         pytest.skip("the real CuPy is registered in this process")
     ext = native.ext()
@@ -883,9 +974,13 @@ def test_every_argument_kind_launches_in_c_the_second_time():
     assert native.stats()["fallbacks"] == {
         "constants, generics, compile options or a grid baked into the kernel": 1}
     fill_const(*_kinds(s)[0][2]()[:1]).generics(A=3).sync_on(s)    # generics: bound, then
-    native.reset_stats()                                                # C's launcher
+    native.reset_stats()                                                # found and launched
+    python = []                                                         # in C
+    bound = KernelLaunch._launch_bound
+    monkeypatch.setattr(KernelLaunch, "_launch_bound", lambda *a: python.append(a) or bound(*a))
     fill_const(*_kinds(s)[0][2]()[:1]).generics(A=3).sync_on(s)
-    assert native.stats() == {"launches": 1, "fallbacks": {}}
+    assert native.stats() == {"launches": 1, "fallbacks": {}} and python == []
+    monkeypatch.undo()
     for name, k, make, reason in _kinds(s):
         k(*make()).sync_on(s)
         native.reset_stats()

@@ -5,8 +5,8 @@ A launch classifies its arguments (``runtime.argspec``), takes the partitions' l
 devices, aliasing and the grid, finds the executable through the kernel (``Kernel.executable_for``:
 the compile side, ``dispatcher.py``) and launches it (``runtime.cuda_executable``). With the C extension a
 plain launch (no constants, no launch options) runs in C (``tilejit/native.py``), and so does a
-call passing its constants (or compile options) whose bound kernel is in the kernel's memo; these
-methods are its fallback and the pure-Python build.
+call passing its constants (as arguments or with ``.generics``, or compile options) whose bound
+kernel is in the kernel's memo; these methods are its fallback and the pure-Python build.
 """
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ class KernelLaunch(DeviceOp):
     # slots: the C launcher (tilejit/csrc, set_layout) makes plain launches as clones of a
     # prototype made by __init__, and reads them by offset
     __slots__ = ("kernel", "args", "arity", "_simple", "_grid", "_const_grid", "_options",
-                 "_generics", "__dict__", "__weakref__")
+                 "_generics", "_values", "__dict__", "__weakref__")
 
     def __init__(self, kernel, args, grid=None, const_grid=None, generics=None,
                  options: Optional[CompileOptions] = None):
@@ -58,6 +58,11 @@ class KernelLaunch(DeviceOp):
         self._grid = grid
         self._const_grid = const_grid
         self._generics = dict(generics) if generics else _NO_GENERICS
+        # with generics: every parameter's value (the constants bound in place), what the
+        # bound kernel's memo keys on, computed once here rather than at each launch (C's
+        # submit_bound reads it too); None without generics or where the general path decides
+        values = kernel._with_generics(self.args, self._generics) if self._generics else None
+        self._values = tuple(values) if values is not None else None
         self._options = options
         # no constants, generics, options or const_grid: the hot path keys on argument keys only
         self._simple = kernel is not None and kernel._simple and not self._generics and \
@@ -110,7 +115,7 @@ class KernelLaunch(DeviceOp):
             if isinstance(a, DeviceOp):
                 return False
         if self._generics:
-            values = k._with_generics(args, self._generics)
+            values = self._values           # Kernel._with_generics's, made by __init__
             if values is None:
                 return False
         elif self.arity == len(k.param_names):
@@ -239,7 +244,8 @@ class KernelLaunch(DeviceOp):
                 raise LaunchError(f"{k.__name__} has no tile.Constant parameter '{name}' "
                                   f"(constant parameters: {', '.join(k.constant_names) or 'none'})")
             g[name] = v
-        return self._copy(generics=g)
+        # (the copy made directly, not through _copy: a generics call's hot path)
+        return KernelLaunch(k, self.args, self._grid, self._const_grid, g, self._options)
 
     def compile_options(self, options: CompileOptions) -> "KernelLaunch":
         account_for(self)

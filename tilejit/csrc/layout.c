@@ -73,6 +73,7 @@ static const SlotSpec specs[] = {
     {&T_klaunch, &O.k_arity, "arity"}, {&T_klaunch, &O.k_simple, "_simple"},
     {&T_klaunch, &O.k_grid, "_grid"}, {&T_klaunch, &O.k_generics, "_generics"},
     {&T_klaunch, &O.k_const_grid, "_const_grid"}, {&T_klaunch, &O.k_options, "_options"},
+    {&T_klaunch, &O.k_values, "_values"},
     {&T_klaunch, &O.k_ran, "_ran"},     /* deviceops/deviceop.py RAN_SLOT: the "never run" warning */
     {&T_fpart, &O.fp_value, "value"}, {&T_fpart, &O.fp_tile, "tile_shape"},
     {&T_fpart, &O.fp_live, "_live"},

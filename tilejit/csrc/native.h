@@ -86,7 +86,7 @@ extern struct Offsets {
     Py_ssize_t s_device, s_handle, s_cu, s_epoch, s_ephemeral, s_capture;
     Py_ssize_t i_sealed;
     Py_ssize_t k_kernel, k_args, k_arity, k_simple, k_grid, k_ran, k_generics, k_const_grid,
-        k_options;
+        k_options, k_values;
     Py_ssize_t fp_value, fp_tile, fp_live;
     Py_ssize_t f_out, f_stream, f_done;
     Py_ssize_t a_value;

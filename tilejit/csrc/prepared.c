@@ -113,9 +113,10 @@ static PyObject *vectorcall_prepended(PyObject *fn, PyObject *self, PyObject *co
    g, self._const_grid, self._generics, self._options), made in C for a grid normalize_grid
    passes as is (grid3_ok). The copy's slots are what __init__ sets: the same args tuple
    (tuple() of a tuple), its length, the shared empty generics or a copy of the dict, and
-   self's _simple, since every input of it (kernel, arity, generics, options, const_grid) is
-   self's; _ran unset, so the copy warns if dropped unrun. Anything else (another spelling,
-   an error, a subclass, an unset slot) is the Python method's. */
+   self's _simple and _values (the parameters' values with generics, a tuple or None), since
+   every input of them (kernel, args, arity, generics, options, const_grid) is self's; _ran
+   unset, so the copy warns if dropped unrun. Anything else (another spelling, an error, a
+   subclass, an unset slot) is the Python method's. */
 static PyObject *klaunch_grid(PyObject *self, PyObject *const *argv, Py_ssize_t nargs,
                               PyObject *kwnames) {
     if (nargs != 1 || kwnames || !layout_ok || Py_TYPE(self) != T_klaunch || !grid3_ok(argv[0]))
@@ -123,8 +124,9 @@ static PyObject *klaunch_grid(PyObject *self, PyObject *const *argv, Py_ssize_t 
     PyObject *kernel = SLOT(self, O.k_kernel), *args = SLOT(self, O.k_args),
              *simple = SLOT(self, O.k_simple), *generics = SLOT(self, O.k_generics),
              *const_grid = SLOT(self, O.k_const_grid), *options = SLOT(self, O.k_options),
+             *values = SLOT(self, O.k_values),
              *no_generics = SLOT(P_launch, O.k_generics);      /* the shared empty one */
-    if (!kernel || !args || !PyTuple_CheckExact(args) || !const_grid || !options ||
+    if (!kernel || !args || !PyTuple_CheckExact(args) || !const_grid || !options || !values ||
         (simple != Py_True && simple != Py_False) || !generics ||
         (generics != no_generics && (!PyDict_CheckExact(generics) || !PyDict_GET_SIZE(generics))))
         return vectorcall_prepended(fb_grid, self, argv, nargs, kwnames);
@@ -140,6 +142,7 @@ static PyObject *klaunch_grid(PyObject *self, PyObject *const *argv, Py_ssize_t 
     set_slot(op, O.k_const_grid, const_grid);
     set_slot(op, O.k_generics, g);
     set_slot(op, O.k_options, options);
+    set_slot(op, O.k_values, values);
     set_slot(op, O.k_simple, simple);
     Py_CLEAR(SLOT(op, O.k_ran));        /* the prototype counts as run; the copy has not */
     Py_DECREF(arity);
@@ -197,20 +200,20 @@ static int same_binding(PyObject *raw, PyObject *hit) {
 }
 
 /* The kernel bound to what `op` passes (constants' values, compile options) where
-   KernelLaunch._launch_bound finds it in the memo (Kernel._bound_for): a call of every
-   parameter in `args`, no generics, baked grid or lazy argument, and a hit in kernel._bindings
-   by (the constants' values as passed, the options). A new reference, its runtime arguments in
-   *rt (a new tuple); or NULL, no error set: Python decides (it binds on a miss, explains
-   errors, counts the general path). The memo is read at each call, never kept: _forget_bound
-   clears it, and a bound kernel's launcher checks the globals itself. */
-static PyObject *memo_bound(PyObject *op, PyObject *kernel, PyObject *args, PyObject **rt) {
+   KernelLaunch._launch_bound finds it in the memo (Kernel._bound_for): `values`, every
+   parameter's value (the call's arguments, or with generics the launch's _values), no baked
+   grid or lazy argument, and a hit in kernel._bindings by (the constants' values as passed,
+   the options). A new reference, its runtime arguments in *rt (a new tuple); or NULL, no error
+   set: Python decides (it binds on a miss, explains errors, counts the general path). The memo
+   is read at each call, never kept: _forget_bound clears it, and a bound kernel's launcher
+   checks the globals itself. */
+static PyObject *memo_bound(PyObject *op, PyObject *kernel, PyObject *values, PyObject **rt) {
     PyObject *options = SLOT(op, O.k_options);
-    if (!options || SLOT(op, O.k_const_grid) != Py_None ||
-        SLOT(op, O.k_generics) != SLOT(P_launch, O.k_generics))    /* the shared empty one */
+    if (!options || SLOT(op, O.k_const_grid) != Py_None)
         return NULL;
-    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    Py_ssize_t n = PyTuple_GET_SIZE(values);
     for (Py_ssize_t i = 0; i < n; i++)
-        if (PyObject_TypeCheck(PyTuple_GET_ITEM(args, i), T_klaunch->tp_base)) return NULL;
+        if (PyObject_TypeCheck(PyTuple_GET_ITEM(values, i), T_klaunch->tp_base)) return NULL;
     PyObject *nat = PyObject_GetAttr(kernel, S_native);
     PyObject *memo = nat ? PyObject_GetAttr(kernel, S_bindings) : NULL;
     PyObject *raw = NULL, *key = NULL, *hit = NULL, *b = NULL;
@@ -219,7 +222,7 @@ static PyObject *memo_bound(PyObject *op, PyObject *kernel, PyObject *args, PyOb
         n != L->nparams || !(raw = PyTuple_New(L->nconst)))
         goto done;
     for (Py_ssize_t i = 0; i < L->nconst; i++) {
-        PyObject *v = PyTuple_GET_ITEM(args, L->cpos[i]);
+        PyObject *v = PyTuple_GET_ITEM(values, L->cpos[i]);
         Py_INCREF(v);
         PyTuple_SET_ITEM(raw, i, v);
     }
@@ -230,7 +233,7 @@ static PyObject *memo_bound(PyObject *op, PyObject *kernel, PyObject *args, PyOb
         || !(*rt = PyTuple_New(n - L->nconst)))
         goto done;
     for (Py_ssize_t i = 0; i < n - L->nconst; i++) {
-        PyObject *v = PyTuple_GET_ITEM(args, L->rpos[i]);
+        PyObject *v = PyTuple_GET_ITEM(values, L->rpos[i]);
         Py_INCREF(v);
         PyTuple_SET_ITEM(*rt, i, v);
     }
@@ -242,17 +245,24 @@ done:
     return b;
 }
 
-/* KernelLaunch.submit_on / sync_on of a call with constants or compile options, as
-   _launch_bound makes it: the plain launch of the bound kernel's runtime arguments on the
-   call's grid, under the submission guard; the output is every argument. Anything else is the
-   Python method's. */
+/* KernelLaunch.submit_on / sync_on of a call with constants (as arguments or through
+   .generics) or compile options, as _launch_bound makes it: the plain launch of the bound
+   kernel's runtime arguments on the call's grid, under the submission guard; the output is
+   every argument as passed. Anything else is the Python method's. */
 static PyObject *submit_bound(PyObject *op, PyObject *stream, int wait) {
     PyObject *kernel = SLOT(op, O.k_kernel), *args = SLOT(op, O.k_args), *rt = NULL;
-    if (!kernel || !args || !PyTuple_Check(args))
+    /* with .generics(): the lookup is on every parameter's value, which KernelLaunch.__init__
+       computed once (Kernel._with_generics: the constants bound in place, defaults filled);
+       None (a constant given twice, an arity to explain) is the general path's */
+    PyObject *values = args;
+    if (SLOT(op, O.k_generics) != SLOT(P_launch, O.k_generics))    /* not the shared empty one */
+        values = SLOT(op, O.k_values);
+    if (!kernel || !args || !PyTuple_Check(args) || !values || !PyTuple_Check(values))
         return PyObject_CallFunctionObjArgs(wait ? fb_sync : fb_submit, op, stream, NULL);
     Py_INCREF(kernel);
     Py_INCREF(args);
-    PyObject *b = memo_bound(op, kernel, args, &rt), *result = NULL;
+    Py_INCREF(values);      /* the memo's lookup may run Python code (a value's __hash__) */
+    PyObject *b = memo_bound(op, kernel, values, &rt), *result = NULL;
     PyObject *nat = b ? PyObject_GetAttr(b, S_native) : NULL;
     int ok = 0;
     if (nat && Py_IS_TYPE(nat, &LauncherType) && !tl_executing) {
@@ -280,7 +290,8 @@ static PyObject *submit_bound(PyObject *op, PyObject *stream, int wait) {
         PyErr_Clear();
         result = PyObject_CallFunctionObjArgs(wait ? fb_sync : fb_submit, op, stream, NULL);
     }
-    Py_DECREF(kernel); Py_DECREF(args); Py_XDECREF(b); Py_XDECREF(rt); Py_XDECREF(nat);
+    Py_DECREF(kernel); Py_DECREF(args); Py_DECREF(values); Py_XDECREF(b); Py_XDECREF(rt);
+    Py_XDECREF(nat);
     return result;
 }
 
