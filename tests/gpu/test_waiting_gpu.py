@@ -27,40 +27,34 @@ KERNEL = textwrap.dedent("""\
 """)
 
 
-def _run(tail: str, **env):
-    r = subprocess.run([sys.executable, "-c", KERNEL + textwrap.dedent(tail)],
-                       capture_output=True, text=True, timeout=120, cwd=ROOT,
-                       env=dict(os.environ, PYTHONPATH=ROOT, **env))
-    assert r.returncode == 0, r.stdout + r.stderr
-    return r.stdout
-
-
-def test_a_sync_that_never_ends_times_out():
-    out = _run("""\
+def _never_ending_sync(error: str, before: str = "", **env):
+    """(seconds, message) of the ``error`` that ends ``op.sync()`` in a process of its own,
+    which then exits with the kernel still running."""
+    tail = textwrap.dedent(f"""\
+        {before}
         t0 = time.perf_counter()
         try:
             op.sync()
-        except TimeoutError as e:
-            print(f"{time.perf_counter() - t0:.1f}", e)
+        except {error} as e:
+            print(f"{{time.perf_counter() - t0:.1f}}", e)
         sys.stdout.flush()
         os._exit(0)
-    """, TILEJIT_SYNC_TIMEOUT="3")
-    took, msg = out.split(" ", 1)
-    assert 3.0 <= float(took) < 30, out
+    """)
+    r = subprocess.run([sys.executable, "-c", KERNEL + tail], capture_output=True, text=True,
+                       timeout=120, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT, **env))
+    assert r.returncode == 0, r.stdout + r.stderr
+    took, msg = r.stdout.split(" ", 1)
+    return float(took), msg
+
+
+def test_a_sync_that_never_ends_times_out():
+    took, msg = _never_ending_sync("TimeoutError", TILEJIT_SYNC_TIMEOUT="3")
+    assert 3.0 <= took < 30, (took, msg)
     assert "did not finish within 3 s (TILEJIT_SYNC_TIMEOUT)" in msg and "stream" in msg, msg
 
 
 def test_ctrl_c_interrupts_a_sync_that_never_ends():
-    out = _run("""\
-        threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGINT)).start()
-        t0 = time.perf_counter()
-        try:
-            op.sync()
-        except KeyboardInterrupt as e:
-            print(f"{time.perf_counter() - t0:.1f}", e)
-        sys.stdout.flush()
-        os._exit(0)
-    """)
-    took, msg = out.split(" ", 1)
-    assert float(took) < 30, out
+    took, msg = _never_ending_sync(
+        "KeyboardInterrupt", "threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGINT)).start()")
+    assert took < 30, (took, msg)
     assert msg.startswith("interrupted while waiting for the work queued on stream"), msg
