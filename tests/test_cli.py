@@ -1,4 +1,4 @@
-"""``python -m tilejit``: info, --help, --version, disasm and cache (issue 23 item 8; the cache's
+"""``python -m tilejit``: info, --help, --version, disasm, remarks and cache (issue 23 item 8; the cache's
 data safety is issue 21 item 14)."""
 import os
 import subprocess
@@ -50,11 +50,12 @@ def test_version():
     assert r.returncode == 0 and r.stdout.strip() == f"tilejit {tilejit.__version__}"
 
 
-def test_disasm_of_a_missing_file_is_one_line_exit_2(tmp_path):
-    r = tilejit_cli("disasm", str(tmp_path / "nope.tileirbc"))
+@pytest.mark.parametrize("cmd", ["disasm", "remarks"])
+def test_a_missing_bytecode_file_is_one_line_exit_2(tmp_path, cmd):
+    r = tilejit_cli(cmd, str(tmp_path / "nope.tileirbc"))
     assert r.returncode == 2
     assert r.stderr.strip().splitlines() == [
-        f"python -m tilejit disasm: cannot read {tmp_path / 'nope.tileirbc'}: "
+        f"python -m tilejit {cmd}: cannot read {tmp_path / 'nope.tileirbc'}: "
         f"No such file or directory"]
 
 

@@ -165,15 +165,6 @@ def test_cli_prints_the_remarks_of_a_bytecode_file(tmp_path):
            f"(Instruction = Tensor-core SM90, Shape = [64, 64, 16])" in r.stdout.splitlines()
 
 
-def test_cli_remarks_of_a_missing_file_is_one_line_exit_2(tmp_path):
-    from test_cli import tilejit_cli
-    r = tilejit_cli("remarks", str(tmp_path / "nope.tileirbc"))
-    assert r.returncode == 2
-    assert r.stderr.strip().splitlines() == [
-        f"python -m tilejit remarks: cannot read {tmp_path / 'nope.tileirbc'}: "
-        f"No such file or directory"]
-
-
 def test_a_tileiras_that_writes_no_remarks_is_a_clear_error(fake_tileiras):
     # writes the cubin it is asked for, ignores --remarks-output-file
     fake_tileiras('while [ $# -gt 0 ]; do if [ "$1" = -o ]; then printf "\\177ELF" > "$2"; fi; '
