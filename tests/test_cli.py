@@ -1,5 +1,5 @@
-"""``python -m tilejit``: info, --help, --version, disasm, remarks and cache (issue 23 item 8; the cache's
-data safety is issue 21 item 14)."""
+"""``python -m tilejit``: info, --help, --version, disasm, remarks and cache (issue 23 item 8;
+the cache's data safety is issue 21 item 14)."""
 import os
 import subprocess
 import sys
