@@ -8,6 +8,7 @@ import tilejit as tile
 from tilejit import api
 from tilejit.toolchain import tileiras
 
+import launch_paths
 from lowered import lowered_function
 from sample_arrays import rand
 
@@ -366,17 +367,6 @@ def offset_of(t):
     return t + 1.0
 
 
-def _run_path(op, path, s):
-    from tilejit import native
-    if path == "c":
-        if not native.enabled():
-            from tilejit.deviceops.deviceop import account_for
-            account_for(op)             # not run on purpose: no "never run" warning later
-            pytest.skip("the C extension is not built or TILEJIT_NATIVE=0")
-        return op.sync_on(s)
-    return op._sync_plain(s)            # the pure-Python launch path
-
-
 def _built(k) -> int:
     """Specializations made: compiled, or found in the disk cache or the warm-start index (the
     GPU suite shares one cache, so another test may have compiled the same source)."""
@@ -398,13 +388,13 @@ def test_a_changed_global_recompiles_at_the_next_call(path):
     z = api.zeros((64,)).sync_on(s)
     saved_scale, saved_helper = SCALE, offset_of
     try:
-        _run_path(k(z.partition((64,)), x), path, s)
+        launch_paths.run(k(z.partition((64,)), x), path, s)
         np.testing.assert_allclose(z.to_numpy(), (xn + 1) * 2, rtol=1e-6)
         assert _built(k) == 1
         SCALE = 3.0
         native.reset_stats()
         with pytest.warns(RuntimeWarning, match="reads global.*SCALE.*recompiling"):
-            _run_path(k(z.partition((64,)), x), path, s)
+            launch_paths.run(k(z.partition((64,)), x), path, s)
         np.testing.assert_allclose(z.to_numpy(), (xn + 1) * 3, rtol=1e-6)
         assert _built(k) == 2
         if path == "c":                 # C saw the change and gave the launch to Python
@@ -413,18 +403,18 @@ def test_a_changed_global_recompiles_at_the_next_call(path):
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             for _ in range(2):
-                _run_path(k(z.partition((64,)), x), path, s)
+                launch_paths.run(k(z.partition((64,)), x), path, s)
         assert _built(k) == 2
         if path == "c":
             native.reset_stats()
-            _run_path(k(z.partition((64,)), x), path, s)
+            launch_paths.run(k(z.partition((64,)), x), path, s)
             assert native.stats() == {"launches": 1, "fallbacks": {}}
 
         @tile.function
         def offset_of(t):               # noqa: F811  (a notebook cell run again, edited)
             return t + 5.0
         with pytest.warns(RuntimeWarning, match="offset_of"):
-            _run_path(k(z.partition((64,)), x), path, s)
+            launch_paths.run(k(z.partition((64,)), x), path, s)
         np.testing.assert_allclose(z.to_numpy(), (xn + 5) * 3, rtol=1e-6)
         assert _built(k) == 3
     finally:

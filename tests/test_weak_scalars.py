@@ -11,18 +11,11 @@ import numpy as np
 import pytest
 
 import tilejit as tile
-from tilejit import api, native
+from tilejit import api
+
+import launch_paths
 
 pytestmark = pytest.mark.usefixtures("simulator_backend")
-
-
-def _run(op, path, s):
-    """Run a lazy launch by the C launcher (``"c"``) or the Python launch path."""
-    if path == "c":
-        if not native.enabled():
-            pytest.skip("the C extension is not built or TILEJIT_NATIVE=0")
-        return op.sync_on(s)
-    return op._sync_plain(s)            # KernelLaunch's pure-Python path
 
 
 PATHS = ["c", "python"]
@@ -69,7 +62,7 @@ def test_a_float_argument_meets_float64_tiles_exactly(path):
     x = np.array([1.0, 2.0, -3.0, 0.5], np.float64)
     xt, zt = _tensors(s, x)
     for a in (0.1, 1e39, 1e-300, 1 / 3, 1e300):
-        _run(scale(zt.partition((4,)), xt, a), path, s)
+        launch_paths.run(scale(zt.partition((4,)), xt, a), path, s)
         np.testing.assert_array_equal(zt.to_numpy(), x * a)
     assert zt.to_numpy()[0] == 1e300 != np.inf
 
@@ -79,17 +72,17 @@ def test_a_float_argument_meeting_float32_is_converted_once(path):
     s = tile.Device(0).new_stream()
     x = np.array([1.0, 3.0, -7.0, 0.25], np.float32)
     xt, zt = _tensors(s, x)
-    _run(scale(zt.partition((4,)), xt, 0.1), path, s)
+    launch_paths.run(scale(zt.partition((4,)), xt, 0.1), path, s)
     np.testing.assert_array_equal(zt.to_numpy(), x * 0.1)      # NumPy 2: float32 * weak 0.1
     assert zt.to_numpy().dtype == np.float32
     with pytest.warns(RuntimeWarning, match="overflow encountered in cast"):
-        _run(scale(zt.partition((4,)), xt, 1e39), path, s)
+        launch_paths.run(scale(zt.partition((4,)), xt, 1e39), path, s)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         np.testing.assert_array_equal(zt.to_numpy(), x * np.float32(np.inf))
     with warnings.catch_warnings():
         warnings.simplefilter("error")          # in range: no warning
-        _run(scale(zt.partition((4,)), xt, 3.0e38), path, s)
+        launch_paths.run(scale(zt.partition((4,)), xt, 3.0e38), path, s)
 
 
 @pytest.mark.parametrize("path", PATHS)
@@ -102,12 +95,13 @@ def test_an_int_that_does_not_fit_raises_at_the_call(path, dtype, n):
     xt, zt = _tensors(s, x)
     with pytest.raises(OverflowError, match=f"^Python integer {n} out of bounds for "
                                             f"{np.dtype(dtype).name}$"):
-        _run(add_n(zt.partition((4,)), xt, n), path, s)
+        launch_paths.run(add_n(zt.partition((4,)), xt, n), path, s)
     np.testing.assert_array_equal(zt.to_numpy(), np.zeros(4, dtype))     # nothing ran
     info = np.iinfo(dtype)
     for ok in (info.max if info.max < 2 ** 63 else 5, info.min, 0):
-        _run(add_n(zt.partition((4,)), xt, int(ok) - (1 if ok == info.max else 0)), path, s)
-    _run(add_n(zt.partition((4,)), xt, 2), path, s)                      # still launches
+        inside = int(ok) - (1 if ok == info.max else 0)
+        launch_paths.run(add_n(zt.partition((4,)), xt, inside), path, s)
+    launch_paths.run(add_n(zt.partition((4,)), xt, 2), path, s)     # still launches
     np.testing.assert_array_equal(zt.to_numpy(), x + dtype(2))
 
 
@@ -117,10 +111,10 @@ def test_unsigned_greater_than_minus_one_is_true(path, dtype):
     s = tile.Device(0).new_stream()
     x = np.array([0, 1, 7, np.iinfo(dtype).max], dtype)
     xt, zt = _tensors(s, x, np.int32)
-    _run(greater(zt.partition((4,)), xt, -1), path, s)
+    launch_paths.run(greater(zt.partition((4,)), xt, -1), path, s)
     np.testing.assert_array_equal(zt.to_numpy(), (x > -1).astype(np.int32))
     assert (zt.to_numpy() == 1).all()
-    _run(greater_than_minus_one(zt.partition((4,)), xt), path, s)
+    launch_paths.run(greater_than_minus_one(zt.partition((4,)), xt), path, s)
     assert (zt.to_numpy() == 1).all()
 
 
@@ -136,7 +130,7 @@ def test_comparisons_with_python_ints_are_exact(path, dtype, values):
     x = np.array([info.min, 0, 3, info.max], dtype)
     xt, zt = _tensors(s, x, np.int32)
     for n in values:
-        _run(compares(zt.partition((4,)), xt, n), path, s)
+        launch_paths.run(compares(zt.partition((4,)), xt, n), path, s)
         want = ((x < n) * 1 + (x <= n) * 2 + (x > n) * 4 + (x >= n) * 8 + (x == n) * 16 +
                 (x != n) * 32).astype(np.int32)
         np.testing.assert_array_equal(zt.to_numpy(), want, err_msg=f"n={n}")
