@@ -104,9 +104,10 @@ class KernelLaunch(DeviceOp):
     def _launch_bound(self, stream, wait: bool) -> bool:
         """A call that passed its kernel's constants (as arguments or through ``.generics``), or
         compile options (no const_grid), launched as a plain launch of the kernel bound to them
-        (the C path, or its Python fallback). False when it must take the general path: lazy arguments, values
-        that cannot key the memo. With the extension, C makes a memo hit itself (csrc/prepared.c
-        submit_bound, the same steps): this runs for a miss and what C gives back."""
+        (the C path, or its Python fallback). False when it must take the general path: lazy
+        arguments, values that cannot key the memo. With the extension, C makes a memo hit
+        itself (csrc/prepared.c submit_bound, the same steps): this runs for a miss and what C
+        gives back."""
         k = self.kernel
         if k is None or k._bindings is None or self._const_grid is not None:
             return False
