@@ -201,8 +201,7 @@ class Kernel:
             hit = self._bindings.get((raw, options))
         except TypeError:               # unhashable: the general path explains
             return None
-        if hit is not None and (_keys.constant_types(raw) == hit[2] if hit[2] is not None
-                                else _keys.same_constants(raw, hit[1])):
+        if hit is not None and _keys.same_binding(raw, hit):
             return hit[0]
         if any(v is _MISSING for v in raw):
             return None
@@ -210,7 +209,6 @@ class Kernel:
         consts = {n: _keys.constant_value(n, v, types[n])
                   for n, v in zip([self.param_names[i] for i in self._const_pos], raw)}
         key = (_keys.constant_key(consts), options)
-        flat = not any(type(v) is tuple or isinstance(v, float) for v in raw)
         with self._lock:
             b = self._bound_kernels.get(key)
             if b is None:
@@ -219,8 +217,7 @@ class Kernel:
                 b = self._bound_kernels[key] = _BoundKernel(self, consts, options)
             if len(self._bindings) >= 4 * _MAX_BOUND:     # values as passed (each NaN its own)
                 self._bindings.clear()
-            self._bindings[(raw, options)] = (b, raw, _keys.constant_types(raw) if flat
-                                              else None)
+            self._bindings[(raw, options)] = (b, raw, _keys.flat_types(raw, raw))
         return b
 
     def _forget_bound(self) -> None:

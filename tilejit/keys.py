@@ -301,6 +301,23 @@ def constant_types(raw):
     return tuple(map(type, raw)) if type(raw) is tuple else type(raw)
 
 
+def flat_types(raw, values):
+    """What a launch memo keyed by constants' values as passed (``raw``) stores to check a hit:
+    their exact types (:func:`constant_types`) when every one of ``values`` (the constants, one
+    by one) is flat and float-free, else None (a hit is then checked by :func:`same_constants`)."""
+    if any(type(v) is tuple or isinstance(v, float) for v in values):
+        return None
+    return constant_types(raw)
+
+
+def same_binding(raw, hit) -> bool:
+    """Whether a launch memo's hit ``(bound kernel, values, flat_types or None)`` found for the
+    key ``raw`` holds the same values, not only equal ones (1 == True == 1.0 as keys).
+    csrc/prepared.c ``same_binding`` is the same rule."""
+    types = hit[2]
+    return constant_types(raw) == types if types is not None else same_constants(raw, hit[1])
+
+
 _FLOAT_BITS = struct.Struct("<d")
 
 _CONSTANT_KINDS = "an int, float, bool, tile dtype, enum member or a tuple of these"

@@ -187,7 +187,7 @@ static PyObject *drain_and_raise(PyObject *stream) {
 }
 
 /* Whether the constants' values as passed, `raw`, are those of the memo hit `hit` = (bound
-   kernel, values, their types or None), as Kernel._bound_for checks it (1 == True == 1.0 as
+   kernel, values, their types or None), as keys.same_binding checks it (1 == True == 1.0 as
    keys): the same types when flat and float-free, else same_constant (floats by bits) */
 static int same_binding(PyObject *raw, PyObject *hit) {
     PyObject *types = PyTuple_GET_ITEM(hit, 2);

@@ -155,8 +155,7 @@ class Kernel(_TileKernel):
                 hit = self._bound.get(raw)
             except TypeError:             # an unhashable value: constant_value explains
                 hit = None
-            if hit is not None and (_keys.constant_types(raw) == hit[2] if hit[2] is not None
-                                    else _keys.same_constants(raw, hit[1])):
+            if hit is not None and _keys.same_binding(raw, hit):
                 b = hit[0]
             else:
                 b = self._bound_to(raw)
@@ -189,9 +188,8 @@ class Kernel(_TileKernel):
         b = self._bound_by_key.get(key)
         if b is None:
             b = self._bound_by_key.put(key, _Bound(self, consts))
-        flat = not any(type(v) is tuple or isinstance(v, float) for v in values)
         try:
-            self._bound.put(raw, (b, raw, _keys.constant_types(raw) if flat else None))
+            self._bound.put(raw, (b, raw, _keys.flat_types(raw, values)))
         except TypeError:
             pass
         return b

@@ -316,17 +316,10 @@ def _on_device(device, handle: int, fn, *args):
 
 def _wait_for_stream(dev, h: int, cu) -> None:
     """Stream ``cu``'s work done: polled here, then waited for by runtime/waiting.py (Ctrl-C,
-    TILEJIT_SYNC_TIMEOUT). A default handle (``h``) has ``dev``'s context current already."""
-    query = _d.drv.cuStreamQuery
-
+    TILEJIT_SYNC_TIMEOUT). A default handle (``h``) has ``dev``'s context current already, so
+    each poll names the stream as one of its own context would (handle -1 to _on_device)."""
     def done() -> bool:
-        err = query(cu)[0]
-        if err == _d.SUCCESS:
-            return True
-        if err == _d.drv.CUresult.CUDA_ERROR_INVALID_CONTEXT:     # a thread without a context
-            with dev.current():
-                err = query(cu)[0]
-        return _ready(err, "cuStreamQuery")
+        return _ready(_on_device(dev, -1, _d.drv.cuStreamQuery, cu)[0], "cuStreamQuery")
     if not done():
         _waiting.wait(done, lambda: _d.check(_on_device(dev, h, _d.drv.cuStreamSynchronize, cu),
                                              "cuStreamSynchronize"),
@@ -481,8 +474,7 @@ class Event:
         cu = self._cu
         if cu is not None and not self.query():
             dev = self.device
-            _waiting.wait(lambda: _ready(_on_device(dev, -1, _d.drv.cuEventQuery, cu)[0],
-                                         "cuEventQuery"),
+            _waiting.wait(self.query,
                           lambda: _d.check(_on_device(dev, -1, _d.drv.cuEventSynchronize, cu),
                                            "cuEventSynchronize"),
                           f"an event of device {dev.ordinal}")
