@@ -6,7 +6,8 @@ GPU only.
 
 Forms: one (BM, N) tile of whole rows per block (what the row kernels do); a persistent grid
 looping over row tiles with a latency hint on the load (tileiras may then keep several loads in
-flight); the tensor seen flat, in 1D tiles. Stores through the TMA unit or from registers.
+flight); the tensor seen flat, in 1D tiles, in a persistent loop or one tile a block (as torch's
+copy covers it). Loads and stores each through the TMA unit or from/to registers.
 GB/s counts one read and one write, as the roofline does.
 """
 import argparse
@@ -22,23 +23,32 @@ C = tile.Constant
 
 
 @tile.entry
-def copy_rows(z, x, STORE_TMA: C[bool]):
-    z.store(x.load(z.block, z.shape), allow_tma=STORE_TMA)
+def copy_rows(z, x, STORE_TMA: C[bool], LOAD_TMA: C[bool] = True):
+    z.store(x.load(z.block, z.shape, allow_tma=LOAD_TMA), allow_tma=STORE_TMA)
 
 
 @tile.entry
-def copy_persistent(z, x, ROWS: C[int], WIDTH: C[int], LATENCY: C[int], STORE_TMA: C[bool]):
+def copy_persistent(z, x, ROWS: C[int], WIDTH: C[int], LATENCY: C[int], STORE_TMA: C[bool],
+                    LOAD_TMA: C[bool] = True):
     out = z.partition((ROWS, WIDTH))
     for r in range(tile.bid(0), tile.cdiv(x.shape[0], ROWS), tile.num_blocks(0)):
-        tile.store(out, (r, 0), x.load((r, 0), (ROWS, WIDTH), latency=LATENCY),
+        tile.store(out, (r, 0), x.load((r, 0), (ROWS, WIDTH), latency=LATENCY,
+                                       allow_tma=LOAD_TMA),
                    allow_tma=STORE_TMA)
 
 
 @tile.entry
-def copy_flat(z, x, TILE: C[int], LATENCY: C[int], STORE_TMA: C[bool]):
+def copy_flat(z, x, TILE: C[int], LATENCY: C[int], STORE_TMA: C[bool], LOAD_TMA: C[bool] = True):
     out = z.partition((TILE,))
     for i in range(tile.bid(0), tile.cdiv(x.shape[0], TILE), tile.num_blocks(0)):
-        tile.store(out, (i,), x.load((i,), (TILE,), latency=LATENCY), allow_tma=STORE_TMA)
+        tile.store(out, (i,), x.load((i,), (TILE,), latency=LATENCY, allow_tma=LOAD_TMA),
+                   allow_tma=STORE_TMA)
+
+
+@tile.entry
+def copy_blocks(z, x, LOAD_TMA: C[bool], STORE_TMA: C[bool]):
+    """One flat tile a block (no loop): the grid covers the tensor, as torch's copy does."""
+    z.store(x.load(z.block, z.shape, allow_tma=LOAD_TMA), allow_tma=STORE_TMA)
 
 
 def opts(occ):
@@ -62,35 +72,53 @@ def main() -> int:
         gb = 2 * x.numel() * 2 / 1e9
         xf, yf = x.view(-1), y.view(-1)
         cands = []
+        both = (True, False)
         for bm in (4, 8, 16):
             for occ in (2, 4):
-                for st in (True, False):
-                    cands.append((f"rows {bm}x{n} occ{occ} store_tma={st}",
-                                  lambda bm=bm, occ=occ, st=st: copy_rows(
-                                      tile.partition(y, (bm, n)), x, st)
-                                  .compile_options(opts(occ))))
+                for st in both:
+                    for ld in both:
+                        cands.append((f"rows {bm}x{n} occ{occ} load_tma={ld} store_tma={st}",
+                                      lambda bm=bm, occ=occ, st=st, ld=ld: copy_rows(
+                                          tile.partition(y, (bm, n)), x, st, ld)
+                                      .compile_options(opts(occ))))
         for rows in (1, 2, 4, 8):
             if rows * n > 16384:
                 continue
-            for lat in (2, 4, 8):
+            for lat in (2, 4):
                 for occ in (1, 2, 4):
-                    for st in (True, False):
-                        cands.append((f"persistent {rows}x{n} lat{lat} occ{occ} store_tma={st}",
-                                      lambda r=rows, lat=lat, occ=occ, st=st: copy_persistent(
-                                          tile.atomic(y), x, r, n, lat, st)
-                                      .grid((sms * occ, 1, 1)).compile_options(opts(occ))))
+                    for st in both:
+                        for ld in both:
+                            cands.append((f"persistent {rows}x{n} lat{lat} occ{occ} "
+                                          f"load_tma={ld} store_tma={st}",
+                                          lambda r=rows, lat=lat, occ=occ, st=st, ld=ld:
+                                          copy_persistent(tile.atomic(y), x, r, n, lat, st, ld)
+                                          .grid((sms * occ, 1, 1)).compile_options(opts(occ))))
         for t in (4096, 8192, 16384):
-            for lat in (2, 4, 8):
+            for lat in (2, 4):
                 for occ in (2, 4):
-                    cands.append((f"flat {t} lat{lat} occ{occ}",
-                                  lambda t=t, lat=lat, occ=occ: copy_flat(
-                                      tile.atomic(yf), xf, t, lat, True)
-                                  .grid((sms * occ, 1, 1)).compile_options(opts(occ))))
+                    for st in both:
+                        for ld in both:
+                            cands.append((f"flat {t} lat{lat} occ{occ} load_tma={ld} "
+                                          f"store_tma={st}",
+                                          lambda t=t, lat=lat, occ=occ, st=st, ld=ld: copy_flat(
+                                              tile.atomic(yf), xf, t, lat, st, ld)
+                                          .grid((sms * occ, 1, 1)).compile_options(opts(occ))))
+        for t in (1024, 2048, 4096, 8192):
+            for occ in (4, 8):
+                for st in both:
+                    for ld in both:
+                        cands.append((f"blocks {t} occ{occ} load_tma={ld} store_tma={st}",
+                                      lambda t=t, occ=occ, st=st, ld=ld: copy_blocks(
+                                          tile.partition(yf, (t,)), xf, ld, st)
+                                      .compile_options(opts(occ))))
         precompile(cands)
         v_ms = timer.ms(lambda: y.copy_(x))
         vr = gb / v_ms * 1e3
-        print(f"== copy {m}x{n} fp16: torch {vr:.0f} GB/s ({vr / roof:.2f} of roofline)",
-              flush=True)
+        e_ms = timer.ms(lambda: torch.mul(x, 1.0, out=y))
+        er = gb / e_ms * 1e3
+        print(f"== copy {m}x{n} fp16: torch {vr:.0f} GB/s ({vr / roof:.2f} of roofline); "
+              f"torch.mul(x, 1.0, out=y), an elementwise kernel, {er:.0f} GB/s "
+              f"({er / roof:.2f})", flush=True)
         time_candidates(cands, s, timer, y, lambda: (y.float() - x.float()).abs().max().item(),
                         1e-6, lambda ms: gb / ms * 1e3,
                         lambda r, err, vr=vr: f"{r:.0f} GB/s ({r / roof:.2f} of roofline, "
