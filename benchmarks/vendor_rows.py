@@ -95,11 +95,12 @@ PREDICTED = {
     "matmul": "0.95-1.05x both ways, side by side (2026-11-27 H200 runs: 0.90-1.06x, moving "
               "between runs)",
     "attention": "1.4-1.6x SDPA's flash backend, causal and not (2026-11-27 H200)",
-    "softmax": "0.84-0.92 of the copy roofline with stores off the TMA unit (2026-11-27 H200 "
-               "runs), 1.4-3x torch",
-    "layer_norm": "both statistics in one reduction: 0.82-0.89 of the roofline for 1K-16K rows, "
-                  "32K 0.70-0.76 (2026-11-27 H200), 1.4-2x torch",
-    "rms_norm": "0.90-0.91 for 1K-16K rows (1.19-1.23x torch), 32K 0.85-0.86 persistent",
+    "softmax": "H200 (2026-11-28): 0.90-0.92 of the copy roofline for 1K-16K rows, 32K 0.85, "
+               "1.6-3x torch; H100: 0.90-0.96",
+    "layer_norm": "H200 (2026-11-28): 1K 0.84, 4K 0.88-0.90, 16K 0.85, 32K 0.82-0.83 of the "
+                  "roofline, 1.5-2x torch; H100: 0.91-0.95",
+    "rms_norm": "H200 (2026-11-28): 0.90-0.92 for 1K-16K rows (1.20-1.24x torch), 32K 0.86 "
+                "persistent; H100: 0.94-0.95",
     "skinny": "0.97-1.1x; the latency-hinted kernel 1-3% over the tiled one at M=256",
     "fp8": "promoted in the kernel 1.0-1.1x, fast sum 0.97-1.1x (2026-11-27 H200 runs)",
     "attention_bwd": "1.0-1.2x SDPA flash backward; D64 with 128x128 tiles or occupancy 2 above 1.0x",
