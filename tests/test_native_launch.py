@@ -723,6 +723,311 @@ def test_grid_copies_as_the_python_method_does(monkeypatch):
             assert native.ext().set_layout(*classes)
 
 
+# --- .generics(**named) in C (csrc/prepared.c klaunch_generics) ---------------------------------
+@tile.entry
+def scale_mid(z, A: tile.Constant[int], x, F: tile.Constant[float] = 1.0,
+              G: tile.Constant[int] = 2):
+    z.store((tile.load_tile_like(x, z) + A) * F + G)
+
+
+def _python_generics(monkeypatch):
+    """A list the Python ``KernelLaunch.generics`` appends its launch to (it calls
+    ``account_for(self)`` first; C's copy does not call it), and the kernels'
+    ``_with_generics`` calls (C computes the values itself)."""
+    from tilejit import kernel_launch
+    from tilejit.dispatcher import Kernel
+    calls, with_generics = [], []
+    account_for, rule = kernel_launch.account_for, Kernel._with_generics
+
+    def spy(op):
+        calls.append(op)
+        return account_for(op)
+
+    def spy_rule(k, args, generics):
+        with_generics.append(k)
+        return rule(k, args, generics)
+    monkeypatch.setattr(kernel_launch, "account_for", spy)
+    monkeypatch.setattr(Kernel, "_with_generics", spy_rule)
+    return calls, with_generics
+
+
+def test_generics_copies_as_the_python_method_does(monkeypatch):
+    """``op.generics(NAME=value, ...)``, keywords naming the kernel's constants, is C's (no Python
+    frame): the copy's every slot is what the Python method's ``KernelLaunch(kernel, args, grid,
+    const_grid, dict(op._generics) updated with the keywords, options)`` sets: the generics in
+    the same order, ``_values`` by Kernel._with_generics's rule (runtime arguments or every
+    parameter, defaults, MISSING, None for a constant given twice or another arity), not simple,
+    not run; the replaced launch is accounted for. Positional values, a subclass, kernel tables
+    other than Kernel.__init__ makes and no layout are the Python method's (the same copy)."""
+    import types
+    from tilejit.deviceops.deviceop import RAN_SLOT, account_for
+    from tilejit.dispatcher import _MISSING
+    from tilejit.kernel_launch import KernelLaunch
+    on = native.enabled()
+    if on:
+        assert type(KernelLaunch.__dict__["generics"]).__name__ == "method_descriptor"
+    python, rule = _python_generics(monkeypatch)
+    s = tile.Device(0).new_stream()
+    x = api.from_numpy(np.abs(_data(64)) + 1).sync_on(s)
+    z = api.zeros((64,)).sync_on(s)
+    k, m = tile.entry(shift_scale.py_func), tile.entry(scale_mid.py_func)
+    opts = tile.CompileOptions(occupancy=2)
+    P = object()            # stands for the call's partition in the expected values
+    cases = [   # (what, the launch, keywords, the copy's _values: None, or P for the partition)
+        ("runtime arguments", lambda zp: k(zp, x), dict(A=3), (P, x, 3, 1.0)),
+        ("runtime arguments, A missing", lambda zp: k(zp, x), dict(F=2.0), (P, x, _MISSING, 2.0)),
+        ("both", lambda zp: k(zp, x), dict(A=3, F=2.0), (P, x, 3, 2.0)),
+        ("both, other order", lambda zp: k(zp, x), dict(F=2.0, A=3), (P, x, 3, 2.0)),
+        ("every parameter, A missing", lambda zp: k(z=zp, x=x), dict(A=5), (P, x, 5, 1.0)),
+        ("every parameter, F given twice", lambda zp: k(z=zp, x=x), dict(F=2.0), None),
+        ("every parameter, both", lambda zp: k(z=zp, x=x), dict(A=5, F=1.0), None),
+        ("every parameter passed", lambda zp: k(zp, x, 3, 2.0), dict(A=3), None),
+        ("another arity", lambda zp: KernelLaunch(k, (zp, x, 3)), dict(A=3), None),
+        ("chained", lambda zp: k(zp, x).generics(A=1), dict(F=2.0), (P, x, 1, 2.0)),
+        ("chained, again", lambda zp: k(zp, x).generics(A=9, F=0.5), dict(A=3), (P, x, 3, 0.5)),
+        ("grid before", lambda zp: k(zp, x).grid((1, 1, 1)), dict(A=3), (P, x, 3, 1.0)),
+        ("grid of a list before", lambda zp: k(zp, x).grid([2, 1, 1]), dict(A=3),
+         (P, x, 3, 1.0)),
+        ("options before", lambda zp: k(zp, x).compile_options(opts), dict(A=3), (P, x, 3, 1.0)),
+        ("const_grid before", lambda zp: k(zp, x).const_grid((2, 1, 1)), dict(A=3, F=2.0),
+         (P, x, 3, 2.0)),
+        ("all before", lambda zp: k(zp, x).generics(A=1).grid((1, 1, 1)).compile_options(opts),
+         dict(F=2.0), (P, x, 1, 2.0)),
+        ("constants between", lambda zp: m(zp, x), dict(G=5), (P, _MISSING, x, 1.0, 5)),
+        ("constants between, two", lambda zp: m(zp, x), dict(F=0.5, A=1), (P, 1, x, 0.5, 2)),
+        ("constants between, keywords", lambda zp: m(z=zp, x=x), dict(A=3), (P, 3, x, 1.0, 2)),
+        ("constants between, given", lambda zp: m(z=zp, x=x, A=2), dict(A=3), None),
+        ("constants only", lambda zp: fill_const(zp), dict(A=7), (P, 7)),
+    ]
+    for what, make, named, values in cases:
+        op = make(z.partition((32,)))
+        python.clear()
+        rule.clear()
+        copy = op.generics(**named)
+        assert python == ([] if on else [op]) and rule == ([] if on else [op.kernel]), what
+        g = dict(op._generics)
+        g.update(named)
+        want = KernelLaunch(op.kernel, op.args, op._grid, op._const_grid, g, op._options)
+        assert _launch_slots(copy) == _launch_slots(want), what
+        assert type(copy) is KernelLaunch and copy.__dict__ == {}, what
+        assert copy.kernel is op.kernel and copy.args is op.args and copy.arity == op.arity
+        assert copy._grid is op._grid and copy._const_grid is op._const_grid, what
+        assert copy._options is op._options and copy._simple is False, what
+        assert type(copy._generics) is dict and copy._generics is not op._generics, what
+        assert list(copy._generics.items()) == list(want._generics.items()), what  # in order
+        assert all(copy._generics[n] is v for n, v in want._generics.items()), what
+        if values is None:
+            assert copy._values is None and want._values is None, what
+        else:
+            assert type(copy._values) is tuple and len(copy._values) == len(values), what
+            assert all(c is w for c, w in zip(copy._values, want._values)), what
+            assert all(c is (op.args[0] if v is P else v) for c, v in zip(copy._values, values)
+                       if type(v) is not float), what
+            assert [c for c in copy._values if type(c) is float] == \
+                [v for v in values if type(v) is float], what
+        assert getattr(op, RAN_SLOT) is False and not hasattr(copy, RAN_SLOT), what
+        account_for(copy)
+        account_for(want)
+        python.clear()
+        del op, copy, want                  # their partitions' leases
+    op = k(z.partition((32,)), x).generics(A=3)
+    op.sync_on(s)
+    account_for(op.generics(A=4))
+    assert getattr(op, RAN_SLOT) is True                    # it ran: it stays so
+    del op
+    # the Python method's forms, and launches that are not what C copies: Python's copy
+    zp = z.partition((32,))
+
+    class Sub(KernelLaunch):
+        __slots__ = ()
+    for what, make, call, want in [
+        ("one value", lambda: k(zp, x), lambda op: op.generics(3), {"A": 3}),
+        ("a list", lambda: k(zp, x), lambda op: op.generics([3, 2.0]), {"A": 3, "F": 2.0}),
+        ("values and keywords", lambda: k(zp, x), lambda op: op.generics(3, F=2.0),
+         {"A": 3, "F": 2.0}),
+        ("nothing", lambda: k(zp, x).generics(A=1), lambda op: op.generics(), {"A": 1}),
+        ("nothing bound", lambda: k(zp, x), lambda op: op.generics(), {}),
+        ("a dict", lambda: k(zp, x), lambda op: op.generics(**{"A": 3}), None),
+        ("a subclass", lambda: Sub(k, (zp, x)), lambda op: op.generics(A=3), {"A": 3}),
+    ]:
+        op = make()
+        python.clear()
+        copy = call(op)
+        if want is None:                    # **{...} is keywords: C's
+            assert python == ([] if on else [op]) and copy._generics == {"A": 3}
+        else:
+            assert python == [op], what
+            assert dict(copy._generics) == want and type(copy) is KernelLaunch, what
+        g = KernelLaunch(k, op.args, op._grid, op._const_grid, copy._generics, op._options)
+        assert _launch_slots(copy) == _launch_slots(g), what
+        assert getattr(op, RAN_SLOT) is False and not hasattr(copy, RAN_SLOT), what
+        account_for(copy)
+        account_for(g)
+        del op, copy, g
+    # kernel tables other than Kernel.__init__ makes: Python's (the same copy)
+    monkeypatch.setattr(k, "_constant_defaults", types.MappingProxyType({"F": 1.0}))
+    op = k(zp, x)
+    python.clear()
+    copy = op.generics(A=3)
+    assert python == [op] and copy._values == (zp, x, 3, 1.0)
+    account_for(copy)
+    monkeypatch.undo()
+    python, rule = _python_generics(monkeypatch)
+    if on:                  # no layout: every C path is Python's
+        from tilejit import dispatcher
+        classes = dispatcher.layout_args()
+
+        class NoSlots:
+            pass
+        try:
+            assert not native.ext().set_layout(*classes[:-2], NoSlots, classes[-1])
+            op = k(zp, x)
+            copy = op.generics(A=3)
+            assert python == [op] and copy._values == (zp, x, 3, 1.0)
+            account_for(copy)
+        finally:
+            assert native.ext().set_layout(*classes)
+
+
+def test_generics_errors_are_the_python_methods(monkeypatch):
+    """An unknown name or too many values: the Python method's LaunchError, word for word, and
+    the launch is accounted for all the same."""
+    import re
+    from tilejit.deviceops.deviceop import RAN_SLOT, account_for
+    python, _ = _python_generics(monkeypatch)
+    s = tile.Device(0).new_stream()
+    x = api.from_numpy(_data(64)).sync_on(s)
+    z = api.zeros((64,)).sync_on(s)
+    k = tile.entry(shift_scale.py_func)
+    zp = z.partition((32,))
+    unknown = "shift_scale has no tile.Constant parameter '{}' (constant parameters: A, F)"
+    for make, call, msg in [
+        (lambda: k(zp, x), lambda op: op.generics(B=1), unknown.format("B")),
+        (lambda: k(zp, x), lambda op: op.generics(A=1, B=1), unknown.format("B")),
+        (lambda: k(zp, x), lambda op: op.generics(a=1), unknown.format("a")),
+        (lambda: k(zp, x).generics(A=1), lambda op: op.generics(F=1.0, x=1), unknown.format("x")),
+        (lambda: k(zp, x), lambda op: op.generics(1, 2.0, 3),
+         "shift_scale has 2 constant parameter(s), 3 values given"),
+        (lambda: k(zp, x), lambda op: op.generics([1, 2.0, 3], A=1),
+         "shift_scale has 2 constant parameter(s), 3 values given"),
+        (lambda: axpb(zp, x, 1.0, 0), lambda op: op.generics(S=1),
+         "axpb has no tile.Constant parameter 'S' (constant parameters: none)"),
+    ]:
+        op = make()
+        python.clear()
+        with pytest.raises(tile.LaunchError, match=f"^{re.escape(msg)}$"):
+            call(op)
+        assert python == [op] and getattr(op, RAN_SLOT) is False, msg
+        del op
+    op = k(zp, x)
+    with pytest.raises(TypeError, match="keywords must be strings"):
+        op.generics(**{1: 2})
+    account_for(op)
+
+
+def test_a_generics_copy_launches_and_warns_as_the_python_one(monkeypatch):
+    """The copy C makes launches (in C, the second time: the bound kernel from the memo) with
+    the right values; the replaced launch never warns, the copy warns when dropped unrun (once,
+    also when the arguments are lazy) and not once it ran."""
+    import gc
+    import warnings
+
+    def never_run(fn):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fn()
+            gc.collect()
+        return [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)
+                and "was never run" in str(w.message)]
+
+    on = native.enabled()
+    s = tile.Device(0).new_stream()
+    a = np.abs(_data(64)) + 1
+    x = api.from_numpy(a).sync_on(s)
+    z = api.zeros((64,)).sync_on(s)
+    k = tile.entry(shift_scale.py_func)
+    half = np.zeros(32)
+    for make, want in [
+        (lambda: k(z.partition((32,)), x).generics(A=3, F=2.0), (a + 3) * 2),
+        (lambda: k(z.partition((32,)), x).generics(A=4), a + 4),
+        (lambda: k(z.partition((32,)), x).generics(F=0.5).generics(A=2), (a + 2) * 0.5),
+        (lambda: k(z=z.partition((32,)), x=x).generics(A=5), a + 5),
+        (lambda: k(z.partition((32,)), x).grid((1, 1, 1)).generics(A=3),
+         np.r_[a[:32] + 3, half]),
+        (lambda: k(z.partition((32,)), x).generics(A=3).grid((1, 1, 1)),
+         np.r_[a[:32] + 3, half]),
+    ]:
+        for i in range(2):
+            api.fill(z, 0.0).sync_on(s)
+            native.reset_stats()
+            out = make().sync_on(s)
+            assert out[1] is x                              # the arguments as passed
+            assert i == 0 or not on or native.stats() == {"launches": 1, "fallbacks": {}}
+            np.testing.assert_allclose(z.to_numpy(), want, rtol=1e-6)
+        fut = make().submit_on(s)
+        fut.result()
+        np.testing.assert_allclose(z.to_numpy(), want, rtol=1e-6)
+    # the never-run warning: the copy's only
+    for what, make, name in [
+        ("a copy", lambda: k(z.partition((32,)), x).generics(A=3), "A=3"),
+        ("a copy of a copy", lambda: k(z.partition((32,)), x).generics(A=3).generics(F=2.0),
+         "F=2.0"),
+        ("a copy of a lazy argument", lambda: k(z.partition((32,)), api.dup(x)).generics(A=3),
+         "A=3"),
+        ("a grid copy of a copy", lambda: k(z.partition((32,)), x).generics(A=3).grid((1, 1, 1)),
+         "grid (1, 1, 1)"),
+    ]:
+        ws = never_run(make)
+        assert len(ws) == 1 and name in ws[0] and "shift_scale" in ws[0], (what, ws)
+    assert never_run(lambda: k(z.partition((32,)), x).generics(A=3).sync_on(s)) == []
+    assert never_run(lambda: k(z.partition((32,)), api.dup(x)).generics(A=3).sync_on(s)) == []
+
+    def refused():
+        with pytest.raises(tile.LaunchError, match="no tile.Constant parameter 'B'"):
+            k(z.partition((32,)), x).generics(B=3)
+    assert never_run(refused) == []
+
+
+def test_a_generics_copy_launches_through_the_stub_driver(monkeypatch):
+    """Through the stub CUDA driver, as on a GPU: ``k(...).generics(...)`` reaches the driver
+    once, from C, with the bound kernel's runtime values packed as the Python packer packs
+    them."""
+    import stub_cuda
+    from tilejit.runtime import argspec
+    from tilejit.runtime.stream import Stream
+    if not native.enabled():
+        pytest.skip("the C extension is not built or TILEJIT_NATIVE=0")
+    if stub_cuda.compiler() is None:
+        pytest.skip("no C compiler to build the stub driver (tests/stub_driver.c)")
+    stub_cuda.build()
+    s = Stream._make(tile.Device(0), 0x5000, None, owned=True)
+    x = api.from_numpy(np.ones(64, np.float32)).sync_on(s)
+    z = api.zeros((64,)).sync_on(s)
+    k = tile.entry(shift_scale.py_func)
+    k(z.partition((32,)), x).generics(A=3, F=2.0).sync_on(s)       # compiled on the simulator
+    k(z.partition((32,)), x).generics(A=3, F=2.0).grid((1, 1, 1)).sync_on(s)
+    bound = k._bound_for((None, None, 3, 2.0))
+    monkeypatch.setattr(Stream, "synchronize", lambda self: None)
+    with stub_cuda.installed(bound) as stubs:
+        (exe,) = stubs.values()
+        for grid in (None, (1, 1, 1)):
+            native.reset_stats()
+            before = stub_cuda.count()
+            op = k(z.partition((32,)), x)
+            op = op.generics(A=3, F=2.0) if grid is None else op.grid(grid).generics(A=3, F=2.0)
+            out = op.sync_on(s)
+            assert native.stats() == {"launches": 1, "fallbacks": {}}
+            assert stub_cuda.count() == before + 1 and exe.python_launches == 0
+            assert out[1] is x and stub_cuda.last()[0:2] == (grid or (2, 1, 1), 0x5000)
+            args = (z.partition((32,)), x)
+            infos = [argspec.classify(v, ann, s) for v, ann in zip(args, bound._anns)]
+            try:
+                params = argspec.flatten_params(infos)
+            finally:
+                argspec.release_partitions(args)
+            assert stub_cuda.last()[3:] == exe.expected(params)
+
+
 # --- drift is loud: every argument kind, C and Python side by side (issue 22 item 2) ----------
 @tile.entry
 def copy_in(z, x):
@@ -1067,3 +1372,4 @@ def test_c_methods_keep_the_python_docstrings():
     assert "views do not count" in tile.Tensor.partition.__doc__
     assert "without waiting" in KernelLaunch.submit_on.__doc__
     assert "explicit runtime grid" in KernelLaunch.grid.__doc__
+    assert "Bind ``tile.Constant`` parameters" in KernelLaunch.generics.__doc__

@@ -245,7 +245,9 @@ class KernelLaunch(DeviceOp):
                 raise LaunchError(f"{k.__name__} has no tile.Constant parameter '{name}' "
                                   f"(constant parameters: {', '.join(k.constant_names) or 'none'})")
             g[name] = v
-        # (the copy made directly, not through _copy: a generics call's hot path)
+        # (the copy made directly, not through _copy: a generics call's hot path; with the
+        # extension, csrc/prepared.c klaunch_generics makes it for keywords that all name
+        # constants, _values by Kernel._with_generics's rule, and falls back to this)
         return KernelLaunch(k, self.args, self._grid, self._const_grid, g, self._options)
 
     def compile_options(self, options: CompileOptions) -> "KernelLaunch":

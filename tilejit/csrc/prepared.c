@@ -1,12 +1,12 @@
-/* The lazy call in C (Kernel.__call__, KernelLaunch.submit_on / sync_on, Tensor.partition,
- * tile.partition) and Prepared, a launch packed once (dispatcher.PreparedLaunch).
+/* The lazy call in C (Kernel.__call__, KernelLaunch.submit_on / sync_on / grid / generics,
+ * Tensor.partition, tile.partition) and Prepared, a launch packed once (dispatcher.PreparedLaunch).
  * install() puts these methods on the Python classes (dispatcher._install_native); each takes
  * the common case and hands anything else to the Python method it replaced, so behaviour and
  * error messages are the pure-Python build's. */
 #include "native.h"
 
 static PyObject *fb_call, *fb_submit, *fb_sync, *fb_submit_plain, *fb_sync_plain, *fb_sync_quietly,
-    *fb_partition, *fb_tensor_partition, *fb_grid;
+    *fb_partition, *fb_tensor_partition, *fb_grid, *fb_generics;
 
 /* The per-thread submission guard (runtime/submission.py uses it when the extension is on). */
 static _Thread_local int tl_executing;
@@ -151,6 +151,185 @@ static PyObject *klaunch_grid(PyObject *self, PyObject *const *argv, Py_ssize_t 
        finalizer skips it when it holds no lazy argument, accounted_without_inputs) */
     if (!SLOT(self, O.k_ran))
         set_slot(self, O.k_ran, Py_False);
+    return op;
+}
+
+/* --- KernelLaunch.generics(**named) ------------------------------------------------------ */
+static PyTypeObject *T_kernel;          /* dispatcher.Kernel (install) */
+static PyObject *missing;               /* kernel_launch.MISSING (the fallback's globals) */
+
+/* the Kernel attributes klaunch_generics reads (what the Python method and Kernel._with_generics
+   read), interned at install */
+enum { A_CONSTANT_NAMES, A_PARAM_NAMES, A_CONST_POS, A_RUNTIME_POS, A_RUNTIME_NAMES,
+       A_CONSTANT_DEFAULTS, A_SIMPLE, A_COUNT };
+static const char *const attr_names[A_COUNT] = {"constant_names", "param_names", "_const_pos",
+    "_runtime_pos", "runtime_names", "_constant_defaults", "_simple"};
+static PyObject *attr_strs[A_COUNT];
+
+/* `name in names` for a tuple of str: 1, 0, or -1 where an element is no str (Python's) */
+static int str_in(PyObject *name, PyObject *names) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names); i++) {
+        PyObject *x = PyTuple_GET_ITEM(names, i);
+        if (x == name) return 1;
+        if (!PyUnicode_CheckExact(x)) return -1;
+        if (PyUnicode_Compare(x, name) == 0) return 1;
+    }
+    return 0;
+}
+
+/* pos[j], an index below n (an int, as Kernel.__init__ made it), or -1 (Python's) */
+static Py_ssize_t index_at(PyObject *pos, Py_ssize_t j, Py_ssize_t n) {
+    PyObject *x = PyTuple_GET_ITEM(pos, j);
+    if (!PyLong_CheckExact(x)) return -1;
+    Py_ssize_t i = PyLong_AsSsize_t(x);
+    if (i < 0 || i >= n) { PyErr_Clear(); return -1; }
+    return i;
+}
+
+/* d[key] for a str key: 1 found (*v a new reference), 0 absent, -1 an error or a key that is
+   no str (a lookup that could run Python code), no error set: Python's */
+static int str_get(PyObject *d, PyObject *key, PyObject **v) {
+    if (!PyUnicode_CheckExact(key)) return -1;
+    *v = PyDict_GetItemWithError(d, key);
+    if (!*v) {
+        if (!PyErr_Occurred()) return 0;
+        PyErr_Clear();
+        return -1;
+    }
+    Py_INCREF(*v);
+    return 1;
+}
+
+/* Kernel._with_generics(args, g) with a[] the kernel's attributes: every parameter's value in
+   order, the constants g binds (and the defaults) in place, as a new tuple (what __init__
+   stores as _values); Py_None where it returns None (a constant given twice, another arity);
+   NULL, no error set, where the kernel's tables are not what Kernel.__init__ made (Python's) */
+static PyObject *with_generics(PyObject *args, PyObject *g, PyObject **a) {
+    PyObject *names = a[A_PARAM_NAMES], *cpos = a[A_CONST_POS], *rpos = a[A_RUNTIME_POS],
+             *defaults = a[A_CONSTANT_DEFAULTS];
+    if (!PyTuple_CheckExact(names) || !PyTuple_CheckExact(cpos) || !PyTuple_CheckExact(rpos) ||
+        !PyTuple_CheckExact(a[A_RUNTIME_NAMES]) || !PyDict_CheckExact(defaults))
+        return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(args), np = PyTuple_GET_SIZE(names);
+    int all = n == np;
+    if (!all && n != PyTuple_GET_SIZE(a[A_RUNTIME_NAMES])) Py_RETURN_NONE;
+    PyObject *values = PyTuple_New(np);
+    if (!values) return NULL;       /* (an error set: MemoryError) */
+    if (all) {              /* values = list(args); each constant g binds must be MISSING */
+        for (Py_ssize_t i = 0; i < np; i++) {
+            PyObject *v = PyTuple_GET_ITEM(args, i);
+            Py_INCREF(v);
+            PyTuple_SET_ITEM(values, i, v);
+        }
+    } else {                /* [MISSING] * len(names), the runtime values at their positions */
+        for (Py_ssize_t i = 0; i < np; i++) {
+            Py_INCREF(missing);
+            PyTuple_SET_ITEM(values, i, missing);
+        }
+        Py_ssize_t m = PyTuple_GET_SIZE(rpos) < n ? PyTuple_GET_SIZE(rpos) : n;   /* zip */
+        for (Py_ssize_t j = 0; j < m; j++) {
+            Py_ssize_t i = index_at(rpos, j, np);
+            if (i < 0) { Py_DECREF(values); return NULL; }
+            PyObject *v = PyTuple_GET_ITEM(args, j);
+            Py_INCREF(v);
+            Py_SETREF(PyTuple_GET_ITEM(values, i), v);
+        }
+    }
+    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(cpos); j++) {
+        Py_ssize_t i = index_at(cpos, j, np);
+        if (i < 0) { Py_DECREF(values); return NULL; }
+        PyObject *name = PyTuple_GET_ITEM(names, i), *v = NULL, *d = NULL;
+        int r = str_get(g, name, &v);
+        if (r < 0) { Py_DECREF(values); return NULL; }
+        if (all) {          /* names[i] in generics: bound in place, where MISSING */
+            if (!r) continue;
+            if (PyTuple_GET_ITEM(values, i) != missing) {
+                Py_DECREF(v);
+                Py_DECREF(values);
+                Py_RETURN_NONE;
+            }
+        } else {            /* generics.get(name, defaults.get(name, MISSING)) */
+            int rd = str_get(defaults, name, &d);
+            if (rd < 0) { Py_XDECREF(v); Py_DECREF(values); return NULL; }
+            if (!r) { v = rd ? d : (Py_INCREF(missing), missing); d = NULL; }
+            Py_XDECREF(d);
+        }
+        Py_SETREF(PyTuple_GET_ITEM(values, i), v);
+    }
+    return values;
+}
+
+/* KernelLaunch.generics(**named): account_for(self) and the copy KernelLaunch(k, self.args,
+   self._grid, self._const_grid, g, self._options), g = dict(self._generics) updated with the
+   keywords, made in C when every keyword names one of kernel.constant_names (a Kernel, not a
+   subclass). The copy's slots are what __init__ sets: the same args tuple, its length, g (a new
+   dict, as dict(g) makes it), _values as Kernel._with_generics computes them from the kernel's
+   tables (a tuple, or None), _simple False (kernel._simple is a bool and g is not empty); _ran
+   unset, so the copy warns if dropped unrun. Positional values, no keyword, an unknown name
+   (its error), a subclass, an unset slot or tables other than Kernel.__init__ makes are the
+   Python method's, before anything is changed. */
+static PyObject *klaunch_generics(PyObject *self, PyObject *const *argv, Py_ssize_t nargs,
+                                  PyObject *kwnames) {
+    if (nargs || !kwnames || !PyTuple_GET_SIZE(kwnames) || !layout_ok || !missing ||
+        Py_TYPE(self) != T_klaunch)
+        return vectorcall_prepended(fb_generics, self, argv, nargs, kwnames);
+    PyObject *s[6] = {SLOT(self, O.k_kernel), SLOT(self, O.k_args), SLOT(self, O.k_grid),
+                      SLOT(self, O.k_const_grid), SLOT(self, O.k_generics),
+                      SLOT(self, O.k_options)};
+    PyObject *no_generics = SLOT(P_launch, O.k_generics);      /* the shared empty one */
+    for (int i = 0; i < 6; i++)
+        if (!s[i]) return vectorcall_prepended(fb_generics, self, argv, nargs, kwnames);
+    PyObject *kernel = s[0], *args = s[1], *generics = s[4];
+    if (Py_TYPE(kernel) != T_kernel || !PyTuple_CheckExact(args) ||
+        (generics != no_generics && !PyDict_CheckExact(generics)))
+        return vectorcall_prepended(fb_generics, self, argv, nargs, kwnames);
+    for (int i = 0; i < 6; i++) Py_INCREF(s[i]);   /* reading the kernel may run Python code */
+    PyObject *a[A_COUNT] = {NULL}, *g = NULL, *values = NULL, *op = NULL, *arity = NULL;
+    Py_ssize_t nkw = PyTuple_GET_SIZE(kwnames);
+    int ok = 1;
+    for (int i = 0; ok && i < A_COUNT; i++)
+        ok = (a[i] = PyObject_GetAttr(kernel, attr_strs[i])) != NULL;
+    ok = ok && PyTuple_CheckExact(a[A_CONSTANT_NAMES]) &&
+         (a[A_SIMPLE] == Py_True || a[A_SIMPLE] == Py_False);
+    for (Py_ssize_t j = 0; ok && j < nkw; j++)      /* an unknown name: Python raises */
+        ok = str_in(PyTuple_GET_ITEM(kwnames, j), a[A_CONSTANT_NAMES]) == 1;
+    if (ok) {
+        g = generics == no_generics ? PyDict_New() : PyDict_Copy(generics);
+        for (Py_ssize_t j = 0; g && j < nkw; j++)
+            if (PyDict_SetItem(g, PyTuple_GET_ITEM(kwnames, j), argv[j]) < 0) Py_CLEAR(g);
+        values = g ? with_generics(args, g, a) : NULL;
+        ok = values != NULL;
+    }
+    if (!ok) {
+        Py_XDECREF(g);
+        if (!PyErr_Occurred() || !PyErr_ExceptionMatches(PyExc_MemoryError)) {
+            PyErr_Clear();
+            op = vectorcall_prepended(fb_generics, self, argv, nargs, kwnames);
+        }
+        goto done;
+    }
+    op = clone_proto(P_launch);
+    arity = op ? PyLong_FromSsize_t(PyTuple_GET_SIZE(args)) : NULL;
+    if (!arity) { Py_CLEAR(op); Py_DECREF(g); goto done; }
+    /* account_for(self): the copy replaces it (as klaunch_grid) */
+    if (!SLOT(self, O.k_ran))
+        set_slot(self, O.k_ran, Py_False);
+    set_slot(op, O.k_kernel, kernel);
+    set_slot(op, O.k_args, args);
+    set_slot(op, O.k_arity, arity);
+    set_slot(op, O.k_grid, s[2]);
+    set_slot(op, O.k_const_grid, s[3]);
+    set_slot(op, O.k_generics, g);
+    set_slot(op, O.k_options, s[5]);
+    set_slot(op, O.k_values, values);
+    set_slot(op, O.k_simple, Py_False);
+    Py_CLEAR(SLOT(op, O.k_ran));        /* the prototype counts as run; the copy has not */
+    Py_DECREF(arity);
+    Py_DECREF(g);
+done:
+    Py_XDECREF(values);
+    for (int i = 0; i < A_COUNT; i++) Py_XDECREF(a[i]);
+    for (int i = 0; i < 6; i++) Py_DECREF(s[i]);
     return op;
 }
 
@@ -421,6 +600,10 @@ static PyMethodDef submit_on_def = {"submit_on", (PyCFunction)submit_on, METH_O,
 static PyMethodDef grid_def = {"grid", (PyCFunction)(void (*)(void))klaunch_grid,
     METH_FASTCALL | METH_KEYWORDS,
     "Launch on an explicit runtime grid ``(gx, gy, gz)`` instead of the partitions' grid."};
+static PyMethodDef generics_def = {"generics", (PyCFunction)(void (*)(void))klaunch_generics,
+    METH_FASTCALL | METH_KEYWORDS,
+    "Bind ``tile.Constant`` parameters: ``.generics([64, 32])`` (in parameter order) or\n"
+    "``.generics(BM=64, BK=32)``."};
 static PyMethodDef sync_on_def = {"sync_on", (PyCFunction)klaunch_sync_on, METH_O,
     "Run on `stream` and wait for completion; return the output."};
 
@@ -436,7 +619,9 @@ static int put_method(PyTypeObject *tp, PyMethodDef *def) {
            KernelLaunch._submit_plain, KernelLaunch._sync_plain, _sync_quietly, Tensor.partition,
            KernelLaunch.grid):
    the C methods above replace the Python ones on Kernel, KernelLaunch and Tensor (the latter two
-   as set_layout registered them); the Python ones stay the fallback */
+   as set_layout registered them); the Python ones stay the fallback. KernelLaunch.generics is
+   replaced too when the class holds the Python function (its fallback, taken from the class
+   here, and kernel_launch.MISSING from that function's globals); else it stays Python's. */
 PyObject *py_install(PyObject *m, PyObject *args) {
     PyObject *kt, *f[8];
     if (!PyArg_ParseTuple(args, "O!OOOOOOOO", &PyType_Type, &kt, &f[0], &f[1], &f[2], &f[3],
@@ -447,12 +632,25 @@ PyObject *py_install(PyObject *m, PyObject *args) {
                         "installed" : "tilejit._native.install: no layout (set_layout)");
         return NULL;
     }
+    PyObject *gen = PyDict_GetItemString(T_klaunch->tp_dict, "generics");      /* borrowed */
+    PyObject *globals = gen && PyFunction_Check(gen) ? PyFunction_GetGlobals(gen) : NULL;
+    PyObject *miss = globals && PyDict_Check(globals) ?
+        PyDict_GetItemString(globals, "MISSING") : NULL;
+    for (int i = 0; miss && i < A_COUNT; i++)
+        if (!attr_strs[i] && !(attr_strs[i] = PyUnicode_InternFromString(attr_names[i])))
+            return NULL;
     PyObject **dst[8] = {&fb_call, &fb_submit, &fb_sync, &fb_submit_plain, &fb_sync_plain,
                          &fb_sync_quietly, &fb_tensor_partition, &fb_grid};
     for (int i = 0; i < 8; i++) { Py_INCREF(f[i]); *dst[i] = f[i]; }
+    if (miss) {
+        Py_INCREF(gen); fb_generics = gen;
+        Py_INCREF(miss); missing = miss;
+        Py_INCREF(kt); T_kernel = (PyTypeObject *)kt;
+    }
     if (put_method((PyTypeObject *)kt, &kernel_call_def) < 0 ||
         put_method(T_klaunch, &submit_on_def) < 0 || put_method(T_klaunch, &sync_on_def) < 0 ||
-        put_method(T_klaunch, &grid_def) < 0 || put_method(T_tensor, &tensor_partition_def) < 0)
+        put_method(T_klaunch, &grid_def) < 0 || put_method(T_tensor, &tensor_partition_def) < 0 ||
+        (miss && put_method(T_klaunch, &generics_def) < 0))
         return NULL;
     Py_RETURN_NONE;
 }
