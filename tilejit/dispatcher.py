@@ -640,18 +640,20 @@ def layout_args() -> tuple:
 
 
 def _install_native() -> bool:
-    """With the C extension, ``kernel(...)``, ``op.grid(g)``, ``op.submit_on(s)``,
-    ``op.sync_on(s)`` and ``t.partition(shape)`` run in C for plain launches; the Python methods
-    stay as their fallback (and as the pure-Python build). The C code reads the runtime classes'
-    __slots__ by offset: if one changed shape, set_layout says so and everything stays in Python.
-    The objects it makes are clones of prototypes made here by each class's one constructor."""
+    """With the C extension, ``kernel(...)``, ``op.grid(g)``, ``op.generics(**named)``,
+    ``op.submit_on(s)``, ``op.sync_on(s)`` and ``t.partition(shape)`` run in C for plain
+    launches (``.generics`` also takes ``MISSING``, the sentinel of unbound constants); the
+    Python methods stay as their fallback (and as the pure-Python build). The C code reads the
+    runtime classes' __slots__ by offset: if one changed shape, set_layout says so and
+    everything stays in Python. The objects it makes are clones of prototypes made here by each
+    class's one constructor."""
     ext = native.ext()
     if ext is None or not ext.set_layout(*layout_args()):
         return False
     ext.set_memo(argspec.array_keys, argspec.array_key_named)
     ext.install(Kernel, Kernel.__call__, KernelLaunch.submit_on, KernelLaunch.sync_on,
                 KernelLaunch._submit_plain, KernelLaunch._sync_plain, _sync_quietly,
-                Tensor.partition, KernelLaunch.grid)
+                Tensor.partition, KernelLaunch.grid, KernelLaunch.generics, _MISSING)
     ext.install_finalizer(DeviceOp.__del__)     # the "never run" check of launches, in C
     return True
 

@@ -156,7 +156,7 @@ static PyObject *klaunch_grid(PyObject *self, PyObject *const *argv, Py_ssize_t 
 
 /* --- KernelLaunch.generics(**named) ------------------------------------------------------ */
 static PyTypeObject *T_kernel;          /* dispatcher.Kernel (install) */
-static PyObject *missing;               /* kernel_launch.MISSING (the fallback's globals) */
+static PyObject *missing;               /* kernel_launch.MISSING (install) */
 
 /* the Kernel attributes klaunch_generics reads (what the Python method and Kernel._with_generics
    read), interned at install */
@@ -619,38 +619,31 @@ static int put_method(PyTypeObject *tp, PyMethodDef *def) {
            KernelLaunch._submit_plain, KernelLaunch._sync_plain, _sync_quietly, Tensor.partition,
            KernelLaunch.grid):
    the C methods above replace the Python ones on Kernel, KernelLaunch and Tensor (the latter two
-   as set_layout registered them); the Python ones stay the fallback. KernelLaunch.generics is
-   replaced too when the class holds the Python function (its fallback, taken from the class
-   here, and kernel_launch.MISSING from that function's globals); else it stays Python's. */
+   as set_layout registered them); the Python ones stay the fallback. KernelLaunch.generics too
+   (its Python method, then kernel_launch.MISSING, the sentinel Kernel._with_generics fills in,
+   are the last two arguments). */
 PyObject *py_install(PyObject *m, PyObject *args) {
-    PyObject *kt, *f[8];
-    if (!PyArg_ParseTuple(args, "O!OOOOOOOO", &PyType_Type, &kt, &f[0], &f[1], &f[2], &f[3],
-                          &f[4], &f[5], &f[6], &f[7]))
+    PyObject *kt, *f[10];
+    if (!PyArg_ParseTuple(args, "O!OOOOOOOOOO", &PyType_Type, &kt, &f[0], &f[1], &f[2], &f[3],
+                          &f[4], &f[5], &f[6], &f[7], &f[8], &f[9]))
         return NULL;
     if (!layout_ok || fb_call) {
         PyErr_SetString(PyExc_RuntimeError, layout_ok ? "tilejit._native.install: already "
                         "installed" : "tilejit._native.install: no layout (set_layout)");
         return NULL;
     }
-    PyObject *gen = PyDict_GetItemString(T_klaunch->tp_dict, "generics");      /* borrowed */
-    PyObject *globals = gen && PyFunction_Check(gen) ? PyFunction_GetGlobals(gen) : NULL;
-    PyObject *miss = globals && PyDict_Check(globals) ?
-        PyDict_GetItemString(globals, "MISSING") : NULL;
-    for (int i = 0; miss && i < A_COUNT; i++)
+    for (int i = 0; i < A_COUNT; i++)
         if (!attr_strs[i] && !(attr_strs[i] = PyUnicode_InternFromString(attr_names[i])))
             return NULL;
-    PyObject **dst[8] = {&fb_call, &fb_submit, &fb_sync, &fb_submit_plain, &fb_sync_plain,
-                         &fb_sync_quietly, &fb_tensor_partition, &fb_grid};
-    for (int i = 0; i < 8; i++) { Py_INCREF(f[i]); *dst[i] = f[i]; }
-    if (miss) {
-        Py_INCREF(gen); fb_generics = gen;
-        Py_INCREF(miss); missing = miss;
-        Py_INCREF(kt); T_kernel = (PyTypeObject *)kt;
-    }
+    PyObject **dst[10] = {&fb_call, &fb_submit, &fb_sync, &fb_submit_plain, &fb_sync_plain,
+                          &fb_sync_quietly, &fb_tensor_partition, &fb_grid, &fb_generics,
+                          &missing};
+    for (int i = 0; i < 10; i++) { Py_INCREF(f[i]); *dst[i] = f[i]; }
+    Py_INCREF(kt); T_kernel = (PyTypeObject *)kt;
     if (put_method((PyTypeObject *)kt, &kernel_call_def) < 0 ||
         put_method(T_klaunch, &submit_on_def) < 0 || put_method(T_klaunch, &sync_on_def) < 0 ||
         put_method(T_klaunch, &grid_def) < 0 || put_method(T_tensor, &tensor_partition_def) < 0 ||
-        (miss && put_method(T_klaunch, &generics_def) < 0))
+        put_method(T_klaunch, &generics_def) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
