@@ -3,6 +3,7 @@
 CI runs the whole suite twice, with and without the extension (TILEJIT_NATIVE=0); the tests here
 pin what the C launcher does itself (plain launches of cached kernels) and where it must hand a
 launch back to Python (errors keep their usual messages)."""
+import contextlib
 import math
 
 import numpy as np
@@ -591,6 +592,22 @@ def _launch_slots(op):
     return {n: getattr(op, n, _UNSET) for n in names}
 
 
+@contextlib.contextmanager
+def _no_layout():
+    """The C extension told that KernelLaunch's slots changed shape (set_layout refuses), as a
+    changed class would: every C path then takes the Python method. Restored after."""
+    from tilejit import dispatcher
+    classes = dispatcher.layout_args()
+
+    class NoSlots:
+        pass
+    try:
+        assert not native.ext().set_layout(*classes[:-2], NoSlots, classes[-1])
+        yield
+    finally:
+        assert native.ext().set_layout(*classes)
+
+
 def test_grid_copies_as_the_python_method_does(monkeypatch):
     """``op.grid((gx, gy, gz))`` of three ints in range is C's (no Python frame, no
     normalize_grid): the copy's every slot is what the Python method's
@@ -708,19 +725,11 @@ def test_grid_copies_as_the_python_method_does(monkeypatch):
     account_for(op)
     del op, copy
     if on:                  # no layout: every C path is Python's
-        from tilejit import dispatcher
-        classes = dispatcher.layout_args()
-
-        class NoSlots:
-            pass
-        try:
-            assert not native.ext().set_layout(*classes[:-2], NoSlots, classes[-1])
+        with _no_layout():
             normalized.clear()
             copy = axpb(z.partition((32,)), x, 2.0, 1).grid((2, 1, 1))
             assert normalized == [(2, 1, 1)] and not hasattr(copy, RAN_SLOT)
             account_for(copy)
-        finally:
-            assert native.ext().set_layout(*classes)
 
 
 # --- .generics(**named) in C (csrc/prepared.c klaunch_generics) ---------------------------------
@@ -874,19 +883,11 @@ def test_generics_copies_as_the_python_method_does(monkeypatch):
     monkeypatch.undo()
     python, rule = _python_generics(monkeypatch)
     if on:                  # no layout: every C path is Python's
-        from tilejit import dispatcher
-        classes = dispatcher.layout_args()
-
-        class NoSlots:
-            pass
-        try:
-            assert not native.ext().set_layout(*classes[:-2], NoSlots, classes[-1])
+        with _no_layout():
             op = k(zp, x)
             copy = op.generics(A=3)
             assert python == [op] and copy._values == (zp, x, 3, 1.0)
             account_for(copy)
-        finally:
-            assert native.ext().set_layout(*classes)
 
 
 def test_generics_errors_are_the_python_methods(monkeypatch):
