@@ -494,9 +494,16 @@ def _norm_tuners(env, group, n):
         cfgs += [tile.Config(ROWS=r, WIDTH=width, LATENCY=4, occupancy=occ,
                              num_worker_warps=nw)
                  for r, nw in few if r <= 2 for occ in (4, 16)]
+        if width >= 8192 and group != "layer_norm":
+            # latency hints above 4 deepen tileiras's pipeline of the rows at occupancy 1 (SASS,
+            # 2026-11-28: RMSNorm 16K, shared memory 67 KB at LATENCY 4, 100 KB at 8: two
+            # stages, 165 KB at 10: four); not yet timed. LayerNorm stays at one stage.
+            cfgs += [tile.Config(ROWS=1, WIDTH=width, LATENCY=lat, occupancy=1,
+                                 num_worker_warps=8) for lat in (8, 10)]
     elif width == 32768:
-        # one 32K-element row an iteration: tileiras double-buffers the row loads in shared
-        # memory (2 x 64 KB for fp16), so the next row loads while this one is reduced
+        # one 32K-element row an iteration (one block a SM: the row and, for RMSNorm, w take
+        # 64 KB of shared memory each for fp16; tileiras keeps one stage of the row with any
+        # latency hint, 2026-11-28 SASS)
         cfgs = [tile.Config(ROWS=1, WIDTH=width, LATENCY=2, occupancy=occ, num_worker_warps=nw)
                 for occ in (1, 2) for nw in (None, 8)]
     else:
