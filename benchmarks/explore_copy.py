@@ -7,7 +7,8 @@ GPU only.
 Forms: one (BM, N) tile of whole rows per block (what the row kernels do); a persistent grid
 looping over row tiles with a latency hint on the load (tileiras may then keep several loads in
 flight); the tensor seen flat, in 1D tiles, in a persistent loop or one tile a block (as torch's
-copy covers it). Loads and stores each through the TMA unit or from/to registers.
+copy covers it). The 2D forms load and store each through the TMA unit or from/to registers; 1D
+tiles take no TMA either way (tileiras 13.4: no TMA instruction in their SASS).
 GB/s counts one read and one write, as the roofline does.
 """
 import argparse
@@ -38,17 +39,16 @@ def copy_persistent(z, x, ROWS: C[int], WIDTH: C[int], LATENCY: C[int], STORE_TM
 
 
 @tile.entry
-def copy_flat(z, x, TILE: C[int], LATENCY: C[int], STORE_TMA: C[bool], LOAD_TMA: C[bool] = True):
+def copy_flat(z, x, TILE: C[int], LATENCY: C[int]):
     out = z.partition((TILE,))
     for i in range(tile.bid(0), tile.cdiv(x.shape[0], TILE), tile.num_blocks(0)):
-        tile.store(out, (i,), x.load((i,), (TILE,), latency=LATENCY, allow_tma=LOAD_TMA),
-                   allow_tma=STORE_TMA)
+        tile.store(out, (i,), x.load((i,), (TILE,), latency=LATENCY))
 
 
 @tile.entry
-def copy_blocks(z, x, LOAD_TMA: C[bool], STORE_TMA: C[bool]):
+def copy_blocks(z, x):
     """One flat tile a block (no loop): the grid covers the tensor, as torch's copy does."""
-    z.store(x.load(z.block, z.shape, allow_tma=LOAD_TMA), allow_tma=STORE_TMA)
+    z.store(x.load(z.block, z.shape))
 
 
 def opts(occ):
@@ -96,21 +96,15 @@ def main() -> int:
         for t in (4096, 8192, 16384):
             for lat in (2, 4):
                 for occ in (2, 4):
-                    for st in both:
-                        for ld in both:
-                            cands.append((f"flat {t} lat{lat} occ{occ} load_tma={ld} "
-                                          f"store_tma={st}",
-                                          lambda t=t, lat=lat, occ=occ, st=st, ld=ld: copy_flat(
-                                              tile.atomic(yf), xf, t, lat, st, ld)
-                                          .grid((sms * occ, 1, 1)).compile_options(opts(occ))))
+                    cands.append((f"flat {t} lat{lat} occ{occ}",
+                                  lambda t=t, lat=lat, occ=occ: copy_flat(
+                                      tile.atomic(yf), xf, t, lat)
+                                  .grid((sms * occ, 1, 1)).compile_options(opts(occ))))
         for t in (1024, 2048, 4096, 8192):
             for occ in (4, 8):
-                for st in both:
-                    for ld in both:
-                        cands.append((f"blocks {t} occ{occ} load_tma={ld} store_tma={st}",
-                                      lambda t=t, occ=occ, st=st, ld=ld: copy_blocks(
-                                          tile.partition(yf, (t,)), xf, ld, st)
-                                      .compile_options(opts(occ))))
+                cands.append((f"blocks {t} occ{occ}",
+                              lambda t=t, occ=occ: copy_blocks(tile.partition(yf, (t,)), xf)
+                              .compile_options(opts(occ))))
         precompile(cands)
         v_ms = timer.ms(lambda: y.copy_(x))
         vr = gb / v_ms * 1e3
