@@ -10,7 +10,8 @@ from tilejit.toolchain import remarks, tileiras
 
 needs_tileiras = pytest.mark.skipif(not tileiras.available(), reason="tileiras is not installed")
 
-SAMPLE = """\
+#: one remark; SAMPLE has it twice, as tileiras repeats remarks (parse keeps one)
+TMA_LOAD = """\
 --- !Passed
 Pass:            Memory
 Name:            RemarkMemoryLoadInstructionSelected
@@ -22,6 +23,8 @@ Args:
   - Instruction: TMA Load instruction
   - Shape:       '[64, 32]'
 ...
+"""
+SAMPLE = TMA_LOAD + """\
 --- !Failure
 Pass:            Memory
 Name:            RemarkMemoryTMALoadFailed
@@ -33,17 +36,7 @@ Args:
   - Reason:      'loc("k.py":5:1): stride not 16-byte aligned'
   - Reason:      'loc("k.py":5:1): stride not 16-byte aligned'
 ...
---- !Passed
-Pass:            Memory
-Name:            RemarkMemoryLoadInstructionSelected
-DebugLoc:        { File: 'k.py', Line: 9, Column: 1 }
-Function:        k
-Args:
-  - RemarkId:    4
-  - Remark:      Load instruction selected
-  - Instruction: TMA Load instruction
-  - Shape:       '[64, 32]'
-...
+""" + TMA_LOAD + """\
 --- !Missed
 Pass:            Tensor-core
 Name:            RemarkTensorCoreMMA
