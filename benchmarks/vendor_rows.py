@@ -494,12 +494,9 @@ def _norm_tuners(env, group, n):
         cfgs += [tile.Config(ROWS=r, WIDTH=width, LATENCY=4, occupancy=occ,
                              num_worker_warps=nw)
                  for r, nw in few if r <= 2 for occ in (4, 16)]
-        if width >= 8192 and group != "layer_norm":
-            # latency hints above 4 deepen tileiras's pipeline of the rows at occupancy 1 (SASS,
-            # 2026-11-28: RMSNorm 16K, shared memory 67 KB at LATENCY 4, 100 KB at 8: two
-            # stages, 165 KB at 10: four); not yet timed. LayerNorm stays at one stage.
-            cfgs += [tile.Config(ROWS=1, WIDTH=width, LATENCY=lat, occupancy=1,
-                                 num_worker_warps=8) for lat in (8, 10)]
+        # (latency hints 8 and 10 at occupancy 1 deepen tileiras's pipeline of 8K-16K rows, two
+        # to four stages in the SASS, and never won: 2026-11-28 H200, 16K rows, softmax 0.112 ms
+        # against 0.076 at LATENCY 4 and occupancy 2, RMSNorm 0.073 against 0.072)
     elif width == 32768:
         # one 32K-element row an iteration (one block a SM: the row and, for RMSNorm, w take
         # 64 KB of shared memory each for fp16; tileiras keeps one stage of the row with any

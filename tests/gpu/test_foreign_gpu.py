@@ -101,6 +101,9 @@ def test_sync_with_torch_tensors_follows_a_policy_set_later(torch):
     finally:
         tile.set_default_policy(old)
     assert op._default_stream() is torch_s
+    z.zero_()
+    op.sync()                                            # on torch's stream again
+    torch.testing.assert_close(z, 2 * x)
 
 
 def test_two_streams_are_ordered(torch):
