@@ -2,12 +2,26 @@
 strict xfail while tileiras gets it wrong, so a tileiras that fixes it fails the suite and the
 workaround (NOTES.md, tileiras quirks) can go. tests/test_tileiras_quirks.py runs the same
 kernels on the simulator, which gets them right."""
+import pathlib
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
 from test_tileiras_quirks import _run
 
 pytestmark = pytest.mark.gpu
+
+REPRO = (pathlib.Path(__file__).resolve().parents[2] / "tools" / "tileiras_repros"
+         / "loop_carried_tile")
+
+
+def _run_repro(name):
+    """run.py of the standalone repro on one bytecode file: (exit status, its output)."""
+    r = subprocess.run([sys.executable, str(REPRO / "run.py"), str(REPRO / f"{name}.tileirbc")],
+                       capture_output=True, text=True, timeout=300)
+    return r.returncode, r.stdout + r.stderr
 
 
 @pytest.mark.xfail(strict=True, reason="tileiras 13.4: a (4, 4096) fp16 tile carried to the next "
@@ -27,3 +41,18 @@ def test_a_tile_carried_in_registers_is_right(m, n, rows):
     pipelines; BENCHMARKS.md)."""
     got, ref = _run(m, n, rows, 264, tma=False)
     np.testing.assert_allclose(got, ref, rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.xfail(strict=True, reason="tileiras 13.4 and 13.5: the standalone repro of the "
+                                       "carried tile (tools/tileiras_repros/loop_carried_tile)")
+def test_the_standalone_repro():
+    rc, out = _run_repro("kernel")
+    assert rc == 0, out
+
+
+@pytest.mark.parametrize("name", ["kernel_no_tma", "kernel_not_carried", "kernel_f32_input"])
+def test_the_standalone_repros_controls_are_right(name):
+    """Each control differs from the repro in one thing and comes out right: a wrong one would
+    mean the runner, not tileiras, is at fault."""
+    rc, out = _run_repro(name)
+    assert rc == 0 and "0 of 8192 row sums wrong" in out, out
