@@ -1,7 +1,7 @@
-"""Known tileiras miscompiles, pinned on the GPU: each test states the right answer and is a
-strict xfail while tileiras gets it wrong, so a tileiras that fixes it fails the suite and the
-workaround (NOTES.md, tileiras quirks) can go. tests/test_tileiras_quirks.py runs the same
-kernels on the simulator, which gets them right."""
+"""Known tileiras miscompiles, pinned on the GPU. The standalone repro of each is a strict xfail
+while tileiras gets it wrong, so a tileiras that fixes it fails the suite and the workaround
+(NOTES.md, tileiras quirks) can go; the kernels tilejit compiles with the workaround must come
+out right. tests/test_tileiras_quirks.py runs the same kernels on the simulator."""
 import pathlib
 import subprocess
 import sys
@@ -24,11 +24,13 @@ def _run_repro(name):
     return r.returncode, r.stdout + r.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="tileiras 13.4: a (4, 4096) fp16 tile carried to the next "
-                                       "iteration of a persistent loop comes out as the next "
-                                       "row block (seen on an H100, 2026-11-25)")
-def test_a_tile_loaded_one_iteration_ahead():
-    got, ref = _run(8192, 4096, 4, 264)
+@pytest.mark.parametrize("m,n,rows", [(8192, 4096, 4), (8192, 1024, 8)])
+def test_a_tile_loaded_one_iteration_ahead(m, n, rows):
+    """tileiras 13.4-13.5 read such a tile from the buffer of the next iteration's TMA load
+    (8188 of 8192 rows wrong on an H100, 2026-11-25; test_the_standalone_repro below);
+    tilejit takes the loads of a carried tile off the TMA unit (tileir/tileiras_workarounds.py),
+    so the kernel as written comes out right."""
+    got, ref = _run(m, n, rows, 264)
     np.testing.assert_allclose(got, ref, rtol=1e-2, atol=1e-2)
 
 

@@ -27,6 +27,7 @@ from .. import dtypes as D
 from ..dtypes import DType
 from ..errors import CompileError, SourceLocation, TypingError, UnsupportedError
 from ..tileir import Block, Builder, Module, OptHints, TileType, Value
+from ..tileir.tileiras_workarounds import carried_loads_off_tma
 from ..typing import promotion
 from ..typing.templates._base import NOT_STATIC, static_value
 from ..typing.types import TileType as NbTile, dtype_of
@@ -125,6 +126,7 @@ class Lowering(ControlFlow):
         for op in self.hoist_block.ops:
             op.parent = body
         body.ops[start:start] = self.hoist_block.ops
+        carried_loads_off_tma(self.fn, self.opt_hints)
         return Module(self.fn.name, [self.fn])
 
     def error(self, msg: str, cls=TypingError) -> CompileError:
