@@ -87,6 +87,28 @@ def test_only_the_loads_a_loop_carries_lose_tma():
     assert inside == [{}, {}]
 
 
+@tile.entry
+def transposed_carried(out, x, ROWS: tile.Constant[int], WIDTH: tile.Constant[int]):
+    """A permuted load (made a transposed load by optimize.fuse_transposed_loads) carried."""
+    step = tile.num_blocks(0)
+    last = tile.cdiv(x.shape[0], ROWS) - 1
+    t = tile.permute(x.load((tile.bid(0), 0), (ROWS, WIDTH)), (1, 0))
+    for r in range(tile.bid(0), last + 1, step):
+        nxt = tile.permute(x.load((min(r + step, last), 0), (ROWS, WIDTH)), (1, 0))
+        tile.store(out.partition((ROWS,)), (r,), tile.sum(t.astype(tile.float32), axis=0))
+        t = nxt
+
+
+def test_a_carried_load_made_by_the_optimizations_loads_off_tma():
+    """(2026-11-28 H200: the permuted form was still wrong when the workaround ran before
+    optimize_module.)"""
+    out = tile.atomic(api.zeros((64,), tile.float32).sync())
+    fn = lowered_function(transposed_carried, out, _x(), 4, 32)
+    assert not any(op.name == "permute" for op in fn.walk())     # the loads were fused
+    loads = _loads(fn)
+    assert len(loads) == 2 and all(d == {"allow_tma": False} for _, d in loads), loads
+
+
 @pytest.mark.usefixtures("simulator_backend")
 def test_the_rewritten_loops_compute_the_same_on_the_simulator():
     import numpy as np

@@ -219,21 +219,23 @@ def front_end(pyfunc, keys: Sequence, constants: dict, target: str, options: Com
 
 def _front_end(pyfunc, keys, constants, target, options, const_grid, name, version, grid_ones):
     ti = time.perf_counter()
-    from .lowering.lower import lower_kernel
+    from .lowering.lower import lower_kernel, opt_hints_for
     from .lowering.structurize import structurize
     from .tileir import print_module, verify_module
     from .tileir.optimize import optimize_module
+    from .tileir.tileiras_workarounds import carried_loads_off_tma
     from .typing.pipeline import type_kernel
     t0 = time.perf_counter()
     typed = type_kernel(pyfunc, keys, constants, plain_helpers=options.plain_helpers)
     t1 = time.perf_counter()
     arch = target if target != SIM_TARGET else envvars.get("TILEJIT_ARCH")
+    bc_version = version if version is not None else bytecode_version(target)
     module = lower_kernel(structurize(typed), name=symbol(name or pyfunc.__name__), arch=arch,
-                          bytecode_version=version if version is not None
-                          else bytecode_version(target),
-                          hints=options.hints(), const_grid=const_grid,
-                          grid_ones=grid_ones or (False, False, False))
+                          bytecode_version=bc_version, hints=options.hints(),
+                          const_grid=const_grid, grid_ones=grid_ones or (False, False, False))
     optimize_module(module, fma=options.fma)
+    # last: the optimizations make loads (a permute of a load becomes a transposed load)
+    carried_loads_off_tma(module, lambda d: opt_hints_for(d, bc_version, arch))
     verify_module(module)
     t2 = time.perf_counter()
     if _dumping(pyfunc, "typed"):

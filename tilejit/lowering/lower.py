@@ -27,7 +27,6 @@ from .. import dtypes as D
 from ..dtypes import DType
 from ..errors import CompileError, SourceLocation, TypingError, UnsupportedError
 from ..tileir import Block, Builder, Module, OptHints, TileType, Value
-from ..tileir.tileiras_workarounds import carried_loads_off_tma
 from ..typing import promotion
 from ..typing.templates._base import NOT_STATIC, static_value
 from ..typing.types import TileType as NbTile, dtype_of
@@ -126,7 +125,6 @@ class Lowering(ControlFlow):
         for op in self.hoist_block.ops:
             op.parent = body
         body.ops[start:start] = self.hoist_block.ops
-        carried_loads_off_tma(self.fn, self.opt_hints)
         return Module(self.fn.name, [self.fn])
 
     def error(self, msg: str, cls=TypingError) -> CompileError:
@@ -545,9 +543,7 @@ class Lowering(ControlFlow):
         return d
 
     def opt_hints(self, d: dict) -> OptHints:
-        """Optimization hints ``d`` for the target (per architecture before bytecode 13.3)."""
-        key = "default" if self.version >= (13, 3) else self.arch
-        return OptHints.make({key: d})
+        return opt_hints_for(d, self.version, self.arch)
 
     def hints(self, latency=None, allow_tma=True) -> Optional[OptHints]:
         d = {}
@@ -592,6 +588,12 @@ def _env_value(q):
     if isinstance(q, tuple):
         return tuple(_env_value(x) for x in q)
     return q.value if isinstance(q, ScalarParam) else q
+
+
+def opt_hints_for(d: dict, bytecode_version, arch: Optional[str]) -> OptHints:
+    """Optimization hints ``d`` for the target (per architecture before bytecode 13.3)."""
+    key = "default" if tuple(bytecode_version)[:2] >= (13, 3) else arch
+    return OptHints.make({key: d})
 
 
 def lower_kernel(structured: R.StructuredKernel, **kw) -> Module:

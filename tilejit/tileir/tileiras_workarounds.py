@@ -15,16 +15,17 @@ from __future__ import annotations
 from typing import Callable, Iterator
 
 from .attrs import OptHints
-from .ir import Function, Operation, Value
+from .ir import Module, Operation, Value
 
 _LOOPS = ("for", "loop")
 
 
-def carried_loads_off_tma(fn: Function, make_hints: Callable[[dict], OptHints]) -> None:
+def carried_loads_off_tma(module: Module, make_hints: Callable[[dict], OptHints]) -> None:
     """Set ``allow_tma=False`` on each ``load_view_tko`` whose tile a loop carries (as an
-    initial value or through ``continue``, directly or as a branch of an ``if``). ``make_hints(d)``: hints ``d`` keyed for the target
-    (the load's own hints, such as a latency, are kept)."""
-    for loop in [op for op in fn.walk() if op.name in _LOOPS]:
+    initial value or through ``continue``, directly or as a branch of an ``if``). Run after
+    the other rewrites (``optimize.fuse_transposed_loads`` makes loads). ``make_hints(d)``:
+    hints ``d`` keyed for the target (the load's own hints, such as a latency, are kept)."""
+    for loop in [op for fn in module.functions for op in fn.walk() if op.name in _LOOPS]:
         for v in _carried_in(loop):
             for load in _loads_behind(v):
                 _forbid_tma(load, make_hints)

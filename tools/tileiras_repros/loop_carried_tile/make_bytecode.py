@@ -15,12 +15,12 @@ import subprocess
 import sys
 
 import tilejit as tile
-import tilejit.lowering.lower
+import tilejit.tileir.tileiras_workarounds as workarounds
 from tilejit import api
 
 # the program as written: tilejit itself takes a carried tile's loads off the TMA unit
 # (tileir/tileiras_workarounds.py), which is what this repro shows is needed
-tilejit.lowering.lower.carried_loads_off_tma = lambda fn, make_hints: None
+workarounds.carried_loads_off_tma = lambda module, make_hints: None
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
