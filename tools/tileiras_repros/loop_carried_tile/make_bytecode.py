@@ -7,8 +7,8 @@ loading the next row block one iteration ahead (the tile is an iteration value o
 and stores each row's float32 sum. Three controls differ in one thing each:
 kernel_no_tma.tileirbc loads with `allow_tma=False` (into registers), kernel_not_carried.tileirbc
 loads each row block in the iteration that uses it, kernel_f32_input.tileirbc sums a float32
-matrix (no conversion). With
-tileirdisasm on PATH (the nvidia-cuda-tileiras wheel has it) the text forms are written too."""
+matrix (no conversion). With tileirdisasm on PATH (the nvidia-cuda-tileiras wheel has it) the
+text forms are written too."""
 import os
 import shutil
 import subprocess
