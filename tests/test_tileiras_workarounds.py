@@ -1,6 +1,7 @@
 """tileir/tileiras_workarounds.py: the loads of a tile a loop carries go off the TMA unit
 (tileiras 13.4-13.5 reads such a tile from the next load's buffer:
 tools/tileiras_repros/loop_carried_tile); every other load keeps its hints."""
+import numpy as np
 import pytest
 
 import tilejit as tile
@@ -13,7 +14,8 @@ ZERO = tile.PaddingMode.ZERO
 
 
 def _loads(fn):
-    """Each load_view_tko of ``fn`` as (in a loop body, its hints as a dict of the one key)."""
+    """Each load_view_tko of ``fn`` as (inside a region: in these kernels, a loop body; its
+    hints as a dict of their one key)."""
     out = []
     for op in fn.walk():
         if op.name == "load_view_tko":
@@ -111,7 +113,6 @@ def test_a_carried_load_made_by_the_optimizations_loads_off_tma():
 
 @pytest.mark.usefixtures("simulator_backend")
 def test_the_rewritten_loops_compute_the_same_on_the_simulator():
-    import numpy as np
     xn = np.random.default_rng(1).standard_normal((64, 32)).astype(np.float16)
     y = api.zeros((64, 32), tile.float16).sync()
     while_carried(tile.atomic(y), api.from_numpy(xn).sync()).generics(
