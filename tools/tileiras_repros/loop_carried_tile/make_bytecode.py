@@ -7,16 +7,15 @@ loading the next row block one iteration ahead (the tile is an iteration value o
 and stores each row's float32 sum. Three controls differ in one thing each:
 kernel_no_tma.tileirbc loads with `allow_tma=False` (into registers), kernel_not_carried.tileirbc
 loads each row block in the iteration that uses it, kernel_f32_input.tileirbc sums a float32
-matrix (no conversion). With tileirdisasm on PATH (the nvidia-cuda-tileiras wheel has it) the
-text forms are written too."""
+matrix (no conversion). Where tilejit finds tileirdisasm (next to tileiras) the text forms are
+written too."""
 import os
-import shutil
-import subprocess
 import sys
 
 import tilejit as tile
 import tilejit.tileir.tileiras_workarounds as workarounds
 from tilejit import api
+from tilejit.toolchain import tileiras
 
 # the program as written: tilejit itself takes a carried tile's loads off the TMA unit
 # (tileir/tileiras_workarounds.py), which is what this repro shows is needed
@@ -49,9 +48,6 @@ M, N, ROWS = 8192, 1024, 4
 
 def main() -> int:
     out = api.zeros((M,), tile.float32).sync()
-    disasm = shutil.which("tileirdisasm") or os.path.join(
-        os.path.dirname(sys.executable), "..", "lib", f"python{sys.version_info[0]}."
-        f"{sys.version_info[1]}", "site-packages", "nvidia", "cu13", "bin", "tileirdisasm")
     for name, (tma, carry, dtype) in VARIANTS.items():
         x = api.zeros((M, N), dtype).sync()
         bc = carried_row_sums.inspect_bytecode(tile.atomic(out), x, ROWS=ROWS, WIDTH=N, TMA=tma,
@@ -59,8 +55,8 @@ def main() -> int:
         path = os.path.join(HERE, name + ".tileirbc")
         with open(path, "wb") as f:
             f.write(bc)
-        if os.path.exists(disasm):
-            text = subprocess.run([disasm, path], capture_output=True, text=True, check=True).stdout
+        if tileiras.disassembler_available():
+            text = tileiras.disassemble(bc)
             with open(os.path.join(HERE, name + ".mlir"), "w") as f:
                 f.write(text.rstrip() + "\n")
         print("wrote", path)
