@@ -21,7 +21,7 @@ from .ir import Block, Function, Module, Operation, Value
 from .op_table import OPS
 from .types import TOKEN, PartitionViewType
 
-_LOOPS = ("for", "loop")
+LOOPS = ("for", "loop")
 # pure, but undefined for some inputs: not moved where a zero-trip loop would not have run them
 _MAY_TRAP = frozenset(["divi", "remi"])
 
@@ -134,7 +134,7 @@ def _hoist_in(block: Block) -> None:
     for op in block.ops:
         for r in op.regions:
             _hoist_in(r)
-        if op.name in _LOOPS:
+        if op.name in LOOPS:
             for moved in _invariants(op):
                 moved.parent = block
                 out.append(moved)
@@ -276,12 +276,12 @@ def drop_unused_loop_tokens(fn: Function) -> None:
             _drop_dead_joins(fn)
 
 
-def _owning_loop(op: Operation):
+def owning_loop(op: Operation):
     """The innermost ``for``/``loop`` whose body holds ``op`` (through nested ``if`` regions)."""
     block = op.parent
     while block is not None and block.parent_op is not None:
         owner = block.parent_op
-        if owner.name in _LOOPS:
+        if owner.name in LOOPS:
             return owner
         block = owner.parent
     return None
@@ -300,11 +300,11 @@ def _drop_token(loop: Operation, i: int, users) -> bool:
                 if op.results[0] not in derived:
                     derived.add(op.results[0])
                     todo.append(op.results[0])
-            elif op.name != "continue" or _owning_loop(op) is not loop or \
+            elif op.name != "continue" or owning_loop(op) is not loop or \
                     [j for j, v in enumerate(op.operands) if v in derived] != [i]:
                 return False
     exits = [op for op in body.walk() if op.name in ("continue", "break") and
-             _owning_loop(op) is loop]
+             owning_loop(op) is loop]
     if any(op.name == "break" for op in exits):
         return False
     for op in exits:

@@ -16,8 +16,7 @@ from typing import Callable, Iterator
 
 from .attrs import OptHints
 from .ir import Module, Operation, Value
-
-_LOOPS = ("for", "loop")
+from .optimize import LOOPS, owning_loop
 
 
 def carried_loads_off_tma(module: Module, make_hints: Callable[[dict], OptHints]) -> None:
@@ -25,7 +24,7 @@ def carried_loads_off_tma(module: Module, make_hints: Callable[[dict], OptHints]
     initial value or through ``continue``, directly or as a branch of an ``if``). Run after
     the other rewrites (``optimize.fuse_transposed_loads`` makes loads). ``make_hints(d)``:
     hints ``d`` keyed for the target (the load's own hints, such as a latency, are kept)."""
-    for loop in [op for fn in module.functions for op in fn.walk() if op.name in _LOOPS]:
+    for loop in [op for fn in module.functions for op in fn.walk() if op.name in LOOPS]:
         for v in _carried_in(loop):
             for load in _loads_behind(v):
                 _forbid_tma(load, make_hints)
@@ -33,16 +32,11 @@ def carried_loads_off_tma(module: Module, make_hints: Callable[[dict], OptHints]
 
 def _carried_in(loop: Operation) -> Iterator[Value]:
     """The values that enter ``loop``'s carried slots: its initial values and the operands of
-    every ``continue`` of its body (through nested ``if`` regions, not nested loops)."""
+    every ``continue`` of its own (through nested ``if`` regions, not nested loops)."""
     yield from loop.group("initValues")
-    todo = list(loop.regions[0].ops)
-    while todo:
-        op = todo.pop()
-        if op.name == "continue":
+    for op in loop.regions[0].walk():
+        if op.name == "continue" and owning_loop(op) is loop:
             yield from op.operands
-        elif op.name not in _LOOPS:
-            for region in op.regions:
-                todo.extend(region.ops)
 
 
 def _loads_behind(v: Value) -> Iterator[Operation]:
