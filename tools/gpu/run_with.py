@@ -3,6 +3,7 @@ name, module attributes by dotted path:
 
     python3 tools/gpu/run_with.py parallel_stores=False benchmarks/cutile_samples.py --reps 11
     python3 tools/gpu/run_with.py some.module.SWITCH=False benchmarks/...
+    python3 tools/gpu/run_with.py tilejit.keys.SHAPE_DIV_CAP=16 benchmarks/...   (an int)
 """
 import importlib
 import os
@@ -15,7 +16,7 @@ from tilejit.lowering.tokens import MemoryTokens  # noqa: E402
 args = sys.argv[1:]
 while args and "=" in args[0] and not args[0].endswith(".py"):
     name, value = args.pop(0).split("=", 1)
-    value = {"True": True, "False": False}[value]
+    value = {"True": True, "False": False}[value] if value in ("True", "False") else int(value)
     if "." in name:
         mod, attr = name.rsplit(".", 1)
         m = importlib.import_module(mod)
