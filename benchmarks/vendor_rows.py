@@ -287,6 +287,9 @@ def _nan_fill(env, t):
 # matmul
 def group_matmul(env):
     sched = MM.scheduled()
+    # the same kernel on the autotuner's default space (no configs=): what it finds by itself,
+    # tuned cold on its row's first call (tune_s)
+    default = tile.autotune(key=["a", "b"], grid=MM.scheduled_grid)(MM.matmul_scheduled)
     rows = []
     for label, p in cases("matmul", env.quick, env.rehearse):
         dt, m = _dt(env, p["dtype"]), p["m"]
@@ -302,7 +305,7 @@ def group_matmul(env):
         precompile_ops(env, [build for cands in streamk.values() for _, build in cands])
     for label, a, b, c in rows:
         env.run_row("matmul", label,
-                    lambda: _matmul_row(env, label, a, b, c, sched, streamk[label]))
+                    lambda: _matmul_row(env, label, a, b, c, sched, default, streamk[label]))
 
 
 def _streamk_candidates(env, a, b, c):
@@ -326,12 +329,13 @@ def _streamk_candidates(env, a, b, c):
     return out
 
 
-def _matmul_row(env, label, a, b, c, sched, streamk):
+def _matmul_row(env, label, a, b, c, sched, default, streamk):
     ref = a.float() @ b.float()
     ta, tb = env.tj(a), env.tj(b)
     check, reset = checker(env, c, ref, 1e-2), _nan_fill(env, c)
     variants = [tuned(env, "tiled", MM.matmul, c, ta, tb),
                 tuned(env, "scheduled", sched, tile.atomic(c), ta, tb),
+                tuned(env, "default space", default, tile.atomic(c), ta, tb),
                 fastest(env, "stream-K", streamk, check, reset)[1]]
     cv = env.torch.empty_like(ref, dtype=a.dtype)
     m, k = a.shape

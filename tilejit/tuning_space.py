@@ -21,7 +21,10 @@ The space is built from the kernel itself, once per key:
   apply.
 * **``tile.Constant`` parameters, by name** (:data:`CONSTANT_ROLES`): ``BK``/``BLOCK_K``/``TILE_K``
   (reduction tile: 32, 64, 128; twice that for 8-bit inputs), other ``B<X>``/``BLOCK_<X>``/
-  ``TILE_<X>`` (tile extents: 64, 128), ``BLOCK``/``TILE``/``BLOCK_SIZE`` (1-D: 256..4096),
+  ``TILE_<X>`` (tile extents: 64, 128; where two or more of them are searched, they are the
+  output tile of a kernel that places its own tiles (``c.partition((BM, BN))``): 64, 128 and 256,
+  at most 32K elements (16K for 8-bit inputs), and that tile counts as the output tile below),
+  ``BLOCK``/``TILE``/``BLOCK_SIZE`` (1-D: 256..4096),
   ``GROUP``/``GROUP_M``/``GROUP_SIZE_M`` (1, 8), ``SPLIT_K``/``NUM_SPLITS``/``KV_SPLITS`` (1, 2, 4,
   8), ``LATENCY``/``*_LATENCY`` (2, 4, 8), ``TMA``/``ALLOW_TMA``/``USE_TMA`` (True, False),
   ``PERSISTENT`` (False, True). A constant with a default value in the signature keeps it
@@ -35,7 +38,8 @@ The space is built from the kernel itself, once per key:
   Row kernels whose tile is one whole row of 32K elements try both (None, 8).
 
 Every combination is scored by a small model (:func:`score`: the tail of the last wave of blocks
-on the GPU's SMs, the data reuse of the tile, register pressure) and the best ``max_configs``
+on the GPU's SMs, the data reuse of the tile, register pressure; a matmul-like tile with the TMA
+unit off pays :data:`TMA_OFF_MATMUL`) and the best ``max_configs``
 (default :data:`MAX_CONFIGS`) are kept, best first; on the simulator the first one that compiles
 wins. ``space={...}`` overrides any part: ``{"tile": (None, "whole"), "BK": (32, 64),
 "occupancy": (1, 2), "num_ctas": (1,), "num_worker_warps": (None, 8), "max_configs": 8}`` (a tile
@@ -59,7 +63,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 #: host (``autotune.py`` runs tileiras in parallel threads), well inside the 10 s per key.
 MAX_CONFIGS = 24
 #: Bump when the rules change: winners on disk are kept per space version.
-SPACE_VERSION = 4
+SPACE_VERSION = 5
 #: The SM count assumed where no GPU says (the simulator): an H100 SXM's.
 NOMINAL_SMS = 132
 TILE_ELEMS_MAX = 32 * 1024     # 128 x 256: one block's float32 accumulator in registers
@@ -81,6 +85,10 @@ TWO_GROUPS = 8
 MULTI_AXIS_MAX = 256           # per axis, where two or more axes are searched
 MULTI_AXIS_MIN = 16            # tensor-core fragments
 ONE_D_RANGE = (256, 4096)      # a 1-D searched tile (element-wise kernels)
+# matmul-like tiles with the TMA unit off rank after every config with it on (kept in the space,
+# pruned first): tileiras does not pipeline plain loads (Triton's tutorial 09 on an H200,
+# 2026-11-27: 0.11-0.23x the same kernel with TMA)
+TMA_OFF_MATMUL = 0.5
 WHOLE = "whole"
 
 REDUCTIONS = {"sum", "prod", "max", "min", "argmax", "argmin", "reduce", "cumsum", "cumprod",
@@ -101,6 +109,10 @@ ROLE_VALUES: Dict[str, tuple] = {
     "group": (8, 1), "split": (1, 2, 4, 8), "latency": (4, 2, 8), "tma": (True, False),
     "persistent": (False, True),
 }
+#: the extents of an output tile made of two or more constants (BM, BN): a kernel that places its
+#: own tiles, such as a persistent matmul, whose best tile on an H200 is 128x256 with two warp
+#: groups (743 against cuBLAS's 742 TFLOP/s at 4096^3 fp16, 2026-11-28)
+TILE_EXTENTS = (128, 256, 64)
 
 
 def constant_role(name: str) -> Optional[str]:
@@ -322,9 +334,18 @@ def tile_candidates(facts: SourceFacts, prob: Problem, spec=None) -> List[Tuple[
     return shapes
 
 
+def tile_constants(prob: Problem, overrides: Dict[str, Sequence]) -> Tuple[str, ...]:
+    """The extent constants (``BM``, ``BN``, ...) that together make a kernel's output tile:
+    two or more searched ones (not fixed by the call), else none."""
+    names = tuple(n for n in prob.constant_names
+                  if n not in prob.fixed and constant_role(n) == "extent")
+    return names if len(names) >= 2 else ()
+
+
 def constant_candidates(prob: Problem, overrides: Dict[str, Sequence]) -> Dict[str, tuple]:
     """Candidate values per constant not fixed by the call (first value preferred)."""
     out = {}
+    tiled = tile_constants(prob, overrides)
     for name in prob.constant_names:
         if name in prob.fixed:
             continue
@@ -341,7 +362,7 @@ def constant_candidates(prob: Problem, overrides: Dict[str, Sequence]) -> Dict[s
                 f"pass it at the call ({name}=...), give it a default value, name it by the "
                 f"convention (BK, BLOCK_K, GROUP, SPLIT_K, LATENCY, TMA, PERSISTENT, ...; see "
                 f"docs/tooling.md) or list its values in space={{'{name}': (...)}}")
-        vals = ROLE_VALUES[role]
+        vals = TILE_EXTENTS if name in tiled else ROLE_VALUES[role]
         if role == "k_extent" and prob.itemsize == 1:
             vals = tuple(2 * v for v in vals)
         out[name] = vals
@@ -407,6 +428,11 @@ def score(tile: Optional[tuple], blocks: Optional[int], occupancy: int, num_ctas
     return fill * reuse * pressure * cluster
 
 
+def tma_off(constants: Dict[str, Any]) -> bool:
+    """Whether a candidate turns the TMA unit off (a ``TMA``-role constant set to False)."""
+    return any(v is False and constant_role(n) == "tma" for n, v in constants.items())
+
+
 def build(facts: SourceFacts, prob: Problem, overrides: Optional[Dict[str, Any]] = None,
           blocks_of: Optional[Callable[[dict], Optional[Tuple[int, int, int]]]] = None
           ) -> List[dict]:
@@ -428,23 +454,34 @@ def build(facts: SourceFacts, prob: Problem, overrides: Optional[Dict[str, Any]]
         searched = sum(r is None for r in axis_rules(facts, prob))
     consts = constant_candidates(prob, overrides)
     names = list(consts)
+    # without a partitioned output, extent constants (BM, BN) are the output tile
+    tiled = tile_constants(prob, overrides) if tiles == [None] else ()
+    budget = NARROW_ELEMS_MAX if prob.itemsize == 1 else TILE_ELEMS_MAX
     scored = []
     for t in tiles:
         for values in itertools.product(*(consts[n] for n in names)):
             cand = {"tile": t, "constants": dict(zip(names, values))}
+            shape, axes = t, searched if t is not None else 2
+            if tiled:
+                shape = tuple(cand["constants"][n] for n in tiled)
+                if math.prod(shape) > budget:
+                    continue
             grid = blocks_of(cand) if blocks_of is not None else None
             if grid is None and t is not None:
                 grid = tuple(math.ceil(e / s) for e, s in zip(prob.shape, t)) + (1,) * 3
             blocks = math.prod(grid[:3]) if grid else None
-            axes = searched if t is not None else 2
-            occs, ctas = option_candidates(t, grid[0] if grid else None, prob, overrides, axes)
-            warps = worker_warps(t, prob, axes, overrides)
+            occs, ctas = option_candidates(shape, grid[0] if grid else None, prob, overrides,
+                                           axes)
+            warps = worker_warps(shape, prob, axes, overrides)
             rank = sum(consts[n].index(v) for n, v in zip(names, values))
+            off = tma_off(cand["constants"])
             for oi, occ in enumerate(occs):
                 for ci, nc in enumerate(ctas):
                     for wi, w in enumerate(warps):
-                        s = score(t, blocks, occ, nc, prob.num_sms, searched,
-                                  prob.itemsize == 1, w)
+                        s = score(shape, blocks, occ, nc, prob.num_sms,
+                                  2 if tiled else searched, prob.itemsize == 1, w)
+                        if off and shape is not None and (tiled or searched >= 2):
+                            s *= TMA_OFF_MATMUL
                         scored.append((-round(s, 6), rank + oi + ci + wi, len(scored),
                                        dict(cand, occupancy=occ, num_ctas=nc,
                                             num_worker_warps=w)))
