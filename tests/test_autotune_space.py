@@ -38,6 +38,22 @@ def _vadd(z, x, y):
     z.store(tile.load_tile_like(x, z) + tile.load_tile_like(y, z))
 
 
+@tile.function
+def _row_softmax(t):
+    e = tile.exp(t - tile.max(t, axis=1, keepdims=True))
+    return _normalized(e)
+
+
+@tile.function
+def _normalized(e):                      # reached through the other helper
+    return e / tile.sum(e, axis=-1, keepdims=True)
+
+
+def _softmax_via_helpers(z, x):
+    t = x.load(z.block, z.shape, padding=tile.PaddingMode.NEG_INF).astype(tile.float32)
+    z.store(_row_softmax(t).astype(z.dtype))
+
+
 def zeros(shape, dtype=tile.float16):
     return api.zeros(shape, dtype).sync()
 
@@ -237,6 +253,22 @@ def test_the_row_kernel_spaces_keep_rows_whole():
     assert {c.tile[1] for c in space} == {1024}
     assert max(c.tile[0] for c in space) == 32 and min(c.tile[0] for c in space) == 1
     assert all(c.num_worker_warps is None for c in space)
+
+
+def test_reductions_in_helpers_keep_rows_whole():
+    """A softmax whose reductions are in the helpers it calls (a tile.function, and one that
+    calls in turn) keeps its rows whole: a split row would be normalized per piece, a wrong
+    result the timing would not notice."""
+    facts = tuning_space.analyze(_softmax_via_helpers, "z")
+    assert facts.block_wholesale and facts.reduced_axes == {1, -1}
+    sm = tile.autotune(tile.entry(_softmax_via_helpers))
+    x = Spec((4096, 8192))
+    assert {c.tile[1] for c in sm.configs_for(x, x)} == {8192}
+    got = api.zeros((8, 64), tile.float32).sync()
+    xn = np.random.default_rng(1).standard_normal((8, 64)).astype(np.float32)
+    sm(got, api.from_numpy(xn).sync()).sync()
+    e = np.exp(xn - xn.max(1, keepdims=True))
+    np.testing.assert_allclose(got.to_numpy(), e / e.sum(1, keepdims=True), rtol=1e-5)
 
 
 def test_a_whole_32k_row_per_block_also_tries_two_warp_groups():

@@ -10,7 +10,8 @@ The space is built from the kernel itself, once per key:
      covered whole by one tile (next power of two of the extent): the kernel assumes it;
   3. when the kernel passes the block index on as a whole (``x.load(z.block, z.shape)``,
      ``z.store(t)``, ``tile.load_tile_like(x, z)``), an axis it reduces along with a literal
-     ``axis=`` (``tile.max(t, axis=1)``) is covered whole too;
+     ``axis=`` (``tile.max(t, axis=1)``, in its source or in a ``@tile.function`` it calls) is
+     covered whole too;
   4. every other axis is searched over powers of two, bounded by the tensor (next power of two of
      the extent), by 256 where two or more axes are searched (16 at least: the tensor cores'
      smallest) and by a budget of 32K elements per tile (a 128x256 float32 accumulator is what
@@ -57,6 +58,8 @@ import re
 import textwrap
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from .language import TileFunction
 
 #: Configs kept after pruning: tileiras takes 0.3-1.8 s per matmul config (measured with
 #: ``kernel.compile(arch="sm_90")``), so 24 configs compile in ~2 s of wall time on a 16-core
@@ -224,14 +227,36 @@ def analyze(py_func, name: Optional[str]) -> SourceFacts:
             axes[which].add(k)
     block = ALL if whole["block"] else frozenset(axes["block"])
     shape = ALL if whole["shape"] else frozenset(axes["shape"])
-    return SourceFacts(name, block, shape, wholesale, frozenset(_reduced_axes(fn)))
+    return SourceFacts(name, block, shape, wholesale,
+                       frozenset(_reduced_axes(fn, py_func.__globals__, {id(py_func)})))
 
 
-def _reduced_axes(fn) -> set:
+def _helper(call: ast.Call, scope: dict):
+    """The Python function of the ``@tile.function`` helper a call in kernel source reaches (by
+    name or as ``module.name``), or None."""
+    f = call.func
+    obj = None
+    if isinstance(f, ast.Name):
+        obj = scope.get(f.id)
+    elif isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
+        obj = getattr(scope.get(f.value.id), f.attr, None)
+    fn = getattr(obj, "py_func", None) if isinstance(obj, TileFunction) else None
+    return fn if inspect.isfunction(fn) else None
+
+
+def _reduced_axes(fn, scope: dict, seen: set) -> set:
+    """The literal axes the kernel reduces along, in its own source or in the helpers it calls
+    (a softmax whose reductions are in a helper must keep its rows whole too)."""
     out = set()
     for node in ast.walk(fn):
         if not isinstance(node, ast.Call):
             continue
+        helper = _helper(node, scope)
+        if helper is not None and id(helper) not in seen:
+            seen.add(id(helper))
+            inner = _function_node(helper)
+            if inner is not None:
+                out |= _reduced_axes(inner, helper.__globals__, seen)
         f = node.func
         # bare min(a, b) / max(a, 1) are Python's builtins on scalars, not tile reductions
         if not (isinstance(f, ast.Attribute) and f.attr in REDUCTIONS):
