@@ -483,12 +483,15 @@ def _norm_tuners(env, group, n):
         cfgs += [tile.Config(tile=(bm, width), occupancy=occ, num_worker_warps=nw)
                  for bm, nw in few for occ in (2, 4)]
         if group == "layer_norm" and width <= 2048:
-            # mean and then variance: faster than one reduction of the pair for several short
-            # rows a block (2026-11-27 H200, 8 x 1024: 3493 against 2771 GB/s)
-            cfgs += [tile.Config(tile=(bm, width), occupancy=occ, ONE_REDUCTION=False)
+            # the statistics form the kernel's default (ONE_REDUCTION=AUTO: mean then variance
+            # up to 1K elements, the pair above) does not take, for several short rows a block
+            # (2026-11-28 H200, default-space tiles: 1K 3515 against 2749 GB/s, 2K 3589 against
+            # 3683)
+            other = width <= 1024            # the pair where AUTO takes mean then variance
+            cfgs += [tile.Config(tile=(bm, width), occupancy=occ, ONE_REDUCTION=other)
                      for bm in (4, 8, 16) for occ in (2, 4)]
             cfgs += [tile.Config(tile=(bm, width), occupancy=occ, num_worker_warps=nw,
-                                 ONE_REDUCTION=False)
+                                 ONE_REDUCTION=other)
                      for bm, nw in few for occ in (2, 4)]
         out["rows"] = (tile.autotune(configs=_exact(group, cfgs, width == n), key=["x"],
                                      partition=out_name)(rows_k), False)

@@ -248,6 +248,22 @@ def test_layernorm_variants(variant, offset):
     np.testing.assert_allclose(rstd.to_numpy(), rrs, rtol=1e-4)
 
 
+def test_layernorm_auto_takes_mean_then_variance_up_to_1k_and_the_pair_above():
+    """ONE_REDUCTION=AUTO (the default) is decided when the kernel is specialized: mean then
+    variance (three loads: x, w, b) for rows of at most 1K elements, one reduction of the pair
+    (a fourth load, the pivot) above; True and False still force either form."""
+    def loads(width, *one):
+        x = api.zeros((8, width), tile.float16).sync()
+        w = api.zeros((width,), tile.float16).sync()
+        y = api.zeros((8, width), tile.float16).sync()
+        m = api.zeros((8,)).sync()
+        return LN.layernorm_fwd.inspect_tileir(y.partition((4, width)), x, w, w, tile.atomic(m),
+                                               tile.atomic(m), 1e-5, *one).count("load_view_tko")
+    assert (loads(1024), loads(2048)) == (3, 4)
+    assert (loads(1024, True), loads(2048, False)) == (4, 3)
+    assert (loads(1024, LN.AUTO), loads(512)) == (3, 3)
+
+
 @pytest.mark.parametrize("variant", ["rows", "rows two reductions", "persistent"])
 def test_layernorm_exact_width_skips_the_mask_and_refuses_other_widths(variant):
     """EXACT: rows exactly the tile's width need no mask in the statistics (same results);

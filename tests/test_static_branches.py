@@ -96,3 +96,34 @@ def test_runtime_conditions_still_branch_at_run_time():
     by_value(z.partition((8,)), x, 1).sync()
     assert z.to_numpy().tolist() == [1.0] * 8
     assert "if " in by_value.inspect_tileir(z.partition((8,)), x, 1)
+
+
+def test_unpacked_tile_shapes_or_and_and_conditional_values_fold():
+    """``BM, BN = z.shape`` then a branch on BN folds (the gallery LayerNorm picks its statistics
+    form this way), through ``or``/``and`` in the condition and through a conditional
+    expression kept in a variable (its untaken side no longer counts): the untaken side of
+    each branch would not type."""
+    @tile.entry
+    def by_width(z, x, MODE: tile.Constant[int] = -1):
+        BM, BN = z.shape
+        t = tile.load_tile_like(x, z)
+        if MODE == 1 or (MODE == -1 and BN > 8):
+            t = t * 2.0
+        else:
+            t = t + "not a number"                      # would not type
+        wide = (BN > 8) if MODE == -1 else (MODE == 1)
+        if wide:
+            t = t + 1.0
+        else:
+            t = t + "not a number either"
+        z.store(t)
+
+    x = api.from_numpy(np.ones((2, 16), np.float32)).sync()
+    z = api.zeros((2, 16)).sync()
+    by_width(z.partition((2, 16)), x).sync()            # BN 16 > 8: wide
+    assert z.to_numpy().tolist() == [[3.0] * 16] * 2
+    by_width(z.partition((2, 8)), x, 1).sync()          # forced wide
+    assert z.to_numpy().tolist() == [[3.0] * 16] * 2
+    with pytest.raises(tile.TypingError, match="not a number"):
+        by_width(z.partition((2, 8)), x).sync()         # BN 8: the narrow side, typed
+    assert "if " not in by_width.inspect_tileir(z.partition((2, 16)), x)

@@ -12,8 +12,12 @@ Constant parameters are already constants here (``freeze_constants``), and Numba
 ``dead_branch_prune`` (run next) removes the blocks that became unreachable.
 
 Conditions are folded from constants, globals (``tile.float32``, module attributes), static
-argument attributes, comparisons (``== != is is not < <= > >= in``), ``not``, tuples and
-constant indexing. Anything else leaves the branch alone.
+argument attributes, comparisons (``== != is is not < <= > >= in``), ``not``, tuples, constant
+indexing and unpacking (``BM, BN = c.shape``); ``and``/``or`` in a condition are branches
+of their own and fold one by one. Folding repeats over the blocks still reachable, so a
+conditional expression kept in a variable (``w = a if c else b``) folds once ``c`` has: its
+untaken side's definition no longer counts. Anything else (``w = a or b`` kept in a variable,
+whose definitions all stay live) leaves the branch alone.
 """
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ import operator
 import types as pytypes
 
 from numba.core import ir, types
+from numba.core.analysis import compute_cfg_from_blocks
 from numba.core.ir_utils import build_definitions
 
 from ..dtypes import DType
@@ -57,8 +62,21 @@ class _Arg:
 def fold_static_branches(func_ir: ir.FunctionIR, arg_types) -> int:
     """Replace branches whose condition the argument types decide by jumps (in place, before
     SSA); ``arg_types``: the Numba types of the arguments by position. Returns how many."""
+    total = 0
+    while True:
+        folded = _fold_reachable(func_ir, arg_types)
+        if not folded:
+            return total
+        total += folded
+
+
+def _fold_reachable(func_ir: ir.FunctionIR, arg_types) -> int:
+    """One pass of :func:`fold_static_branches`, over the blocks reachable from the entry
+    (definitions in blocks an earlier pass cut off do not count)."""
+    dead = compute_cfg_from_blocks(func_ir.blocks).dead_nodes()
+    live = [b for label, b in func_ir.blocks.items() if label not in dead]
     defs = {}
-    for block in func_ir.blocks.values():
+    for block in live:
         for stmt in block.body:
             if isinstance(stmt, ir.Assign):
                 defs.setdefault(stmt.target.name, []).append(stmt.value)
@@ -111,6 +129,9 @@ def fold_static_branches(func_ir: ir.FunctionIR, arg_types) -> int:
         if op == "build_tuple":
             items = tuple(value(i, depth) for i in node.items)
             return items if all(_foldable(i) for i in items) else _UNKNOWN
+        if op == "exhaust_iter":                    # BM, BN = c.shape
+            base = value(node.value, depth)
+            return base if isinstance(base, tuple) and len(base) == node.count else _UNKNOWN
         if op in ("static_getitem", "getitem"):
             base = value(node.value, depth)
             index = node.index if op == "static_getitem" else value(node.index, depth)
@@ -124,7 +145,7 @@ def fold_static_branches(func_ir: ir.FunctionIR, arg_types) -> int:
         return _UNKNOWN
 
     folded = 0
-    for block in func_ir.blocks.values():
+    for block in live:
         term = block.body[-1] if block.body else None
         if not isinstance(term, ir.Branch):
             continue
@@ -135,7 +156,7 @@ def fold_static_branches(func_ir: ir.FunctionIR, arg_types) -> int:
     if folded:
         # The comparisons stay in the live blocks (their values may be used elsewhere) but
         # become constants: some, such as `x.dtype in (...)`, have no typing rule.
-        for block in func_ir.blocks.values():
+        for block in live:
             for stmt in block.body:
                 if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr) and \
                         stmt.value.op in ("binop", "unary", "call"):
