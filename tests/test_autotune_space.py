@@ -252,7 +252,8 @@ def test_the_row_kernel_spaces_keep_rows_whole():
     space = rs.configs_for(x, x, 1.5)
     assert {c.tile[1] for c in space} == {1024}
     assert max(c.tile[0] for c in space) == 32 and min(c.tile[0] for c in space) == 1
-    assert all(c.num_worker_warps is None for c in space)
+    # two warp groups only as an alternative, for tiles of 16K elements or more
+    assert {c.tile for c in space if c.num_worker_warps == 8} == {(16, 1024), (32, 1024)}
 
 
 def test_reductions_in_helpers_keep_rows_whole():
@@ -271,17 +272,22 @@ def test_reductions_in_helpers_keep_rows_whole():
     np.testing.assert_allclose(got.to_numpy(), e / e.sum(1, keepdims=True), rtol=1e-5)
 
 
-def test_a_whole_16k_to_32k_row_per_block_also_tries_two_warp_groups():
-    """A row kernel whose tiles are whole rows of 16K-32K elements tries num_worker_warps 8
-    beside tileiras's choice (LayerNorm of 32K fp16 rows: +16% on an H200, of 16K rows +1.5%);
-    shorter rows do not."""
+def test_tiles_of_16k_elements_with_one_searched_axis_also_try_two_warp_groups():
+    """Row kernels and attention-like query tiles of 16K elements or more try num_worker_warps 8
+    beside tileiras's choice (on an H200: LayerNorm of 32K fp16 rows +16%, of 16K rows +1.5%;
+    attention's 128x128 query tiles at D = 128 take them in every vendor.py row); smaller
+    tiles do not."""
     sm = tile.autotune(tile.entry(_softmax))
-    for n in (32768, 16384):
+    for n in (32768, 16384, 1024):
         x = Spec((1 << 26 >> n.bit_length(), n))
         space = sm.configs_for(x, x)
-        assert {c.num_worker_warps for c in space if c.tile == (1, n)} == {None, 8}
-    x = Spec((8192, 8192))
-    assert all(c.num_worker_warps is None for c in sm.configs_for(x, x))
+        for t in {c.tile for c in space}:
+            warps = {c.num_worker_warps for c in space if c.tile == t}
+            assert warps == ({None, 8} if t[0] * t[1] >= 16384 else {None}), (t, warps)
+    hd = tile.autotune(tile.entry(_heads))
+    space = hd.configs_for(Spec((4096, 8, 128)), Spec((8, 4096, 128)))
+    assert {c.num_worker_warps for c in space if c.tile == (128, 1, 128)} == {None, 8}
+    assert {c.num_worker_warps for c in space if c.tile == (64, 1, 128)} == {None}
 
 
 def test_the_attention_like_space_fixes_unread_axes():

@@ -36,7 +36,8 @@ The space is built from the kernel itself, once per key:
   warp groups) for matmul-like tiles whose float32 accumulators outgrow one warp group: over 16K
   elements (128x256), or over 8K with 8-bit inputs (whose promoted sum keeps two accumulators).
   Without it tileiras spills those tiles (128x256 fp16: 45 against 700-750 TFLOP/s on an H200).
-  Row kernels whose tile is one whole row of 16K-32K elements try both (None, 8).
+  Tiles of 16K elements or more with one searched axis (row kernels, attention's query tile)
+  try both (None, 8).
 
 Every combination is scored by a small model (:func:`score`: the tail of the last wave of blocks
 on the GPU's SMs, the data reuse of the tile, register pressure; a matmul-like tile with the TMA
@@ -81,11 +82,12 @@ NARROW_ELEMS_GOOD = 8 * 1024
 # 1114 at 8192^3 (64x128: 837).
 ONE_GROUP_ELEMS = 16 * 1024
 TWO_GROUPS = 8
-# ROW_GROUPS: a tile of 16K elements or more with one searched axis (a whole 16K-32K-element
-# row per block, a row kernel) tries two warp groups too: on an H200 (2026-11-27, fp16 rows of
-# 32K) LayerNorm went from 2581 to 3002 GB/s with them and RMSNorm from 3225 to 3430, softmax
-# unchanged; at 16K-element rows LayerNorm's best takes them in every vendor.py run since
-# 2026-11-28 (0.0746 against 0.0757 ms), softmax's is 5% slower with them (timing drops it)
+# ROW_GROUPS: a tile of 16K elements or more with one searched axis (row kernels, attention's
+# query tile) tries two warp groups too: on an H200 (2026-11-27, fp16 rows of 32K) LayerNorm
+# went from 2581 to 3002 GB/s with them and RMSNorm from 3225 to 3430, softmax unchanged; at
+# 16K-element rows LayerNorm's best takes them in every vendor.py run since 2026-11-28 (0.0746
+# against 0.0757 ms), softmax's is 5% slower with them (timing drops it); attention's best
+# 128x128 query tiles (D = 128) take them in every vendor.py row (2026-11-28)
 ROW_GROUPS_MIN = 16 * 1024
 MULTI_AXIS_MAX = 256           # per axis, where two or more axes are searched
 MULTI_AXIS_MIN = 16            # tensor-core fragments
@@ -405,8 +407,8 @@ def worker_warps(tile: Optional[tuple], prob: Problem, searched: int,
     limit = NARROW_ELEMS_GOOD if prob.itemsize == 1 else ONE_GROUP_ELEMS
     if prob.worker_warps and searched >= 2 and elems > limit:
         return (TWO_GROUPS,)
-    if prob.worker_warps and searched < 2 and tile and max(tile) >= ROW_GROUPS_MIN:
-        return (None, TWO_GROUPS)          # one whole 16K-32K-element row a block (ROW_GROUPS)
+    if prob.worker_warps and searched < 2 and elems >= ROW_GROUPS_MIN:
+        return (None, TWO_GROUPS)          # ROW_GROUPS
     return (None,)
 
 
