@@ -2,6 +2,7 @@
 tuning_space.py), on the simulator (the first config that compiles wins) and compiled for sm_90."""
 import json
 import math
+import types
 
 import numpy as np
 import pytest
@@ -52,6 +53,15 @@ def _normalized(e):                      # reached through the other helper
 def _softmax_via_helpers(z, x):
     t = x.load(z.block, z.shape, padding=tile.PaddingMode.NEG_INF).astype(tile.float32)
     z.store(_row_softmax(t).astype(z.dtype))
+
+
+_helpers = types.ModuleType("_helpers")      # a helper reached as module.name
+_helpers.row_softmax = _row_softmax
+
+
+def _softmax_via_module(z, x):
+    t = x.load(z.block, z.shape, padding=tile.PaddingMode.NEG_INF).astype(tile.float32)
+    z.store(_helpers.row_softmax(t).astype(z.dtype))
 
 
 def zeros(shape, dtype=tile.float16):
@@ -232,12 +242,18 @@ def test_one_extent_constant_is_not_a_tile():
     only two or more of them make an output tile."""
     prob = tuning_space.Problem((4096, 1, 128), 2, ("BN",))
     assert tuning_space.constant_candidates(prob, {}) == {"BN": (128, 64)}
-    assert tuning_space.tile_constants(prob, {}) == ()
+    assert tuning_space.tile_constants(prob) == ()
     prob = tuning_space.Problem(None, 2, ("BM", "BN", "BK"), fixed={"BM": 64})
-    assert tuning_space.tile_constants(prob, {}) == ()           # BM passed at the call
+    assert tuning_space.tile_constants(prob) == ()           # BM passed at the call
     prob = tuning_space.Problem(None, 2, ("BM", "BN", "BK"))
-    assert tuning_space.tile_constants(prob, {}) == ("BM", "BN")
+    assert tuning_space.tile_constants(prob) == ("BM", "BN")
     assert tuning_space.constant_candidates(prob, {})["BN"] == (128, 256, 64)
+    # the 32K-element budget holds for the space's own values, not for those space= lists
+    built = tuning_space.build(tuning_space.SourceFacts(None), prob)
+    assert max(c["constants"]["BM"] * c["constants"]["BN"] for c in built) == 32 * 1024
+    built = tuning_space.build(tuning_space.SourceFacts(None), prob,
+                               {"BM": (256,), "BN": (256,)})
+    assert built and {(c["constants"]["BM"], c["constants"]["BN"]) for c in built} == {(256, 256)}
 
 
 def test_the_row_kernel_spaces_keep_rows_whole():
@@ -262,6 +278,7 @@ def test_reductions_in_helpers_keep_rows_whole():
     result the timing would not notice."""
     facts = tuning_space.analyze(_softmax_via_helpers, "z")
     assert facts.block_wholesale and facts.reduced_axes == {1, -1}
+    assert tuning_space.analyze(_softmax_via_module, "z").reduced_axes == {1, -1}
     sm = tile.autotune(tile.entry(_softmax_via_helpers))
     x = Spec((4096, 8192))
     assert {c.tile[1] for c in sm.configs_for(x, x)} == {8192}

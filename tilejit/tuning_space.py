@@ -57,6 +57,7 @@ import itertools
 import math
 import re
 import textwrap
+import types
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -243,7 +244,9 @@ def _helper(call: ast.Call, scope: dict):
     if isinstance(f, ast.Name):
         obj = scope.get(f.id)
     elif isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
-        obj = getattr(scope.get(f.value.id), f.attr, None)
+        mod = scope.get(f.value.id)
+        # modules only: an attribute of anything else could run a property
+        obj = getattr(mod, f.attr, None) if isinstance(mod, types.ModuleType) else None
     fn = getattr(obj, "py_func", None) if isinstance(obj, TileFunction) else None
     return fn if inspect.isfunction(fn) else None
 
@@ -363,7 +366,7 @@ def tile_candidates(facts: SourceFacts, prob: Problem, spec=None) -> List[Tuple[
     return shapes
 
 
-def tile_constants(prob: Problem, overrides: Dict[str, Sequence]) -> Tuple[str, ...]:
+def tile_constants(prob: Problem) -> Tuple[str, ...]:
     """The extent constants (``BM``, ``BN``, ...) that together make a kernel's output tile:
     two or more searched ones (not fixed by the call), else none."""
     names = tuple(n for n in prob.constant_names
@@ -374,7 +377,7 @@ def tile_constants(prob: Problem, overrides: Dict[str, Sequence]) -> Tuple[str, 
 def constant_candidates(prob: Problem, overrides: Dict[str, Sequence]) -> Dict[str, tuple]:
     """Candidate values per constant not fixed by the call (first value preferred)."""
     out = {}
-    tiled = tile_constants(prob, overrides)
+    tiled = tile_constants(prob)
     for name in prob.constant_names:
         if name in prob.fixed:
             continue
@@ -484,7 +487,7 @@ def build(facts: SourceFacts, prob: Problem, overrides: Optional[Dict[str, Any]]
     consts = constant_candidates(prob, overrides)
     names = list(consts)
     # without a partitioned output, extent constants (BM, BN) are the output tile
-    tiled = tile_constants(prob, overrides) if tiles == [None] else ()
+    tiled = tile_constants(prob) if tiles == [None] else ()
     budget = NARROW_ELEMS_MAX if prob.itemsize == 1 else TILE_ELEMS_MAX
     scored = []
     for t in tiles:
@@ -493,7 +496,8 @@ def build(facts: SourceFacts, prob: Problem, overrides: Optional[Dict[str, Any]]
             shape, axes = t, searched if t is not None else 2
             if tiled:
                 shape = tuple(cand["constants"][n] for n in tiled)
-                if math.prod(shape) > budget:
+                # (values listed in space= are tried whatever their size)
+                if math.prod(shape) > budget and not any(n in overrides for n in tiled):
                     continue
             grid = blocks_of(cand) if blocks_of is not None else None
             if grid is None and t is not None:
