@@ -64,6 +64,22 @@ def _softmax_via_module(z, x):
     z.store(_helpers.row_softmax(t).astype(z.dtype))
 
 
+ROW_AXIS = 1
+tj = tile                                 # the package under another name
+
+
+def _softmax_axis_global(z, x):
+    t = x.load(z.block, z.shape, padding=tile.PaddingMode.NEG_INF).astype(tile.float32)
+    e = tile.exp(t - tj.max(t, ROW_AXIS, keepdims=True))
+    z.store((e / e.sum(axis=-ROW_AXIS, keepdims=True)).astype(z.dtype))
+
+
+def _softmax_axis_constant(z, x, AXIS: tile.Constant[int] = 1):
+    t = x.load(z.block, z.shape, padding=tile.PaddingMode.NEG_INF).astype(tile.float32)
+    e = tile.exp(t - tile.max(t, axis=AXIS, keepdims=True))
+    z.store((e / tile.sum(e, axis=AXIS, keepdims=True)).astype(z.dtype))
+
+
 def zeros(shape, dtype=tile.float16):
     return api.zeros(shape, dtype).sync()
 
@@ -287,6 +303,20 @@ def test_reductions_in_helpers_keep_rows_whole():
     sm(got, api.from_numpy(xn).sync()).sync()
     e = np.exp(xn - xn.max(1, keepdims=True))
     np.testing.assert_allclose(got.to_numpy(), e / e.sum(1, keepdims=True), rtol=1e-5)
+
+
+def test_reduction_axes_named_by_a_global_count_and_unknown_ones_count_as_every_axis():
+    """An axis given by a module-level int counts as that axis (through the package under any
+    name); one the source does not spell out (a constant parameter) counts as every axis, so
+    the wholesale tile stays whole rather than split where the kernel might reduce."""
+    assert tuning_space.analyze(_softmax_axis_global, "z").reduced_axes == {1, -1}
+    x = Spec((512, 1024))
+    space = tile.autotune(tile.entry(_softmax_axis_global)).configs_for(x, x)
+    assert {c.tile[1] for c in space} == {1024} and len({c.tile[0] for c in space}) > 1
+    assert tuning_space.ANY_AXIS in tuning_space.analyze(_softmax_axis_constant, "z").reduced_axes
+    x = Spec((64, 256))
+    space = tile.autotune(tile.entry(_softmax_axis_constant)).configs_for(x, x)
+    assert {c.tile for c in space} == {(64, 256)}
 
 
 def test_tiles_of_16k_elements_with_one_searched_axis_also_try_two_warp_groups():

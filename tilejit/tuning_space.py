@@ -10,7 +10,8 @@ The space is built from the kernel itself, once per key:
      covered whole by one tile (next power of two of the extent): the kernel assumes it;
   3. when the kernel passes the block index on as a whole (``x.load(z.block, z.shape)``,
      ``z.store(t)``, ``tile.load_tile_like(x, z)``), an axis it reduces along with a literal
-     ``axis=`` (``tile.max(t, axis=1)``, in its source or in a ``@tile.function`` it calls) is
+     ``axis=`` (``tile.max(t, axis=1)``, in its source or in a ``@tile.function`` it calls; a
+     module-level int counts, an axis the source does not spell out counts as every axis) is
      covered whole too;
   4. every other axis is searched over powers of two, bounded by the tensor (next power of two of
      the extent), by 256 where two or more axes are searched (16 at least: the tensor cores'
@@ -99,6 +100,8 @@ ONE_D_RANGE = (256, 4096)      # a 1-D searched tile (element-wise kernels)
 TMA_OFF_MATMUL = 0.5
 WHOLE = "whole"
 
+#: a reduction whose axis the source does not spell out: every axis counts as reduced
+ANY_AXIS = "any"
 REDUCTIONS = {"sum", "prod", "max", "min", "argmax", "argmin", "reduce", "cumsum", "cumprod",
               "scan"}
 #: (regex over the constant's name, role); the first match wins
@@ -269,18 +272,30 @@ def _reduced_axes(fn, scope: dict, seen: set) -> set:
         if not (isinstance(f, ast.Attribute) and f.attr in REDUCTIONS):
             continue
         # tile.sum(t, 1) names the axis second; the method t.sum(1) first
-        method = isinstance(f, ast.Attribute) and not (isinstance(f.value, ast.Name) and
-                                                       f.value.id in ("tile", "ct", "tl"))
+        module = isinstance(f.value, ast.Name) and (
+            f.value.id in ("tile", "ct", "tl") or
+            isinstance(scope.get(f.value.id), types.ModuleType))
         axis = next((k.value for k in node.keywords if k.arg == "axis"), None)
-        pos = 0 if method else 1
+        pos = 1 if module else 0
         if axis is None and len(node.args) > pos:
             axis = node.args[pos]
-        if isinstance(axis, ast.Constant) and isinstance(axis.value, int):
-            out.add(axis.value)
-        elif isinstance(axis, ast.UnaryOp) and isinstance(axis.op, ast.USub) and \
-                isinstance(axis.operand, ast.Constant):
-            out.add(-axis.operand.value)
+        if axis is not None:
+            out.add(_axis_value(axis, scope))
     return out
+
+
+def _axis_value(axis: ast.expr, scope: dict):
+    """A reduction's axis: a literal, its negation, or a module-level int; :data:`ANY_AXIS`
+    when the source does not say (a constant parameter, an expression), so that every axis
+    counts as reduced."""
+    if isinstance(axis, ast.Constant) and type(axis.value) is int:
+        return axis.value
+    if isinstance(axis, ast.UnaryOp) and isinstance(axis.op, ast.USub):
+        v = _axis_value(axis.operand, scope)
+        return -v if isinstance(v, int) else ANY_AXIS
+    if isinstance(axis, ast.Name) and type(scope.get(axis.id)) is int:
+        return scope[axis.id]
+    return ANY_AXIS
 
 
 # --------------------------------------------------------------------------------------------------
@@ -318,7 +333,8 @@ def _pow2_range(lo: int, hi: int) -> List[int]:
 def axis_rules(facts: SourceFacts, prob: Problem) -> List[Any]:
     """Per axis of the output tile: an int (fixed) or None (searched), by the rules above."""
     rank = len(prob.shape)
-    reduced = {a % rank for a in facts.reduced_axes if -rank <= a < rank}
+    reduced = set(range(rank)) if ANY_AXIS in facts.reduced_axes else \
+        {a % rank for a in facts.reduced_axes if -rank <= a < rank}
     out: List[Any] = []
     for k, extent in enumerate(prob.shape):
         if not facts.reads("shape", k):
