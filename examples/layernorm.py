@@ -102,6 +102,8 @@ def layernorm_fwd(y, x, w, b, mean, rstd, eps, ONE_REDUCTION: tile.Constant[int]
     variance) or ``AUTO`` (by the row width, the faster of the two on an H200). ``EXACT``: the
     rows are exactly the tile's width, so no column needs masking out of the statistics
     (2026-11-27 H200: 1-3% faster); rows of any other length then give NaN."""
+    tile.static_assert(ONE_REDUCTION == AUTO or ONE_REDUCTION == 0 or ONE_REDUCTION == 1,
+                       "ONE_REDUCTION must be True, False or AUTO")
     BM, BN = y.shape
     i = y.block[0]
     n = x.shape[1]

@@ -262,6 +262,8 @@ def test_layernorm_auto_takes_mean_then_variance_up_to_1k_and_the_pair_above():
     assert (loads(1024), loads(2048)) == (3, 4)
     assert (loads(1024, True), loads(2048, False)) == (4, 3)
     assert (loads(1024, LN.AUTO), loads(512)) == (3, 3)
+    with pytest.raises(tile.CompileError, match="ONE_REDUCTION must be True, False or AUTO"):
+        loads(1024, 2)
 
 
 @pytest.mark.parametrize("variant", ["rows", "rows two reductions", "persistent"])
