@@ -2,6 +2,8 @@
 tuning_space.py), on the simulator (the first config that compiles wins) and compiled for sm_90."""
 import json
 import math
+import os
+import sys
 import types
 
 import numpy as np
@@ -12,6 +14,8 @@ from tilejit import api, tuning_space
 from tilejit.toolchain import tileiras
 
 from test_autotune import _matmul  # noqa: E402  (the configs= tests' kernel)
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
 
 pytestmark = pytest.mark.usefixtures("simulator_backend")
 
@@ -182,18 +186,9 @@ def test_tiles_over_one_warp_groups_accumulator_take_two():
     assert opts.num_worker_warps == 8 and opts.hints()["num_worker_warps_per_cta"] == 8
 
 
-def _gallery(name):
-    import importlib
-    import os
-    import sys
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                    "examples"))
-    return importlib.import_module(name)
-
-
 def _scheduled_space(kernel, shape, dtype, out_dtype, *extra, sms=132):
     """The default space of a scheduled (self-placing) matmul on a GPU of ``sms`` SMs."""
-    MM = _gallery("matmul")
+    import matmul as MM
     tuned = tile.autotune(key=["a", "b"],
                           grid=lambda cfg, args: MM.scheduled_grid(cfg, args, sms=sms))(kernel)
     a = Spec(shape, dtype)
@@ -206,7 +201,7 @@ def test_the_scheduled_matmul_space_holds_the_measured_best():
     and the config that won on an H200 against cuBLAS (128x256, BK=32, GROUP=8, persistent,
     occupancy 1, two warp groups; BENCHMARKS.md 2026-11-28, tenth session) is among the first
     twelve tried."""
-    MM = _gallery("matmul")
+    import matmul as MM
     space = _scheduled_space(MM.matmul_scheduled, (4096, 4096), tile.float16, tile.float16)
     assert len(space) == tuning_space.MAX_CONFIGS
     best = [i for i, c in enumerate(space) if c.occupancy == 1 and c.num_worker_warps == 8 and
@@ -243,7 +238,7 @@ def test_matmul_tiles_with_the_tma_unit_off_rank_after_their_twins_with_it_on():
 
 
 def test_an_8bit_scheduled_matmul_keeps_tiles_of_16k_elements():
-    F8 = _gallery("fp8_matmul")
+    import fp8_matmul as F8
     f8 = tile.float8_e4m3fn
     space = _scheduled_space(F8.fp8_matmul_scheduled, (4096, 4096), f8, tile.bfloat16, 1.0, 1.0)
     assert space and all(c.constants["BM"] * c.constants["BN"] <= 16 * 1024 for c in space)
@@ -261,6 +256,9 @@ def test_one_extent_constant_is_not_a_tile():
     assert tuning_space.tile_constants(prob) == ()
     prob = tuning_space.Problem(None, 2, ("BM", "BN", "BK"), fixed={"BM": 64})
     assert tuning_space.tile_constants(prob) == ()           # BM passed at the call
+    prob = tuning_space.Problem((4096, 4096), 2, ("BM", "BN", "BK"))
+    assert tuning_space.tile_constants(prob) == ()           # a partitioned output's tile rules
+    assert tuning_space.constant_candidates(prob, {})["BN"] == (128, 64)
     prob = tuning_space.Problem(None, 2, ("BM", "BN", "BK"))
     assert tuning_space.tile_constants(prob) == ("BM", "BN")
     assert tuning_space.constant_candidates(prob, {})["BN"] == (128, 256, 64)

@@ -383,8 +383,10 @@ def tile_candidates(facts: SourceFacts, prob: Problem, spec=None) -> List[Tuple[
 
 
 def tile_constants(prob: Problem) -> Tuple[str, ...]:
-    """The extent constants (``BM``, ``BN``, ...) that together make a kernel's output tile:
-    two or more searched ones (not fixed by the call), else none."""
+    """The extent constants (``BM``, ``BN``, ...) that together make the output tile of a kernel
+    without a partitioned output: two or more searched ones (not fixed by the call), else none."""
+    if prob.shape is not None:
+        return ()
     names = tuple(n for n in prob.constant_names
                   if n not in prob.fixed and constant_role(n) == "extent")
     return names if len(names) >= 2 else ()
@@ -476,11 +478,6 @@ def score(tile: Optional[tuple], blocks: Optional[int], occupancy: int, num_ctas
     return fill * reuse * pressure * cluster
 
 
-def tma_off(constants: Dict[str, Any]) -> bool:
-    """Whether a candidate turns the TMA unit off (a ``TMA``-role constant set to False)."""
-    return any(v is False and constant_role(n) == "tma" for n, v in constants.items())
-
-
 def build(facts: SourceFacts, prob: Problem, overrides: Optional[Dict[str, Any]] = None,
           blocks_of: Optional[Callable[[dict], Optional[Tuple[int, int, int]]]] = None
           ) -> List[dict]:
@@ -502,8 +499,8 @@ def build(facts: SourceFacts, prob: Problem, overrides: Optional[Dict[str, Any]]
         searched = sum(r is None for r in axis_rules(facts, prob))
     consts = constant_candidates(prob, overrides)
     names = list(consts)
-    # without a partitioned output, extent constants (BM, BN) are the output tile
-    tiled = tile_constants(prob) if tiles == [None] else ()
+    tiled = tile_constants(prob)            # without a partitioned output: BM, BN
+    tma_names = [n for n in names if constant_role(n) == "tma"]
     budget = NARROW_ELEMS_MAX if prob.itemsize == 1 else TILE_ELEMS_MAX
     scored = []
     for t in tiles:
@@ -523,7 +520,7 @@ def build(facts: SourceFacts, prob: Problem, overrides: Optional[Dict[str, Any]]
                                            axes)
             warps = worker_warps(shape, prob, axes, overrides)
             rank = sum(consts[n].index(v) for n, v in zip(names, values))
-            off = tma_off(cand["constants"])
+            off = any(cand["constants"][n] is False for n in tma_names)
             for oi, occ in enumerate(occs):
                 for ci, nc in enumerate(ctas):
                     for wi, w in enumerate(warps):
