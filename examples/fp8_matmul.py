@@ -11,8 +11,9 @@ value goes back to the host. The K tile is twice fp16's for the same bytes per s
 (``torch._scaled_mm(use_fast_accum=True)``), about twice the error (7e-3 against 3e-3 relative,
 bf16 out). By default the sum is promoted to float32.
 
-``fp8_matmul_scheduled`` is the fast form (``scheduled(fast_acc)`` autotunes it): tiles in
-matmul.py's grouped order, one persistent wave of blocks, and ``PROMOTE=1``: the promoted sum
+``fp8_matmul_scheduled`` is the fast form (``scheduled(fast_acc)`` autotunes it; so does
+``tile.autotune`` with no configs): tiles in matmul.py's grouped order, one persistent wave of
+blocks, and with K tiles of 256 (``PROMOTE=AUTO``, the default, or 1) the promoted sum
 written in the kernel, each K tile's fast tensor-core sum added into a float32 accumulator
 (``promoted_product``). With 128x128x256 tiles and two warp groups it ran at 1330-1470 TFLOP/s
 on an H200, 1.03-1.18x ``_scaled_mm`` with single runs (0.98-1.14x in a loop), and the same
@@ -73,12 +74,22 @@ def promoted_product(a, b, pm, pn, BM, BN, BK, EVERY):
     return acc
 
 
+#: PROMOTE's default: in the kernel every K tile where K tiles are 256 wide (1370-1470 TFLOP/s on
+#: an H200 against tileiras's 1210-1300), else by tileiras (a K tile of 128 promoted each ran at
+#: 0.25-0.7x); never for a fast sum
+AUTO = -1
+
+
 @tile.function
 def scaled_product(a, b, pm, pn, BM, BN, BK, FAST_ACC, PROMOTE):
     """Tile (pm, pn) of a @ b, its sum promoted in the kernel (PROMOTE > 0), else by tileiras
     (or not at all: FAST_ACC)."""
+    tile.static_assert(PROMOTE >= AUTO, "PROMOTE is AUTO (-1), 0 (tileiras promotes) or the "
+                       "number of K tiles between promotions in the kernel")
     if PROMOTE > 0:
         return promoted_product(a, b, pm, pn, BM, BN, BK, PROMOTE)
+    if PROMOTE == AUTO and not FAST_ACC and BK >= 256:
+        return promoted_product(a, b, pm, pn, BM, BN, BK, 1)
     return tile_product(a, b, pm, pn, BM, BN, BK, True, FAST_ACC)
 
 
@@ -86,11 +97,13 @@ def scaled_product(a, b, pm, pn, BM, BN, BK, FAST_ACC, PROMOTE):
 def fp8_matmul_scheduled(c, a, b, scale_a, scale_b, BM: tile.Constant[int],
                          BN: tile.Constant[int], BK: tile.Constant[int],
                          GROUP: tile.Constant[int], PERSISTENT: tile.Constant[bool],
-                         FAST_ACC: tile.Constant[bool] = False, PROMOTE: tile.Constant[int] = 0):
+                         FAST_ACC: tile.Constant[bool] = False,
+                         PROMOTE: tile.Constant[int] = AUTO):
     """``fp8_matmul`` in matmul.py's grouped (and optionally persistent) tile order: the blocks
     running at once share tiles of B in L2. ``c`` is a writable tensor (``tile.atomic``); the
     grid is ``matmul.scheduled_grid``. ``PROMOTE=n`` (n > 0) promotes the sum in the kernel
-    every n K tiles (``promoted_product``) instead of leaving it to tileiras."""
+    every n K tiles (``promoted_product``) instead of leaving it to tileiras (0); the default,
+    ``AUTO``, promotes in the kernel every K tile of 256 and leaves narrower ones to tileiras."""
     num_m = tile.cdiv(a.shape[0], BM)
     num_n = tile.cdiv(b.shape[1], BN)
     out = c.partition((BM, BN))

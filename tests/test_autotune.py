@@ -182,3 +182,30 @@ def test_settle_leaves_clear_winners_and_skipped_configs_alone():
     settle(ms, runs)
     assert sorted(set(calls)) == list(range(SETTLE_MOST))
     assert len(calls) == SETTLE_MOST * SETTLE_ROUNDS
+
+
+def test_a_config_over_twice_the_best_so_far_is_timed_once():
+    """A config whose first flushed run takes over SLOW_TRIAL times the best so far cannot win:
+    it is not timed the other reps - 1 times (spilled tiles in a default space are 5-15x
+    slower than its best)."""
+    import types
+    from tilejit.autotune import SLOW_TRIAL, _Timer
+    timer = _Timer.__new__(_Timer)                        # no GPU: the runs are stubbed
+    timer.reps, timer.warmup = 10, 2
+    timer.stream = types.SimpleNamespace(synchronize=lambda: None)
+    asked = []
+
+    def runs(p, n):
+        asked.append(n)
+        return [5.0] * n
+    timer.runs = runs
+    launched = types.SimpleNamespace(launch=lambda: None, close=lambda: None)
+    op = types.SimpleNamespace(prepare=lambda stream: launched)
+    slow = timer.trial("cfg", op, 1.0, best_ms=5.0 / (SLOW_TRIAL + 0.1))
+    assert slow.ms == 5.0 and "timed once" in slow.note and asked == [1]
+    asked.clear()
+    near = timer.trial("cfg", op, 1.0, best_ms=5.0 / (SLOW_TRIAL - 0.1))
+    assert near.ms == 5.0 and near.note == "" and asked == [1, 9]
+    asked.clear()
+    first = timer.trial("cfg", op, 1.0)                     # nothing timed before it
+    assert asked == [1, 9] and first.ms == 5.0

@@ -43,6 +43,27 @@ def _vadd(z, x, y):
     z.store(tile.load_tile_like(x, z) + tile.load_tile_like(y, z))
 
 
+def _query_rows(o, q, k):             # attention's shape: one searched axis, an accumulator
+    BM, _, D = o.shape
+    i, h, _ = o.block
+    tq = q.load((h, i, 0), (1, BM, D)).reshape((BM, D))
+    tk = k.load((h, 0, 0), (1, D, D)).reshape((D, D))
+    o.store((tq @ tk).astype(o.dtype).reshape((BM, 1, D)))
+
+
+@tile.function
+def _scores(tq, tk):
+    return tile.mma(tq, tk, tile.zeros((tq.shape[0], tk.shape[1]), tile.float32))
+
+
+def _query_rows_via_helper(o, q, k):
+    BM, _, D = o.shape
+    i, h, _ = o.block
+    tq = q.load((h, i, 0), (1, BM, D)).reshape((BM, D))
+    tk = k.load((h, 0, 0), (1, D, D)).reshape((D, D))
+    o.store(_scores(tq, tk).astype(o.dtype).reshape((BM, 1, D)))
+
+
 @tile.function
 def _row_softmax(t):
     e = tile.exp(t - tile.max(t, axis=1, keepdims=True))
@@ -186,13 +207,13 @@ def test_tiles_over_one_warp_groups_accumulator_take_two():
     assert opts.num_worker_warps == 8 and opts.hints()["num_worker_warps_per_cta"] == 8
 
 
-def _scheduled_space(kernel, shape, dtype, out_dtype, *extra, sms=132):
+def _scheduled_space(kernel, shape, dtype, out_dtype, *extra, sms=132, **constants):
     """The default space of a scheduled (self-placing) matmul on a GPU of ``sms`` SMs."""
     import matmul as MM
     tuned = tile.autotune(key=["a", "b"],
                           grid=lambda cfg, args: MM.scheduled_grid(cfg, args, sms=sms))(kernel)
     a = Spec(shape, dtype)
-    return tuned.configs_for(tile.atomic(Spec(shape, out_dtype)), a, a, *extra)
+    return tuned.configs_for(tile.atomic(Spec(shape, out_dtype)), a, a, *extra, **constants)
 
 
 def test_the_scheduled_matmul_space_holds_the_measured_best():
@@ -246,6 +267,61 @@ def test_an_8bit_scheduled_matmul_keeps_tiles_of_16k_elements():
     first = space[0]
     assert (first.constants["BM"], first.constants["BN"]) == (128, 128), space
     assert first.num_worker_warps == 8
+
+
+@pytest.mark.parametrize("kernel", [_query_rows, _query_rows_via_helper])
+def test_an_accumulators_rows_are_64_at_least_with_two_warp_groups_over_16k(kernel):
+    """A kernel that multiplies tiles (attention: one searched axis, the query rows) keeps
+    them as a matmul's accumulator: at least 64 rows (a warp group's MMA; 32-row query tiles
+    ran at 0.18-0.25x on an H200) and two warp groups over 16K elements (256x128 with one
+    spilled: 31.6 against 1.9 ms). A row kernel without MMAs keeps one-row tiles and both
+    warp-group choices."""
+    tuned = tile.autotune(tile.entry(kernel), partition="o")
+    q = Spec((32, 4096, 128))
+    space = tuned.configs_for(Spec((4096, 32, 128)), q, q)
+    rows = {c.tile[0] for c in space}
+    assert rows == {64, 128, 256}, space
+    for c in space:
+        assert c.num_worker_warps == (8 if c.tile[0] * 128 > 16 * 1024 else
+                                      c.num_worker_warps), c
+    assert {c.num_worker_warps for c in space if c.tile[0] == 128} == {None, 8}
+    narrow = tuned.configs_for(Spec((4096, 32, 64)), Spec((32, 4096, 64)), Spec((32, 4096, 64)))
+    assert {c.tile[0] for c in narrow} == {64, 128, 256}       # 512 x 64 is 32K elements too
+    short = tuned.configs_for(Spec((32, 32, 128)), Spec((32, 32, 128)), Spec((32, 32, 128)))
+    assert {c.tile[0] for c in short} == {32}                  # bounded by the tensor
+    rows_k = tile.autotune(tile.entry(_softmax))
+    x = Spec((64, 16384))
+    row_space = rows_k.configs_for(x, x)
+    assert any(c.tile[0] == 1 for c in row_space)
+    assert {c.num_worker_warps for c in row_space if c.tile == (1, 16384)} == {None, 8}
+
+
+def test_an_8bit_fast_sum_keeps_fp16s_tiles():
+    """With ``FAST_ACC=True`` the float8 products keep one accumulator (the tensor cores' fast
+    sum), so the space offers fp16's tiles: 128x256 with two warp groups, the fast sum's best on
+    an H200, and 128x128 with one; the promoted sum keeps the 8-bit budget."""
+    import fp8_matmul as F8
+    f8 = tile.float8_e4m3fn
+    fast = _scheduled_space(F8.fp8_matmul_scheduled, (4096, 4096), f8, tile.bfloat16, 1.0, 1.0,
+                            FAST_ACC=True)
+    tiles = {(c.constants["BM"], c.constants["BN"], c.num_worker_warps) for c in fast}
+    assert (128, 256, 8) in tiles and (128, 128, None) in tiles, fast
+    assert {c.constants["BK"] for c in fast} <= {64, 128, 256}      # still 8-bit K tiles
+    promoted = _scheduled_space(F8.fp8_matmul_scheduled, (4096, 4096), f8, tile.bfloat16, 1.0,
+                                1.0, FAST_ACC=False)
+    assert all(c.constants["BM"] * c.constants["BN"] <= 16 * 1024 for c in promoted)
+
+
+@pytest.mark.parametrize("name,fixed,defaults,promoted", [
+    ("FAST_ACC", {"FAST_ACC": True}, {}, False),
+    ("USE_FAST_ACCUM", {}, {"USE_FAST_ACCUM": True}, False),       # its default counts
+    ("FAST_ACC", {"FAST_ACC": False}, {"FAST_ACC": True}, True),   # the call wins
+    ("FAST", {"FAST": True}, {}, True),                           # not the name
+])
+def test_which_constants_say_fast_sum(name, fixed, defaults, promoted):
+    prob = tuning_space.Problem(None, 1, (name,), fixed=fixed, defaults=defaults)
+    assert prob.promoted_8bit is promoted
+    assert tuning_space.Problem(None, 2, (name,), fixed=fixed).promoted_8bit is False
 
 
 def test_one_extent_constant_is_not_a_tile():

@@ -90,7 +90,7 @@ def test_quickstart_runs():
 
 @pytest.mark.parametrize("script", ["launch_overhead.py", "launch_breakdown.py", "kernels.py",
                                     "profile_launch.py",
-                                    "vs_cutile.py", "autotune_time.py",
+                                    "vs_cutile.py", "autotune_time.py", "default_space.py",
                                     "explore.py"])
 def test_benchmarks_say_there_is_nothing_to_measure_without_a_gpu(script):
     r = _run(f"benchmarks/{script}", TILEJIT_SIMULATE="1")

@@ -149,6 +149,37 @@ def test_fp8_matmul_scheduled(persistent, promote):
     assert rel(c, ref) < 1e-2
 
 
+@pytest.mark.parametrize("bk,fast", [(256, False), (256, True), (64, False)])
+def test_fp8_matmul_scheduled_promotes_by_default_where_k_tiles_are_256(bk, fast):
+    """PROMOTE's default (AUTO) promotes in the kernel for K tiles of 256 and leaves the rest,
+    and every fast sum, to tileiras: each reaches the product (K = 600, a ragged last tile)."""
+    a8, sa = F8.quantize(rng.standard_normal((40, 600)).astype(np.float32))
+    bt8, sb = F8.quantize(rng.standard_normal((24, 600)).astype(np.float32))
+    c = api.zeros((40, 24), tile.bfloat16).sync()
+    scales = [dev(np.array([s], np.float32)) for s in (sa, sb)]
+    cfg = tile.Config(BM=32, BN=16, BK=bk, GROUP=2, PERSISTENT=True)
+    args = (tile.atomic(c), dev(a8), dev(bt8).permute(1, 0), *scales)
+    F8.scheduled(fast, [cfg])(*args, FAST_ACC=fast).sync()
+    ref = mm_ref(a8.astype(np.float32), bt8.astype(np.float32).T) * sa * sb
+    assert rel(c, ref) < 1e-2
+    # which form AUTO took: its Tile IR is that of PROMOTE=1 or of PROMOTE=0
+    def ir(**promote):
+        return F8.fp8_matmul_scheduled.inspect_tileir(*args, BM=32, BN=16, BK=bk, GROUP=2,
+                                                      PERSISTENT=True, FAST_ACC=fast, **promote)
+    forms = {"kernel": ir(PROMOTE=1), "tileiras": ir(PROMOTE=0)}
+    assert forms["kernel"] != forms["tileiras"]
+    assert ir() == forms["kernel" if bk == 256 and not fast else "tileiras"]
+
+
+def test_fp8_matmul_scheduled_names_the_promote_values():
+    a8 = dev(np.zeros((32, 64), np.uint8).view(F8.ml_dtypes.float8_e4m3fn))
+    c = api.zeros((32, 32), tile.bfloat16).sync()
+    s = dev(np.ones(1, np.float32))
+    with pytest.raises(tile.TileJitError, match="PROMOTE is AUTO"):
+        F8.fp8_matmul_scheduled(tile.atomic(c), a8, a8.permute(1, 0), s, s, BM=32, BN=32, BK=64,
+                                GROUP=1, PERSISTENT=False, PROMOTE=-2).grid((1, 1, 1)).sync()
+
+
 def _splitk_fused_inputs(m=32, k=320, n=96, splits=4, tile_mn=(16, 32)):
     an = rng.standard_normal((m, k)).astype(np.float16)
     bn = rng.standard_normal((k, n)).astype(np.float16)

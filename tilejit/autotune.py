@@ -113,6 +113,10 @@ class Config:
 #: swapped places between runs at 8192^3 (643 against 757 TFLOP/s one way, the other way round
 #: in another run), and the first-pass order decided which won.
 SETTLE_WITHIN = 0.05
+#: A config whose first timed run is over this many times the best so far is not timed again:
+#: single flushed runs vary by a few percent, and a default space holds configs 5-15x slower
+#: than its best (spilled tiles), whose ten runs were much of a cold key's time
+SLOW_TRIAL = 2.0
 SETTLE_MOST = 4
 SETTLE_ROUNDS = 3
 
@@ -445,6 +449,7 @@ class Autotuned:
                     if not isinstance(exc, TileJitError):
                         raise exc
                     errors[futs[f]] = f"does not compile: {_first_line(exc)}"
+        compile_s = time.perf_counter() - t_start
         bound = _host_outputs_on_device(self, bound)
         timer = _Timer(_device_obj(bound), self.reps, self.warmup)
         saved = _save_written(self, bound)
@@ -455,7 +460,9 @@ class Autotuned:
                 if i in errors:
                     trials.append(Trial(c, None, errors[i]))
                     continue
-                trials.append(timer.trial(c, self.launch_for(c, bound), self.time_limit_s))
+                best_ms = min((t.ms for t in trials if t.ms is not None), default=None)
+                trials.append(timer.trial(c, self.launch_for(c, bound), self.time_limit_s,
+                                          best_ms))
             progress("timing the near-ties side by side")
             try:
                 with timer.prepared(lambda i: self.launch_for(configs[i], bound)) as runs:
@@ -475,7 +482,7 @@ class Autotuned:
                               "\n".join(f"  {t.config}: {t.note}" for t in trials))
         best = min(timed)[1]
         progress(f"best {configs[best]} ({trials[best].ms:.3f} ms) of {n} in "
-                 f"{time.perf_counter() - t_start:.1f} s\n")
+                 f"{time.perf_counter() - t_start:.1f} s (compiles {compile_s:.1f} s)\n")
         return Tuning(best, trials)
 
     # --- reporting ---------------------------------------------------------------------------------
@@ -681,7 +688,10 @@ class _Timer:
     def _flush(self):
         self.api.fill(self.scratch, 0).submit_on(self.stream)
 
-    def trial(self, config: Config, op, limit_s: float) -> Trial:
+    def trial(self, config: Config, op, limit_s: float,
+              best_ms: Optional[float] = None) -> Trial:
+        """``config``'s median of ``reps`` runs; one run only when it takes over
+        :data:`SLOW_TRIAL` times ``best_ms`` (the best so far): it cannot win."""
         try:
             p = op.prepare(self.stream)
         except TileJitError as e:
@@ -694,7 +704,11 @@ class _Timer:
                 return Trial(config, None, f"skipped: one run took over {limit_s:g} s")
             for _ in range(self.warmup):
                 p.launch()
-            return Trial(config, statistics.median(self.runs(p, self.reps)))
+            first = self.runs(p, 1)
+            if best_ms is not None and first[0] > SLOW_TRIAL * best_ms:
+                return Trial(config, first[0],
+                             f"timed once: {first[0] / best_ms:.1f}x the best so far")
+            return Trial(config, statistics.median(first + self.runs(p, self.reps - 1)))
         except TileJitError as e:
             return Trial(config, None, f"failed: {_first_line(e)}")
         finally:

@@ -17,7 +17,10 @@ The space is built from the kernel itself, once per key:
      the extent), by 256 where two or more axes are searched (16 at least: the tensor cores'
      smallest) and by a budget of 32K elements per tile (a 128x256 float32 accumulator is what
      one block's registers hold); 16K for 8-bit inputs with two or more searched axes, whose
-     float8 products keep a second float32 accumulator (tiles over 8K elements rank lower).
+     float8 products keep a second float32 accumulator (tiles over 8K elements rank lower),
+     unless a ``FAST_ACC`` constant is True (the tensor cores' fast sum: one accumulator).
+     In a kernel that multiplies tiles (``SourceFacts.mma``) a lone searched axis is an
+     accumulator's rows: :data:`MMA_ROWS_MIN` to :data:`MULTI_AXIS_MAX`.
 
   With an explicit ``grid=`` the kernel picks its own tile positions, so rules 2 and 3 do not
   apply.
@@ -36,9 +39,10 @@ The space is built from the kernel itself, once per key:
   first axis is even: a cluster of two must divide it), and ``num_worker_warps=8`` (two compute
   warp groups) for matmul-like tiles whose float32 accumulators outgrow one warp group: over 16K
   elements (128x256), or over 8K with 8-bit inputs (whose promoted sum keeps two accumulators).
-  Without it tileiras spills those tiles (128x256 fp16: 45 against 700-750 TFLOP/s on an H200).
-  Tiles of 16K elements or more with one searched axis (row kernels, attention's query tile)
-  try both (None, 8).
+  Without it tileiras spills those tiles (128x256 fp16: 45 against 700-750 TFLOP/s on an H200);
+  so does the accumulator of any kernel that multiplies tiles (attention's 256x128 query tile).
+  Other tiles of 16K elements or more with one searched axis (row kernels, attention's 128x128
+  query tile) try both (None, 8).
 
 Every combination is scored by a small model (:func:`score`: the tail of the last wave of blocks
 on the GPU's SMs, the data reuse of the tile, register pressure; a matmul-like tile with the TMA
@@ -69,7 +73,7 @@ from .language import TileFunction
 #: host (``autotune.py`` runs tileiras in parallel threads), well inside the 10 s per key.
 MAX_CONFIGS = 24
 #: Bump when the rules change: winners on disk are kept per space version.
-SPACE_VERSION = 5
+SPACE_VERSION = 6
 #: The SM count assumed where no GPU says (the simulator): an H100 SXM's.
 NOMINAL_SMS = 132
 TILE_ELEMS_MAX = 32 * 1024     # 128 x 256: one block's float32 accumulator in registers
@@ -78,6 +82,11 @@ TILE_ELEMS_MAX = 32 * 1024     # 128 x 256: one block's float32 accumulator in r
 # 64x128 tiles ran at 1110 TFLOP/s, 128x128 at 530, 128x256 and 256x128 at 40-70 (2026-11-27)
 NARROW_ELEMS_MAX = 16 * 1024
 NARROW_ELEMS_GOOD = 8 * 1024
+#: a constant by this name, True, says the 8-bit products keep the tensor cores' fast sum (one
+#: accumulator): their tiles get fp16's rules. On an H200 128x256 with two warp groups won
+#: vendor.py's fast-sum rows at 4096^3 and 8192^3 (2026-11-28), and ran at 0.1000 against
+#: 0.1004 ms for 128x128 in the default space at 4096^3 (128x256 BK 256: 2x slower)
+FAST_SUM_NAMES = r"(USE_)?FAST_ACC(UM)?"
 # One warp group's float32 accumulator: larger matmul tiles take two compute warp groups
 # (num_worker_warps=8). On an H200 (2026-11-27) 128x256x32 fp16 tiles went from 45 to 749
 # TFLOP/s at 4096^3, and float8's 128x128x256 promoted-sum tiles from 470 to 1120 at 4096^3 and
@@ -93,6 +102,7 @@ TWO_GROUPS = 8
 ROW_GROUPS_MIN = 16 * 1024
 MULTI_AXIS_MAX = 256           # per axis, where two or more axes are searched
 MULTI_AXIS_MIN = 16            # tensor-core fragments
+MMA_ROWS_MIN = 64              # one searched axis of an MMA kernel's accumulator (wgmma's M)
 ONE_D_RANGE = (256, 4096)      # a 1-D searched tile (element-wise kernels)
 # matmul-like tiles with the TMA unit off rank after every config with it on (kept in the space,
 # pruned first): tileiras does not pipeline plain loads (Triton's tutorial 09 on an H200,
@@ -102,6 +112,7 @@ WHOLE = "whole"
 
 #: a reduction whose axis the source does not spell out: every axis counts as reduced
 ANY_AXIS = "any"
+MMA_CALLS = {"mma", "matmul", "mma_scaled"}
 REDUCTIONS = {"sum", "prod", "max", "min", "argmax", "argmin", "reduce", "cumsum", "cumprod",
               "scan"}
 #: (regex over the constant's name, role); the first match wins
@@ -149,6 +160,8 @@ class SourceFacts:
     extent_axes: frozenset = frozenset()
     block_wholesale: bool = False
     reduced_axes: frozenset = frozenset()
+    #: it multiplies tiles (tile.mma, tile.matmul, @): the output tile is an accumulator
+    mma: bool = False
 
     def reads(self, which: str, axis: int) -> bool:
         s = self.block_axes if which == "block" else self.extent_axes
@@ -236,7 +249,8 @@ def analyze(py_func, name: Optional[str]) -> SourceFacts:
     block = ALL if whole["block"] else frozenset(axes["block"])
     shape = ALL if whole["shape"] else frozenset(axes["shape"])
     return SourceFacts(name, block, shape, wholesale,
-                       frozenset(_reduced_axes(fn, py_func.__globals__, {id(py_func)})))
+                       frozenset(_reduced_axes(fn, py_func.__globals__, {id(py_func)})),
+                       _uses_mma(fn, py_func.__globals__, {id(py_func)}))
 
 
 def _helper(call: ast.Call, scope: dict):
@@ -254,19 +268,38 @@ def _helper(call: ast.Call, scope: dict):
     return fn if inspect.isfunction(fn) else None
 
 
-def _reduced_axes(fn, scope: dict, seen: set) -> set:
-    """The literal axes the kernel reduces along, in its own source or in the helpers it calls
-    (a softmax whose reductions are in a helper must keep its rows whole too)."""
-    out = set()
+def _walk_with_helpers(fn, scope: dict, seen: set):
+    """``(node, scope)`` for every AST node of the kernel and of the ``@tile.function`` helpers
+    it calls, each helper once, with the globals its names resolve in."""
     for node in ast.walk(fn):
-        if not isinstance(node, ast.Call):
-            continue
-        helper = _helper(node, scope)
+        yield node, scope
+        helper = _helper(node, scope) if isinstance(node, ast.Call) else None
         if helper is not None and id(helper) not in seen:
             seen.add(id(helper))
             inner = _function_node(helper)
             if inner is not None:
-                out |= _reduced_axes(inner, helper.__globals__, seen)
+                yield from _walk_with_helpers(inner, helper.__globals__, seen)
+
+
+def _uses_mma(fn, scope: dict, seen: set) -> bool:
+    """Whether the kernel (or a helper it calls) multiplies tiles on the tensor cores
+    (``tile.mma``, ``tile.matmul``, ``a @ b``): its output tile is then a float32 accumulator."""
+    for node, _ in _walk_with_helpers(fn, scope, seen):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr in MMA_CALLS:
+            return True
+    return False
+
+
+def _reduced_axes(fn, scope: dict, seen: set) -> set:
+    """The literal axes the kernel reduces along, in its own source or in the helpers it calls
+    (a softmax whose reductions are in a helper must keep its rows whole too)."""
+    out = set()
+    for node, scope in _walk_with_helpers(fn, scope, seen):
+        if not isinstance(node, ast.Call):
+            continue
         f = node.func
         # bare min(a, b) / max(a, 1) are Python's builtins on scalars, not tile reductions
         if not (isinstance(f, ast.Attribute) and f.attr in REDUCTIONS):
@@ -316,6 +349,20 @@ class Problem:
     #: tileiras writes the num_worker_warps hint (Tile IR bytecode 13.3 and newer)
     worker_warps: bool = True
 
+    @property
+    def promoted_8bit(self) -> bool:
+        """8-bit inputs whose products promote their sum to float32: tileiras keeps a second
+        float32 accumulator, so tiles get the 8-bit budget. A fast sum (a ``FAST_ACC``-named
+        constant passed or defaulted True, torch's ``use_fast_accum``) keeps one, as fp16 does."""
+        if self.itemsize != 1:
+            return False
+        for name in self.constant_names:
+            if re.fullmatch(FAST_SUM_NAMES, name):
+                value = self.fixed.get(name, self.defaults.get(name))
+                if value is not None and bool(value):
+                    return False
+        return True
+
 
 def _pow2_ceil(n: int) -> int:
     return 1 << max(0, int(n) - 1).bit_length()
@@ -362,7 +409,7 @@ def tile_candidates(facts: SourceFacts, prob: Problem, spec=None) -> List[Tuple[
                 rules[k] = tuple(int(v) for v in s) if isinstance(s, (tuple, list)) else int(s)
     searched = [k for k, r in enumerate(rules) if r is None]
     fixed_elems = math.prod(r if isinstance(r, int) else 1 for r in rules)
-    budget = NARROW_ELEMS_MAX if prob.itemsize == 1 and len(searched) > 1 else TILE_ELEMS_MAX
+    budget = NARROW_ELEMS_MAX if prob.promoted_8bit and len(searched) > 1 else TILE_ELEMS_MAX
     per_axis = []
     for k, r in enumerate(rules):
         if isinstance(r, int):
@@ -376,7 +423,16 @@ def tile_candidates(facts: SourceFacts, prob: Problem, spec=None) -> List[Tuple[
             elif rank == 1:
                 per_axis.append(_pow2_range(min(ONE_D_RANGE[0], hi), min(hi, ONE_D_RANGE[1])))
             else:
-                per_axis.append(_pow2_range(1, max(1, min(hi, budget // fixed_elems))))
+                top = max(1, min(hi, budget // fixed_elems))
+                low = 1
+                if facts.mma:
+                    # an accumulator's rows, as a matmul tile's: 64 (a warp group's MMA;
+                    # attention's 32-row query tiles ran at 0.18-0.25x of 128-row ones on an
+                    # H200, 2026-11-28) to 256 (beside the accumulator attention holds
+                    # its scores, rows x BN)
+                    top = min(top, MULTI_AXIS_MAX)
+                    low = min(MMA_ROWS_MIN, top)
+                per_axis.append(_pow2_range(low, top))
     shapes = [s for s in itertools.product(*per_axis)
               if not searched or math.prod(s) <= max(budget, fixed_elems)]
     return shapes
@@ -420,13 +476,15 @@ def constant_candidates(prob: Problem, overrides: Dict[str, Sequence]) -> Dict[s
 
 
 def worker_warps(tile: Optional[tuple], prob: Problem, searched: int,
-                 overrides: Dict[str, Sequence]) -> tuple:
-    """num_worker_warps values for one tile shape (None: tileiras chooses)."""
+                 overrides: Dict[str, Sequence], mma: bool = False) -> tuple:
+    """num_worker_warps values for one tile shape (None: tileiras chooses). ``mma``: the tile
+    is a float32 accumulator of the tensor cores whatever its searched axes (attention's query
+    tile): over one warp group's share it takes two."""
     if "num_worker_warps" in overrides:
         return tuple(overrides["num_worker_warps"])
     elems = math.prod(tile) if tile else 0
-    limit = NARROW_ELEMS_GOOD if prob.itemsize == 1 else ONE_GROUP_ELEMS
-    if prob.worker_warps and searched >= 2 and elems > limit:
+    limit = NARROW_ELEMS_GOOD if prob.promoted_8bit else ONE_GROUP_ELEMS
+    if prob.worker_warps and (searched >= 2 or mma) and elems > limit:
         return (TWO_GROUPS,)
     if prob.worker_warps and searched < 2 and elems >= ROW_GROUPS_MIN:
         return (None, TWO_GROUPS)          # ROW_GROUPS
@@ -501,7 +559,7 @@ def build(facts: SourceFacts, prob: Problem, overrides: Optional[Dict[str, Any]]
     names = list(consts)
     tiled = tile_constants(prob)            # without a partitioned output: BM, BN
     tma_names = [n for n in names if constant_role(n) == "tma"]
-    budget = NARROW_ELEMS_MAX if prob.itemsize == 1 else TILE_ELEMS_MAX
+    budget = NARROW_ELEMS_MAX if prob.promoted_8bit else TILE_ELEMS_MAX
     scored = []
     for t in tiles:
         for values in itertools.product(*(consts[n] for n in names)):
@@ -518,14 +576,14 @@ def build(facts: SourceFacts, prob: Problem, overrides: Optional[Dict[str, Any]]
             blocks = math.prod(grid[:3]) if grid else None
             occs, ctas = option_candidates(shape, grid[0] if grid else None, prob, overrides,
                                            axes)
-            warps = worker_warps(shape, prob, axes, overrides)
+            warps = worker_warps(shape, prob, axes, overrides, facts.mma)
             rank = sum(consts[n].index(v) for n, v in zip(names, values))
             off = any(cand["constants"][n] is False for n in tma_names)
             for oi, occ in enumerate(occs):
                 for ci, nc in enumerate(ctas):
                     for wi, w in enumerate(warps):
                         s = score(shape, blocks, occ, nc, prob.num_sms,
-                                  2 if tiled else searched, prob.itemsize == 1, w)
+                                  2 if tiled else searched, prob.promoted_8bit, w)
                         if off and shape is not None and (tiled or searched >= 2):
                             s *= TMA_OFF_MATMUL
                         scored.append((-round(s, 6), rank + oi + ci + wi, len(scored),
