@@ -423,33 +423,53 @@ def test_a_changed_global_recompiles_at_the_next_call(path):
 
 # --- sizes and the specialization key (issue 23 item 4) ----------------------------------------
 def test_sizes_share_a_specialization_unless_the_code_changes():
-    """Divisibility below 16 changes no code, so n = 1000, 1001, 1002, 1004 compile once
-    (4 compiles before); n = 1024 proves the 128-tiles whole and is its own specialization; the
-    kernel's repr shows what tells them apart."""
+    """Divisibility below 16 and below one 16-byte vector (4 float32) changes no code, so
+    n = 1001, 1002, 1003, 1005 compile once; n = 1000 (÷8: whole vectors) and n = 1024 (÷256:
+    whole 128-tiles) are each their own specialization; the kernel's repr shows what tells
+    them apart."""
     k = tile.entry(add.py_func)
-    for n in (1000, 1001, 1002, 1004):
+
+    def run(n):
         x, y = api.from_numpy(rand(n)).sync(), api.from_numpy(rand(n, seed=1)).sync()
         z = api.zeros((n,)).sync()
         k(z.partition((128,)), x, y).sync()
         np.testing.assert_allclose(z.to_numpy(), x.to_numpy() + y.to_numpy(), rtol=1e-6)
+    for n in (1001, 1002, 1003, 1005):
+        run(n)
     assert _built(k) == 1
-    x, y = api.from_numpy(rand(1024)).sync(), api.from_numpy(rand(1024, seed=1)).sync()
-    z = api.zeros((1024,)).sync()
-    k(z.partition((128,)), x, y).sync()
+    run(1000)
     assert _built(k) == 2
+    run(1024)
+    assert _built(k) == 3
     rows = repr(k).split("\n")[1:]
-    assert len(rows) == 2 and rows[0] != rows[1]
-    assert any("extents (÷256)" in r for r in rows) and any("extents (-)" in r for r in rows)
-    html = k._repr_html_()
-    assert "extents (÷256)" in html and "extents (-)" in html
+    assert len(rows) == 3 and len(set(rows)) == 3
+    for shown in ("extents (÷256)", "extents (÷8)", "extents (-)"):
+        assert any(shown in r for r in rows) and shown in k._repr_html_()
+
+
+def test_a_ragged_fp16_row_of_whole_vectors_tells_the_compiler():
+    """fp16 rows of 1016 elements (8 x 127) are keyed ÷8, and the kernel assumes it of the
+    extent: tileiras then keeps 128-bit stores for a 1024-wide tile over them (64 2-byte stores
+    a thread without it, LayerNorm on an H200)."""
+    from tilejit.keys import Facts
+    assert Facts.of(0x1000, (64, 1016), (1016, 1), 2).shape_div == (64, 8)
+    assert Facts.of(0x1000, (64, 1012), (1012, 1), 2).shape_div == (64, 1)    # ÷4: no vector
+    assert Facts.of(0x1000, (64, 1012), (1012, 1), 4).shape_div == (64, 4)    # float32's is 4
+
+    @tile.entry
+    def scale_rows(y, x):
+        y.store(tile.load_tile_like(x, y) * 2.0)
+    x = np.zeros((64, 1016), np.float16)
+    ir = scale_rows.inspect_tileir(tile.partition(np.zeros_like(x), (8, 1024)), x)
+    assert "div_by<8>" in ir, ir
 
 
 def test_facts_keep_16_byte_alignment_for_vector_and_tma_access():
     from tilejit.keys import Facts
     f32 = Facts.of(0x1000, (100, 1004), (1004, 1), 4)       # rows of 4016 bytes: 16B multiples
-    assert f32 == (32, 16, (1, 1), (4, 1), (False, True))
+    assert f32 == (32, 16, (4, 4), (4, 1), (False, True))
     f16 = Facts.of(0x1008, (64, 1000), (1000, 1), 2)        # 2000-byte rows, 8-byte base
-    assert f16 == (32, 1, (64, 1), (8, 1), (False, True))
+    assert f16 == (32, 1, (64, 8), (8, 1), (False, True))
     odd = Facts.of(0x1000, (64, 1001), (1001, 1), 4)
     assert odd.stride_div == (1, 1)
     assert Facts.of(0x1000, (16, 16), (0, 1), 1).stride_div == (16, 1)    # broadcast: zero

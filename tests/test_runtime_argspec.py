@@ -45,12 +45,15 @@ def test_tensor_key_and_params():
     ((7, 5), (5, 1), 0, (32, 16, (1, 1), (1, 1), (False, True))),
     # a slice: base offset 12 bytes -> not 16-byte aligned; rows of 96 bytes are
     ((3, 6), (24, 1), 12, (32, 1, (1, 1), (4, 1), (False, True))),
-    # column view: stride-one in dim 0 only; extents below 16 are not keyed
-    ((8, 2), (1, 8), 0, (32, 16, (1, 1), (1, 4), (True, False))),
-    # 1-D, extent 12, stride 2 (8 bytes: not a multiple of 16)
-    ((12,), (2,), 8, (32, 1, (1,), (1,), (False,))),
-    # zero stride (broadcast) counts as a multiple of 16 bytes; extent 32 is keyed
-    ((4, 32), (0, 1), 0, (32, 16, (1, 32), (4, 1), (False, True))),
+    # column view: stride-one in dim 0 only; below 16, extents are keyed from one 16-byte
+    # vector of elements (4 float32): 8 is, 2 is not
+    ((8, 2), (1, 8), 0, (32, 16, (8, 1), (1, 4), (True, False))),
+    # 1-D, extent 12 (÷4), stride 2 (8 bytes: not a multiple of 16)
+    ((12,), (2,), 8, (32, 1, (4,), (1,), (False,))),
+    # zero stride (broadcast) counts as a multiple of 16 bytes; extents 4 and 32 are keyed
+    ((4, 32), (0, 1), 0, (32, 16, (4, 32), (4, 1), (False, True))),
+    # 6 and 10 float32 (÷2) are not
+    ((6, 10), (10, 1), 0, (32, 16, (1, 1), (1, 1), (False, True))),
     # extents divisible by 16..256 are keyed (whole tiles), strides as multiples of 16 bytes
     ((48, 512), (1024, 1), 0, (32, 16, (16, 256), (4, 1), (False, True))),
 ])
@@ -88,7 +91,7 @@ def test_partition_key_grid_and_slots():
     info = classify(p)
     assert info.kind == "partition" and info.writable
     assert info.key[0] == "partition" and info.key[4] == (16, 8)
-    assert info.key[3] == (32, 16, (1, 1), (4, 1), (False, True))
+    assert info.key[3] == (32, 16, (1, 8), (4, 1), (False, True))      # 40 = 8 x 5 float32
     assert info.grid == (2, 5, 1) and info.tile_shape == (16, 8)
     assert info.params == (t.device_pointer, 30, 40, 40, 1)
     assert info.tensor == t

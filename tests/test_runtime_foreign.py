@@ -67,7 +67,8 @@ def test_foreign_info_keys_params_and_ordering():
     s = FakeStream(handle=5)
     view = foreign.View(0x2000, (8, 4), (4, 1), tile.float16, 0, False, 9)
     info = argspec.foreign_info(view, False, "value", s)
-    assert info.key == ("tensor", "float16", 2, (32, 16, (1, 1), (1, 1), (False, True)), False)
+    # fp16: 8 rows are one 16-byte vector of elements (keyed ÷8), 4 columns are not
+    assert info.key == ("tensor", "float16", 2, (32, 16, (8, 1), (1, 1), (False, True)), False)
     assert info.params == (0x2000, 8, 4, 4, 1) and info.slots == ("u64",) + ("i32",) * 4
     assert info.extent == (0x2000, 0x2000 + 32 * 2) and info.storage is None
     assert s.waited == [9]                                 # ordered after the producer's stream
@@ -126,7 +127,7 @@ def test_partition_of_a_foreign_array_classifies_from_its_metadata():
     info = argspec.classify(fp, None, s)
     assert info.kind == "partition" and info.writable and info.storage is None
     assert info.grid == (4, 1, 1) and info.tile_shape == (32, 64)
-    assert info.key == ("partition", "float32", 2, (32, 16, (1, 64), (4, 1), (False, True)),
+    assert info.key == ("partition", "float32", 2, (32, 16, (4, 64), (4, 1), (False, True)),
                         (32, 64))
     assert info.params == (0x4000, 100, 64, 64, 1)
     assert s.waited == [9]                          # ordered after the producer, like inputs

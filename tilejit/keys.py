@@ -15,8 +15,8 @@ key                                                            ABI slots (contra
 
 ``dtype`` is a ``tilejit.dtypes`` name. ``facts`` (:class:`Facts`) are what the host knows about an
 array that makes code faster, and only that (sizes that differ in nothing else share a compile):
-32-bit indexing, a 16-byte aligned base address, extents divisible by 16..256, strides that are
-multiples of 16 bytes. ``weak`` scalars are
+32-bit indexing, a 16-byte aligned base address, extents divisible by 16..256 (or by one 16-byte
+vector of elements: 8 fp16, 4 float32), strides that are multiples of 16 bytes. ``weak`` scalars are
 Python scalars, which adopt a tile's dtype in mixed arithmetic; NumPy scalars are strong (NEP 50).
 
 The runtime classifies arguments into keys (``runtime.argspec``), typing turns keys into Numba
@@ -37,8 +37,12 @@ _I32_LIMIT = 1 << 31
 #: tiles (up to 256 along an axis) whole, so loads drop their padding, while shapes differing only
 #: in higher powers of two share a compilation.
 SHAPE_DIV_CAP = 256
-#: ... and only from 16 up (Triton's rule: "divisible by 16" or not): a smaller divisor changes
-#: no code worth a compile, so n = 1000, 1001, 1002 and 1004 share one.
+#: ... and only from 16 up (Triton's rule: "divisible by 16" or not), or from one 16-byte vector
+#: of the array's elements where that is fewer (8 fp16, 4 float32): a divisor below both changes
+#: no code worth a compile, so fp16 n = 1001, 1002 and 1004 share one. 1000 (÷8) does not: with
+#: it a tile over a ragged fp16 row keeps 128-bit stores (LayerNorm of 1016-element rows on an
+#: H200, 2026-11-28: 64 2-byte stores a thread without it, 8 16-byte ones with, as for 1024;
+#: those rows ran at 0.64-0.76 of the speed of whole ones).
 SHAPE_DIV_MIN = 16
 #: Alignment that changes the code (128-bit vector accesses, TMA): a base address is keyed as
 #: 16-byte aligned or not; a stride as a multiple of 16 bytes or not.
@@ -51,7 +55,8 @@ class Facts(NamedTuple):
 
     index_bits: int                   # 32 when every extent, stride and offset fits in int32
     base_div: int                     # 16 when the base address is 16-byte aligned, else 1
-    shape_div: Tuple[int, ...]        # per extent: its power-of-two divisor, 16..256, else 1
+    shape_div: Tuple[int, ...]        # per extent: its power-of-two divisor, 16..256 (from one
+                                      # 16-byte vector of elements), else 1
     stride_div: Tuple[int, ...]       # per stride: the elements of 16 bytes when it is a multiple
                                       # of them (a zero stride is), else 1
     stride_one: Tuple[bool, ...]      # per stride: == 1
@@ -69,10 +74,11 @@ class Facts(NamedTuple):
         nothing else share a specialization (SHAPE_DIV_MIN, ALIGN_BYTES)."""
         lp2 = largest_pow2_divisor
         unit = max(1, ALIGN_BYTES // itemsize)
+        least = min(SHAPE_DIV_MIN, unit)
         shape_div = []
         for n in shape:
             d = lp2(n, SHAPE_DIV_CAP)
-            shape_div.append(d if d >= SHAPE_DIV_MIN else 1)
+            shape_div.append(d if d >= least and d > 1 else 1)
         return tuple.__new__(cls, (index_bits_for(shape, strides),
                                    ALIGN_BYTES if ptr % ALIGN_BYTES == 0 else 1,
                                    tuple(shape_div),
