@@ -127,3 +127,93 @@ def test_unpacked_tile_shapes_or_and_and_conditional_values_fold():
     with pytest.raises(tile.TypingError, match="not a number"):
         by_width(z.partition((2, 8)), x).sync()         # BN 8: the narrow side, typed
     assert "if " not in by_width.inspect_tileir(z.partition((2, 16)), x)
+
+
+@pytest.mark.parametrize("fast,width,doubled", [(False, 8, False), (True, 8, True),
+                                                (False, 16, True), (True, 16, True)])
+def test_or_and_and_kept_in_a_variable_fold(fast, width, doubled):
+    """``use = BN > 8 or FAST`` kept in a variable: Python leaves the value in a phi assigned in
+    two blocks, and the definition that reaches the ``if`` decides it (the untaken side of each
+    branch would not type). ``and`` likewise."""
+    @tile.entry
+    def by_flags(z, x, FAST: tile.Constant[bool]):
+        BM, BN = z.shape
+        t = tile.load_tile_like(x, z)
+        use = BN > 8 or FAST
+        if use:
+            t = t * 2.0
+        else:
+            t = t + "not a number"
+        both = BN > 8 and FAST
+        if both:
+            t = t + 1.0
+        else:
+            t = t - 0.0
+        z.store(t)
+
+    x = api.from_numpy(np.ones((2, 16), np.float32)).sync()
+    z = api.zeros((2, 16)).sync()
+    if not doubled:
+        with pytest.raises(tile.TypingError, match="not a number"):
+            by_flags(z.partition((2, width)), x, FAST=fast).sync()
+        return
+    by_flags(z.partition((2, width)), x, FAST=fast).sync()
+    assert z.to_numpy().tolist() == [[2.0 + (width > 8 and fast)] * 16] * 2
+    assert "if " not in by_flags.inspect_tileir(z.partition((2, width)), x, FAST=fast)
+
+
+def test_a_variable_reassigned_under_a_static_branch_folds():
+    """``mode = 0; if FAST: mode = 1`` then ``if mode == 1``: the definition that reaches the
+    second branch is known once the first has folded."""
+    @tile.entry
+    def by_mode(z, x, FAST: tile.Constant[bool]):
+        t = tile.load_tile_like(x, z)
+        mode = 0
+        if FAST:
+            mode = 1
+        if mode == 1:
+            t = (t * 2.0).astype(tile.float16)          # each side its own tile type
+        z.store(t.astype(z.dtype))
+
+    x = api.from_numpy(np.ones(8, np.float32)).sync()
+    z = api.zeros((8,)).sync()
+    by_mode(z.partition((8,)), x, FAST=True).sync()
+    assert z.to_numpy().tolist() == [2.0] * 8
+    by_mode(z.partition((8,)), x, FAST=False).sync()
+    assert z.to_numpy().tolist() == [1.0] * 8
+
+
+def test_definitions_that_a_runtime_branch_chooses_between_do_not_fold():
+    """``w = 1; if n > 3: w = 2`` with ``n`` a runtime scalar: both definitions reach the use and
+    disagree, so ``if w == 2`` stays a branch (its sides are both typed), and one reassigned in
+    a loop stays unknown too; where the definitions agree the branch folds."""
+    @tile.entry
+    def chosen(z, x, n):
+        t = tile.load_tile_like(x, z)
+        w = 1
+        if n > 3:
+            w = 2
+        if w == 2:
+            t = t * 10.0
+        k = 0
+        for _ in range(n):
+            k = 1
+        if k == 1:
+            t = t + 1.0
+        same = 5
+        if n > 3:
+            same = 5
+        if same == 5:
+            t = t + 100.0
+        else:
+            t = t + "not a number"                      # folded away: never typed
+        z.store(t)
+
+    x = api.from_numpy(np.ones(8, np.float32)).sync()
+    z = api.zeros((8,)).sync()
+    chosen(z.partition((8,)), x, 5).sync()
+    assert z.to_numpy().tolist() == [111.0] * 8
+    chosen(z.partition((8,)), x, 0).sync()
+    assert z.to_numpy().tolist() == [101.0] * 8
+    # the runtime choices stay real branches: n > 3 twice, w == 2 and k == 1
+    assert chosen.inspect_tileir(z.partition((8,)), x, 5).count(" if ") == 4

@@ -16,8 +16,10 @@ argument attributes, comparisons (``== != is is not < <= > >= in``), ``not``, tu
 indexing and unpacking (``BM, BN = c.shape``); ``and``/``or`` in a condition are branches
 of their own and fold one by one. Folding repeats over the blocks still reachable, so a
 conditional expression kept in a variable (``w = a if c else b``) folds once ``c`` has: its
-untaken side's definition no longer counts. Anything else (``w = a or b`` kept in a variable,
-whose definitions all stay live) leaves the branch alone.
+untaken side's definition no longer counts. A name defined more than once (``w = p or q`` kept
+in a variable: Python's stack value is a phi assigned in two blocks; a variable reassigned
+under a static ``if``) takes the value of the definitions that reach the use over the blocks
+still live (reaching definitions), when they agree. Anything else leaves the branch alone.
 """
 from __future__ import annotations
 
@@ -73,32 +75,50 @@ def fold_static_branches(func_ir: ir.FunctionIR, arg_types) -> int:
 def _fold_reachable(func_ir: ir.FunctionIR, arg_types) -> int:
     """One pass of :func:`fold_static_branches`, over the blocks reachable from the entry
     (definitions in blocks an earlier pass cut off do not count)."""
-    dead = compute_cfg_from_blocks(func_ir.blocks).dead_nodes()
-    live = [b for label, b in func_ir.blocks.items() if label not in dead]
-    defs = {}
-    for block in live:
-        for stmt in block.body:
+    cfg = compute_cfg_from_blocks(func_ir.blocks)
+    dead = cfg.dead_nodes()
+    live = {label: b for label, b in func_ir.blocks.items() if label not in dead}
+    sites: dict = {}                                # name -> [(label, index, value)]
+    for label, block in live.items():
+        for i, stmt in enumerate(block.body):
             if isinstance(stmt, ir.Assign):
-                defs.setdefault(stmt.target.name, []).append(stmt.value)
-    memo: dict = {}
+                sites.setdefault(stmt.target.name, []).append((label, i, stmt.value))
+    reach = _reaching_definitions(live, cfg, sites)
+    memo: dict = {}                                 # (label, index) of a definition -> value
 
-    def value(var: ir.Var, depth: int = 0):
-        name = var.name
-        if name in memo:
-            return memo[name]
-        memo[name] = _UNKNOWN                       # cycles (loop-carried names) stay unknown
-        found = defs.get(name)
-        v = _UNKNOWN
-        if found is not None and len(found) == 1 and depth < 64:
-            v = evaluate(found[0], depth + 1)
-        memo[name] = v
-        return v
+    def value(var: ir.Var, at, depth: int = 0):
+        """``var``'s value where the statement at ``at`` = (label, index) reads it: that of
+        every definition that reaches there, when they agree."""
+        found = sites.get(var.name)
+        if not found or depth > 64:
+            return _UNKNOWN
+        if len(found) == 1:
+            reaching = found
+        else:
+            label, index = at
+            before = [d for d in found if d[0] == label and d[1] < index]
+            reaching = [max(before, key=lambda d: d[1])] if before else \
+                [d for d in found if (d[0], d[1]) in reach[label].get(var.name, ())]
+        values = [defined(d, depth + 1) for d in reaching]
+        if len(values) == 1:
+            return values[0]
+        if not values or not all(_foldable(v) and _same(v, values[0]) for v in values):
+            return _UNKNOWN                         # definitions that disagree, or none
+        return values[0]
 
-    def evaluate(node, depth):
+    def defined(site, depth):
+        label, index, node = site
+        key = (label, index)
+        if key not in memo:
+            memo[key] = _UNKNOWN                    # cycles (loop-carried names) stay unknown
+            memo[key] = evaluate(node, key, depth)
+        return memo[key]
+
+    def evaluate(node, at, depth):
         if isinstance(node, (ir.Const, ir.Global, ir.FreeVar)):
             return node.value
         if isinstance(node, ir.Var):
-            return value(node, depth)
+            return value(node, at, depth)
         if isinstance(node, ir.Arg):
             ty = arg_types[node.index] if node.index < len(arg_types) else None
             if isinstance(ty, types.Literal):
@@ -108,7 +128,7 @@ def _fold_reachable(func_ir: ir.FunctionIR, arg_types) -> int:
             return _UNKNOWN
         op = node.op
         if op == "getattr":
-            base = value(node.value, depth)
+            base = value(node.value, at, depth)
             if isinstance(base, _Arg):
                 return base.attr(node.attr)
             # attributes of modules, classes and dtypes only: no user code (properties) runs
@@ -116,7 +136,7 @@ def _fold_reachable(func_ir: ir.FunctionIR, arg_types) -> int:
                 return getattr(base, node.attr, _UNKNOWN)
             return _UNKNOWN
         if op == "binop" and node.fn in _BINOPS:
-            lhs, rhs = value(node.lhs, depth), value(node.rhs, depth)
+            lhs, rhs = value(node.lhs, at, depth), value(node.rhs, at, depth)
             if _foldable(lhs) and _foldable(rhs):
                 try:
                     return bool(node.fn(lhs, rhs))
@@ -124,47 +144,84 @@ def _fold_reachable(func_ir: ir.FunctionIR, arg_types) -> int:
                     return _UNKNOWN
             return _UNKNOWN
         if op == "unary" and node.fn is operator.not_:
-            v = value(node.value, depth)
+            v = value(node.value, at, depth)
             return (not v) if _foldable(v) else _UNKNOWN
         if op == "build_tuple":
-            items = tuple(value(i, depth) for i in node.items)
+            items = tuple(value(i, at, depth) for i in node.items)
             return items if all(_foldable(i) for i in items) else _UNKNOWN
         if op == "exhaust_iter":                    # BM, BN = c.shape
-            base = value(node.value, depth)
+            base = value(node.value, at, depth)
             return base if isinstance(base, tuple) and len(base) == node.count else _UNKNOWN
         if op in ("static_getitem", "getitem"):
-            base = value(node.value, depth)
-            index = node.index if op == "static_getitem" else value(node.index, depth)
+            base = value(node.value, at, depth)
+            index = node.index if op == "static_getitem" else value(node.index, at, depth)
             if isinstance(base, tuple) and isinstance(index, int) and -len(base) <= index < len(base):
                 return base[index]
             return _UNKNOWN
         if op == "call" and not node.kws and len(node.args) == 1:
-            if value(node.func, depth) is bool:
-                v = value(node.args[0], depth)
+            if value(node.func, at, depth) is bool:
+                v = value(node.args[0], at, depth)
                 return bool(v) if isinstance(v, (bool, int)) else _UNKNOWN
         return _UNKNOWN
 
     folded = 0
-    for block in live:
+    for label, block in live.items():
         term = block.body[-1] if block.body else None
         if not isinstance(term, ir.Branch):
             continue
-        v = value(term.cond)
+        v = value(term.cond, (label, len(block.body) - 1))
         if isinstance(v, bool):
             block.body[-1] = ir.Jump(term.truebr if v else term.falsebr, term.loc)
             folded += 1
     if folded:
         # The comparisons stay in the live blocks (their values may be used elsewhere) but
         # become constants: some, such as `x.dtype in (...)`, have no typing rule.
-        for block in live:
-            for stmt in block.body:
+        for label, block in live.items():
+            for i, stmt in enumerate(block.body):
                 if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr) and \
                         stmt.value.op in ("binop", "unary", "call"):
-                    v = memo.get(stmt.target.name, _UNKNOWN)
+                    v = memo.get((label, i), _UNKNOWN)
                     if isinstance(v, bool):
                         stmt.value = ir.Const(v, stmt.loc)
         func_ir._definitions = build_definitions(func_ir.blocks)
     return folded
+
+
+def _reaching_definitions(live: dict, cfg, sites: dict) -> dict:
+    """label -> {name: the (label, index) definitions of ``name`` that reach the block's entry},
+    over the live blocks, for the names defined more than once (a phi's value, a variable
+    reassigned on one side of a branch)."""
+    names = [n for n, found in sites.items() if len(found) > 1]
+    last = {label: {} for label in live}            # the definition a block leaves, per name
+    for n in names:
+        for label, index, _ in sites[n]:
+            if index > last[label].get(n, (None, -1))[1]:
+                last[label][n] = (label, index)
+    reach_in = {label: {} for label in live}
+    reach_out = {label: {n: frozenset({d}) for n, d in last[label].items()} for label in live}
+    changed = True
+    while changed:
+        changed = False
+        for label in live:
+            entry: dict = {}
+            for pred, _ in cfg.predecessors(label):
+                for n, ds in reach_out.get(pred, {}).items():
+                    entry[n] = entry.get(n, frozenset()) | ds
+            leave = dict(entry)
+            leave.update({n: frozenset({d}) for n, d in last[label].items()})
+            if entry != reach_in[label] or leave != reach_out[label]:
+                reach_in[label], reach_out[label] = entry, leave
+                changed = True
+    return reach_in
+
+
+def _same(a, b) -> bool:
+    """Equal and of one type (True and 1 are not the same constant), element by element."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b
 
 
 def _foldable(v) -> bool:
