@@ -248,9 +248,10 @@ def analyze(py_func, name: Optional[str]) -> SourceFacts:
             axes[which].add(k)
     block = ALL if whole["block"] else frozenset(axes["block"])
     shape = ALL if whole["shape"] else frozenset(axes["shape"])
-    return SourceFacts(name, block, shape, wholesale,
-                       frozenset(_reduced_axes(fn, py_func.__globals__, {id(py_func)})),
-                       _uses_mma(fn, py_func.__globals__, {id(py_func)}))
+    # one walk (helper sources read and parsed once) serves both questions
+    nodes = list(_walk_with_helpers(fn, py_func.__globals__, {id(py_func)}))
+    return SourceFacts(name, block, shape, wholesale, frozenset(_reduced_axes(nodes)),
+                       _uses_mma(nodes))
 
 
 def _helper(call: ast.Call, scope: dict):
@@ -281,10 +282,11 @@ def _walk_with_helpers(fn, scope: dict, seen: set):
                 yield from _walk_with_helpers(inner, helper.__globals__, seen)
 
 
-def _uses_mma(fn, scope: dict, seen: set) -> bool:
+def _uses_mma(nodes) -> bool:
     """Whether the kernel (or a helper it calls) multiplies tiles on the tensor cores
-    (``tile.mma``, ``tile.matmul``, ``a @ b``): its output tile is then a float32 accumulator."""
-    for node, _ in _walk_with_helpers(fn, scope, seen):
+    (``tile.mma``, ``tile.matmul``, ``a @ b``): its output tile is then a float32 accumulator.
+    ``nodes``: :func:`_walk_with_helpers`'s."""
+    for node, _ in nodes:
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
             return True
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
@@ -293,11 +295,12 @@ def _uses_mma(fn, scope: dict, seen: set) -> bool:
     return False
 
 
-def _reduced_axes(fn, scope: dict, seen: set) -> set:
+def _reduced_axes(nodes) -> set:
     """The literal axes the kernel reduces along, in its own source or in the helpers it calls
-    (a softmax whose reductions are in a helper must keep its rows whole too)."""
+    (a softmax whose reductions are in a helper must keep its rows whole too). ``nodes``:
+    :func:`_walk_with_helpers`'s."""
     out = set()
-    for node, scope in _walk_with_helpers(fn, scope, seen):
+    for node, scope in nodes:
         if not isinstance(node, ast.Call):
             continue
         f = node.func
