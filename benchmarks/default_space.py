@@ -7,8 +7,9 @@ For each row: the default space's pick and the list's best (each tuned cold in t
 its result checked against torch first, then timed: median of 15 single runs with the L2
 flushed), the time the default space took to tune (compiles included), and the vendor (torch's
 norms, SDPA's flash backend, ``torch._scaled_mm``). ``--report`` prints every config's time.
-Rows of 32K elements have no list here (vendor.py's best there is a persistent kernel, not the
-row kernels the default space tunes). Without a GPU or torch it says so and exits 0.
+At 16K and 32K elements a row the persistent row kernels (vendor.py's best at 32K) are tuned
+too, by the default space (ROWS, WIDTH, LATENCY) and by vendor.py's list for them. Without a GPU
+or torch it says so and exits 0.
 """
 import argparse
 import os
@@ -57,8 +58,9 @@ def timed(label, tuners, args, kwargs, out, ref, timer, work, unit, report):
 
 def vendor(label, name, fn, timer, work, unit, rates):
     rate = rate_of(work, timer.ms(fn), unit)
-    ours = rates.get("default space")
-    ratio = f"; default space {ours / rate:.2f}x" if ours else ""
+    ours = max((r for name, r in rates.items() if name.startswith("default space")),
+               default=None)
+    ratio = f"; default space's best {ours / rate:.2f}x" if ours else ""
     print(f"{label} {name}: {rate:.0f} {unit}{ratio}", flush=True)
 
 
@@ -75,6 +77,21 @@ def rows(torch, timer, report):
              ("layernorm", 16384): C(tile=(1, 16384), occupancy=2, num_worker_warps=8),
              ("rmsnorm", 1024): C(tile=(16, 1024), occupancy=2),
              ("rmsnorm", 16384): C(tile=(1, 16384), occupancy=2)}
+    persistent = {"softmax": SM.softmax_persistent, "layernorm": LN.layernorm_fwd_persistent,
+                  "rmsnorm": RN.rmsnorm_persistent}
+
+    def persistent_list(kind, n):
+        """vendor.py's persistent configs for rows of ``n`` (benchmarks/vendor_rows.py)."""
+        if n == 32768:
+            cfgs = [C(ROWS=1, WIDTH=n, LATENCY=2, occupancy=occ, num_worker_warps=nw)
+                    for occ in (1, 2) for nw in (None, 8)]
+        else:
+            cfgs = [C(ROWS=1, WIDTH=n, LATENCY=4, occupancy=occ) for occ in (2, 4)]
+        if kind == "layernorm":
+            cfgs += [C(ROWS=1, WIDTH=n, LATENCY=lat, occupancy=occ, num_worker_warps=nw,
+                       RELOAD_WB=True) for lat in (2, 4) for occ in (1, 2) for nw in (None, 8)]
+        return cfgs
+
     roof = timer.copy_roofline_gbs()
     print(f"copy roofline {roof:.0f} GB/s", flush=True)
     for kind in ("softmax", "layernorm", "rmsnorm"):
@@ -104,9 +121,22 @@ def rows(torch, timer, report):
             label = f"{kind} {m}x{n} fp16"
             rates = timed(label, tuners, args, {}, y, ref, timer, 2 * x.numel() * 2,
                           "GB/s", report)
-            if rates.get("default space"):
-                print(f"{label}: default space at {rates['default space'] / roof:.3f} of the "
-                      f"copy roofline", flush=True)
+            if n >= 16384:
+                # the persistent row kernel (ROWS, WIDTH, LATENCY from the space), vendor.py's
+                # best at 32K, beside vendor.py's list for it
+                pk = persistent[kind]
+                patom = (tile.atomic(y),) + args[1:]
+                ptuners = [("default space, persistent",
+                            tile.autotune(key=["x"], grid=SM.rows_grid)(pk)),
+                           ("the list's pick, persistent", tile.autotune(
+                               configs=persistent_list(kind, n), key=["x"],
+                               grid=SM.rows_grid)(pk))]
+                rates.update(timed(label, ptuners, patom, {}, y, ref, timer,
+                                   2 * x.numel() * 2, "GB/s", report))
+            for name in ("default space", "default space, persistent"):
+                if rates.get(name):
+                    print(f"{label}: {name} at {rates[name] / roof:.3f} of the copy roofline",
+                          flush=True)
             vendor(label, "torch", vend, timer, 2 * x.numel() * 2, "GB/s", rates)
 
 

@@ -127,21 +127,25 @@ def layernorm_fwd(y, x, w, b, mean, rstd, eps, ONE_REDUCTION: tile.Constant[int]
 def layernorm_fwd_persistent(y, x, w, b, mean, rstd, eps, ROWS: tile.Constant[int],
                              WIDTH: tile.Constant[int], LATENCY: tile.Constant[int],
                              EXACT: tile.Constant[bool] = False,
-                             RELOAD_WB: tile.Constant[bool] = False):
+                             RELOAD_WB: tile.Constant[int] = AUTO):
     """One wave of blocks, each looping over row blocks with the grid's stride; w and b are
     read once per block (the latency hint lets tileiras pipeline the row loads), or with
     ``RELOAD_WB`` in every iteration (from L2): for rows of 16K elements and more, w and b
     held across the loop spilled the row's registers (2026-11-27, tileiras 13.4: 192 spill
-    loads in a 32K-row block, none with RELOAD_WB). ``EXACT`` as in layernorm_fwd (rows of
-    exactly WIDTH elements)."""
+    loads in a 32K-row block, none with RELOAD_WB). ``AUTO`` (the default) reloads them for
+    row tiles of 16K elements or more. ``EXACT`` as in layernorm_fwd (rows of exactly WIDTH
+    elements)."""
+    tile.static_assert(RELOAD_WB == AUTO or RELOAD_WB == 0 or RELOAD_WB == 1,
+                       "RELOAD_WB must be True, False or AUTO")
+    reload = RELOAD_WB == 1 or (RELOAD_WB == AUTO and ROWS * WIDTH >= 16384)
     n = x.shape[1]
     step = tile.num_blocks(0)
     last = tile.cdiv(x.shape[0], ROWS) - 1
     cols = tile.arange(WIDTH)[None, :]
-    if not RELOAD_WB:
+    if not reload:
         wv, bv = weight_and_bias(w, b, WIDTH)
     for r in range(tile.bid(0), last + 1, step):
-        if RELOAD_WB:
+        if reload:
             wv, bv = weight_and_bias(w, b, WIDTH)
         # loaded in the iteration that uses it: a tile carried to the next iteration came out
         # wrong from tileiras 13.4 (NOTES.md, tileiras quirks)

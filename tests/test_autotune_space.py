@@ -411,6 +411,93 @@ def test_tiles_of_16k_elements_with_one_searched_axis_also_try_two_warp_groups()
     assert {c.num_worker_warps for c in space if c.tile == (64, 1, 128)} == {None}
 
 
+def _rows_grid(cfg, args):
+    """One wave of blocks (a persistent row kernel's grid), as examples/softmax.rows_grid."""
+    return (min(tile.cdiv(args["x"].shape[0], cfg.constants["ROWS"]), 132 * (cfg.occupancy or 1)), 1, 1)
+
+
+def _rows_persistent(y, x, w, ROWS: tile.Constant[int], WIDTH: tile.Constant[int],
+                     LATENCY: tile.Constant[int]):
+    wv = w.load((0,), (WIDTH,), padding=tile.PaddingMode.ZERO)[None, :]
+    for r in range(tile.bid(0), tile.cdiv(x.shape[0], ROWS), tile.num_blocks(0)):
+        t = x.load((r, 0), (ROWS, WIDTH), padding=tile.PaddingMode.ZERO, latency=LATENCY)
+        tile.store(y.partition((ROWS, WIDTH)), (r, 0), t * wv)
+
+
+def _rows_chunked(y, x, ROWS: tile.Constant[int], CHUNK_SIZE: tile.Constant[int]):
+    i = tile.bid(0)
+    for j in range(tile.cdiv(x.shape[1], CHUNK_SIZE)):
+        t = tile.load(x, (i, j), (ROWS, CHUNK_SIZE), padding=tile.PaddingMode.ZERO)
+        tile.store(y.partition((ROWS, CHUNK_SIZE)), (i, j), t + 1.0)
+
+
+def test_row_kernels_that_place_their_own_tiles_get_rows_and_the_whole_width():
+    """ROWS / WIDTH / CHUNK of a kernel with its own grid (persistent and chunked row kernels):
+    WIDTH is the whole extent it tiles, ROWS 1-32 and CHUNK 2K-8K within the extents they tile,
+    the row tile at most 32K elements and counted as a row kernel's (two warp groups from 16K
+    elements; no clusters). At 32K fp16 rows the space holds vendor.py's best on an H200
+    (occupancy 1, two warp groups, LATENCY 2: 0.85-0.86 of the roofline, 2026-11-28)."""
+    facts = tuning_space.analyze(_rows_persistent, None)
+    assert facts.spans == {"WIDTH": {("w", 0), ("x", 1), ("y", 1)},
+                           "ROWS": {("x", 0), ("y", 0)}}
+    assert tuning_space.analyze(_rows_chunked, None).spans["CHUNK_SIZE"] == {("x", 1), ("y", 1)}
+    pers = tile.autotune(grid=_rows_grid)(tile.entry(_rows_persistent))
+    for n in (32768, 16384, 1000):
+        m = (1 << 26) // n
+        space = pers.configs_for(tile.atomic(Spec((m, n))), Spec((m, n)), Spec((n,)))
+        width = 1 << (n - 1).bit_length()
+        assert {c.constants["WIDTH"] for c in space} == {width}
+        rows = {c.constants["ROWS"] for c in space}
+        assert max(rows) * width <= 32768 and (n > 1024 or max(rows) == 32)
+        assert all(c.num_ctas is None for c in space)
+        assert {c.constants["LATENCY"] for c in space} == {2, 4, 8}
+        assert {c.num_worker_warps for c in space} == {None, 8}
+        assert all(c.num_worker_warps is None for c in space
+                   if c.constants["ROWS"] * width < 16384)
+    assert any(c.occupancy == 1 and c.num_worker_warps == 8 and c.constants["ROWS"] == 1 and
+               c.constants["LATENCY"] == 2 for c in pers.configs_for(
+                   tile.atomic(Spec((2048, 32768))), Spec((2048, 32768)), Spec((32768,))))
+    # ROWS bounded by the rows there are; CHUNK by the row's width
+    chunked = tile.autotune(grid=_rows_grid)(tile.entry(_rows_chunked))
+    space = chunked.configs_for(tile.atomic(Spec((6, 3000))), Spec((6, 3000)))
+    assert {c.constants["CHUNK_SIZE"] for c in space} == {2048, 4096}
+    assert {c.constants["ROWS"] for c in space} == {1, 2, 4, 8}
+    space = chunked.configs_for(tile.atomic(Spec((64, 1000))), Spec((64, 1000)))
+    assert {c.constants["CHUNK_SIZE"] for c in space} == {1024}
+
+
+def test_a_width_the_kernel_loads_no_tile_of_must_be_passed():
+    @tile.entry
+    def rows(y, x, n, ROWS: tile.Constant[int], WIDTH: tile.Constant[int]):
+        t = x.load((tile.bid(0), 0), (ROWS, 64), padding=tile.PaddingMode.ZERO)
+        tile.store(y.partition((ROWS, 64)), (tile.bid(0), 0), t + WIDTH)
+
+    tuned = tile.autotune(grid=_rows_grid)(rows)
+    x = Spec((64, 64))
+    with pytest.raises(TypeError, match="'WIDTH' is a row's width, but the kernel loads no "
+                                        "tile of it"):
+        tuned.configs_for(tile.atomic(x), x, 64)
+    assert {c.constants["ROWS"] for c in tuned.configs_for(tile.atomic(x), x, 64, WIDTH=3)} \
+        == {1, 2, 4, 8, 16, 32}
+
+
+def test_the_default_space_runs_a_persistent_row_kernel():
+    """rmsnorm_persistent with no configs= (ROWS, WIDTH, LATENCY from the space) on the
+    simulator: the first config that compiles runs, and its result is right."""
+    import rmsnorm as RN
+    import softmax as SM
+    rng = np.random.default_rng(0)
+    xn = rng.standard_normal((40, 200)).astype(np.float32)
+    wn = rng.standard_normal(200).astype(np.float32)
+    x, w = api.from_numpy(xn).sync(), api.from_numpy(wn).sync()
+    y = zeros((40, 200), tile.float32)
+    tuned = tile.autotune(key=["x"], grid=SM.rows_grid)(RN.rmsnorm_persistent)
+    tuned(tile.atomic(y), x, w, 1e-6).sync()
+    assert tuned.best_config(tile.atomic(y), x, w, 1e-6).constants["WIDTH"] == 256
+    ref = xn / np.sqrt((xn * xn).mean(1, keepdims=True) + 1e-6) * wn
+    np.testing.assert_allclose(y.to_numpy(), ref, rtol=1e-4, atol=1e-4)
+
+
 def test_the_attention_like_space_fixes_unread_axes():
     hd = tile.autotune(tile.entry(_heads))
     space = hd.configs_for(Spec((512, 8, 64)), Spec((8, 512, 64)))

@@ -297,6 +297,25 @@ def test_layernorm_auto_takes_mean_then_variance_up_to_1k_and_the_pair_above():
         loads(1024, 2)
 
 
+def test_persistent_layernorm_reloads_w_and_b_for_row_tiles_of_16k_elements_by_default():
+    """RELOAD_WB=AUTO (the default) is decided when the kernel is specialized: w and b held
+    across the loop for row tiles under 16K elements (their loads before the loop), read in
+    every iteration from 16K on (held, they spilled a 32K row); True and False still force."""
+    def ir(rows, width, *reload):
+        x = api.zeros((8, width), tile.float16).sync()
+        w = api.zeros((width,), tile.float16).sync()
+        m = api.zeros((8,)).sync()
+        kw = dict(ROWS=rows, WIDTH=width, LATENCY=2)
+        if reload:
+            kw["RELOAD_WB"] = reload[0]
+        return LN.layernorm_fwd_persistent.inspect_tileir(
+            tile.atomic(x), x, w, w, tile.atomic(m), tile.atomic(m), 1e-5, **kw)
+    assert ir(2, 8192) == ir(2, 8192, True) != ir(2, 8192, False)
+    assert ir(1, 8192) == ir(1, 8192, False) != ir(1, 8192, True)
+    with pytest.raises(tile.CompileError, match="RELOAD_WB must be True, False or AUTO"):
+        ir(1, 1024, 2)
+
+
 @pytest.mark.parametrize("variant", ["rows", "rows two reductions", "persistent"])
 def test_layernorm_exact_width_skips_the_mask_and_refuses_other_widths(variant):
     """EXACT: rows exactly the tile's width need no mask in the statistics (same results);

@@ -217,3 +217,59 @@ def test_definitions_that_a_runtime_branch_chooses_between_do_not_fold():
     assert z.to_numpy().tolist() == [101.0] * 8
     # the runtime choices stay real branches: n > 3 twice, w == 2 and k == 1
     assert chosen.inspect_tileir(z.partition((8,)), x, 5).count(" if ") == 4
+
+
+@pytest.mark.parametrize("rows,mode,reload", [(1, -1, False), (4, -1, True), (4, 0, False),
+                                              (1, 1, True)])
+def test_integer_arithmetic_on_constants_folds(rows, mode, reload):
+    """``ROWS * BN >= 32`` (layernorm_fwd_persistent's RELOAD_WB=AUTO) is decided before typing:
+    the untaken side is never typed."""
+    @tile.entry
+    def by_size(z, x, ROWS: tile.Constant[int], MODE: tile.Constant[int]):
+        (BN,) = z.shape
+        t = tile.load_tile_like(x, z)
+        big = MODE == 1 or (MODE == -1 and ROWS * BN >= 32 and (ROWS * BN) // 4 % 8 == 0)
+        if big:
+            t = t * 2.0
+        else:
+            t = t + "not a number"
+        z.store(t)
+
+    x = api.from_numpy(np.ones(8, np.float32)).sync()
+    z = api.zeros((8,)).sync()
+    if not reload:
+        with pytest.raises(tile.TypingError, match="not a number"):
+            by_size(z.partition((8,)), x, ROWS=rows, MODE=mode).sync()
+        return
+    by_size(z.partition((8,)), x, ROWS=rows, MODE=mode).sync()
+    assert z.to_numpy().tolist() == [2.0] * 8
+    assert " if " not in by_size.inspect_tileir(z.partition((8,)), x, ROWS=rows, MODE=mode)
+
+
+def test_integer_arithmetic_that_int64_or_floor_rules_could_change_does_not_fold():
+    """Python's unbounded ints and its floor division of negatives are not the kernel's: such
+    results leave the branch alone (both sides typed)."""
+    from tilejit.typing.static_branches import _UNKNOWN, _int_op
+    import operator
+    assert _int_op(operator.mul, 1 << 62, 4) is _UNKNOWN
+    assert _int_op(operator.floordiv, -7, 2) is _UNKNOWN
+    assert _int_op(operator.mod, 7, 0) is _UNKNOWN
+    assert _int_op(operator.lshift, 1, 64) is _UNKNOWN
+    assert _int_op(operator.add, 1.5, 2) is _UNKNOWN
+    assert _int_op(operator.mul, 4, 8192) == 32768 and _int_op(operator.floordiv, 7, 2) == 3
+
+    @tile.entry
+    def huge(z, x, K: tile.Constant[int]):
+        t = tile.load_tile_like(x, z)
+        if K * K > 0:
+            t = t * 2.0
+        else:
+            t = t + "not a number"
+        z.store(t)
+
+    x = api.from_numpy(np.ones(8, np.float32)).sync()
+    z = api.zeros((8,)).sync()
+    huge(z.partition((8,)), x, K=3).sync()
+    assert z.to_numpy().tolist() == [2.0] * 8
+    with pytest.raises(tile.TypingError, match="not a number"):
+        huge(z.partition((8,)), x, K=1 << 40).sync()        # K * K overflows int64

@@ -303,10 +303,12 @@ class Autotuned:
         import inspect
         from .runtime import backend
         from .runtime.device import parse_arch
-        shape = None
-        if self.partition is not None:
-            v = bound[self.partition]
-            shape = tuple(int(s) for s in getattr(v, "value", v).shape)    # tile.atomic(t)
+        arrays = {}
+        for n in self.kernel.runtime_names:
+            v = getattr(bound[n], "value", bound[n])                          # tile.atomic(t)
+            if hasattr(v, "shape") and not isinstance(v, (int, float, bool)):
+                arrays[n] = tuple(int(s) for s in v.shape)
+        shape = arrays[self.partition] if self.partition is not None else None
         sizes = [_itemsize(v) for v in bound.values()]
         sizes = [s for s in sizes if s]
         params = inspect.signature(self.kernel.py_func).parameters
@@ -320,7 +322,7 @@ class Autotuned:
             fixed={n: bound[n] for n in consts if n in bound}, defaults=defaults,
             num_sms=dev.multiprocessor_count if gpu else tuning_space.NOMINAL_SMS,
             arch=parse_arch(dev.arch), explicit_grid=self.grid is not None,
-            worker_warps=_writes_worker_warps())
+            worker_warps=_writes_worker_warps(), arrays=arrays)
 
     # --- keys and the disk cache -------------------------------------------------------------------
     def _key(self, bound: Dict[str, Any]) -> str:

@@ -32,7 +32,11 @@ The space is built from the kernel itself, once per key:
   ``BLOCK``/``TILE``/``BLOCK_SIZE`` (1-D: 256..4096),
   ``GROUP``/``GROUP_M``/``GROUP_SIZE_M`` (1, 8), ``SPLIT_K``/``NUM_SPLITS``/``KV_SPLITS`` (1, 2, 4,
   8), ``LATENCY``/``*_LATENCY`` (2, 4, 8), ``TMA``/``ALLOW_TMA``/``USE_TMA`` (True, False),
-  ``PERSISTENT`` (False, True). A constant with a default value in the signature keeps it
+  ``PERSISTENT`` (False, True); in a kernel that places its own row tiles
+  (``x.load((r, 0), (ROWS, WIDTH))`` with a ``grid=``: persistent and chunked row kernels)
+  ``WIDTH``/``ROW_WIDTH`` is the whole extent it tiles (next power of two), ``CHUNK`` 2K-8K and
+  ``ROWS``/``BLOCK_ROWS`` 1-32 (each at most the extent it tiles), the (ROWS, WIDTH or CHUNK)
+  tile at most 32K elements, and that tile counts as a row kernel's tile below. A constant with a default value in the signature keeps it
   (unless its name says it is tunable); any other constant must be passed at the call.
 * **compile options**: occupancy 1, 2, 4 (4 only for tiles of at most 8K elements), ``num_ctas``
   1 and 2 (2 only on sm_90 and newer, for tiles of 16K elements or more, and where the grid's
@@ -73,7 +77,7 @@ from .language import TileFunction
 #: host (``autotune.py`` runs tileiras in parallel threads), well inside the 10 s per key.
 MAX_CONFIGS = 24
 #: Bump when the rules change: winners on disk are kept per space version.
-SPACE_VERSION = 6
+SPACE_VERSION = 7
 #: The SM count assumed where no GPU says (the simulator): an H100 SXM's.
 NOMINAL_SMS = 132
 TILE_ELEMS_MAX = 32 * 1024     # 128 x 256: one block's float32 accumulator in registers
@@ -125,12 +129,19 @@ CONSTANT_ROLES: Tuple[Tuple[str, str], ...] = (
     (r"(\w+_)?LATENCY", "latency"),
     (r"(ALLOW_|USE_)?TMA", "tma"),
     (r"PERSISTENT", "persistent"),
+    (r"(BLOCK_)?ROWS(_PER_BLOCK)?", "rows"),
+    (r"(ROW_)?WIDTH", "width"),
+    (r"CHUNK(_?SIZE)?", "chunk"),
 )
 ROLE_VALUES: Dict[str, tuple] = {
     "k_extent": (64, 32, 128), "extent": (128, 64), "extent_1d": (1024, 256, 4096),
     "group": (8, 1), "split": (1, 2, 4, 8), "latency": (4, 2, 8), "tma": (True, False),
-    "persistent": (False, True),
+    "persistent": (False, True), "rows": (1, 2, 4, 8, 16, 32), "chunk": (4096, 2048, 8192),
 }
+#: the roles of a kernel that places its own row tiles (``x.load((r, 0), (ROWS, WIDTH))``, a
+#: grid= of its own: persistent and chunked row kernels): ROWS rows of the whole row (WIDTH, the
+#: next power of two of the extent it tiles) or of CHUNK columns
+ROW_TILE_ROLES = ("rows", ("width", "chunk"))
 #: the extents of an output tile made of two or more constants (BM, BN): a kernel that places its
 #: own tiles, such as a persistent matmul, whose best tile on an H200 is 128x256 with two warp
 #: groups (743 against cuBLAS's 742 TFLOP/s at 4096^3 fp16, 2026-11-28)
@@ -162,6 +173,9 @@ class SourceFacts:
     reduced_axes: frozenset = frozenset()
     #: it multiplies tiles (tile.mma, tile.matmul, @): the output tile is an accumulator
     mma: bool = False
+    #: constant name -> the (array parameter, axis) pairs it is the tile extent of, in the
+    #: kernel's own loads and partitions (``x.load((r, 0), (ROWS, WIDTH))``: WIDTH spans x's axis 1)
+    spans: Dict[str, frozenset] = field(default_factory=dict)
 
     def reads(self, which: str, axis: int) -> bool:
         s = self.block_axes if which == "block" else self.extent_axes
@@ -204,9 +218,11 @@ def find_partition(py_func, runtime_names: Sequence[str]) -> Optional[str]:
 def analyze(py_func, name: Optional[str]) -> SourceFacts:
     """:class:`SourceFacts` for parameter ``name`` of ``py_func`` (all axes read when the source
     cannot be read)."""
-    fn = _function_node(py_func) if name is not None else None
+    fn = _function_node(py_func)
     if fn is None:
         return SourceFacts(name, ALL, ALL, True)
+    if name is None:
+        return SourceFacts(name, ALL, ALL, True, spans=_spans(fn))
     parent = {}
     for node in ast.walk(fn):
         for child in ast.iter_child_nodes(node):
@@ -251,7 +267,36 @@ def analyze(py_func, name: Optional[str]) -> SourceFacts:
     # one walk (helper sources read and parsed once) serves both questions
     nodes = list(_walk_with_helpers(fn, py_func.__globals__, {id(py_func)}))
     return SourceFacts(name, block, shape, wholesale, frozenset(_reduced_axes(nodes)),
-                       _uses_mma(nodes))
+                       _uses_mma(nodes), _spans(fn))
+
+
+def _spans(fn) -> Dict[str, frozenset]:
+    """For each name in a tile-shape tuple of the kernel's loads and partitions of its
+    parameters (``x.load(index, (ROWS, WIDTH))``, ``tile.load(x, index, shape)``,
+    ``y.partition((ROWS, WIDTH))``), the (parameter, axis) pairs it is the extent of."""
+    params = {a.arg for a in fn.args.args}
+    out: Dict[str, set] = {}
+    for node in ast.walk(fn):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        f, args = node.func, list(node.args)
+        shape = next((k.value for k in node.keywords if k.arg == "shape"), None)
+        if isinstance(f.value, ast.Name) and f.value.id in params and \
+                f.attr in ("load", "partition"):
+            array = f.value.id
+            pos = 1 if f.attr == "load" else 0
+        elif f.attr == "load" and args and isinstance(args[0], ast.Name) and \
+                args[0].id in params:                        # tile.load(x, index, shape)
+            array, pos = args[0].id, 2
+        else:
+            continue
+        if shape is None and len(args) > pos:
+            shape = args[pos]
+        if isinstance(shape, ast.Tuple):
+            for k, e in enumerate(shape.elts):
+                if isinstance(e, ast.Name):
+                    out.setdefault(e.id, set()).add((array, k))
+    return {n: frozenset(v) for n, v in out.items()}
 
 
 def _helper(call: ast.Call, scope: dict):
@@ -351,6 +396,8 @@ class Problem:
     explicit_grid: bool = False
     #: tileiras writes the num_worker_warps hint (Tile IR bytecode 13.3 and newer)
     worker_warps: bool = True
+    #: the array arguments' shapes by parameter name (the extents a WIDTH or ROWS tiles)
+    arrays: Dict[str, Tuple[int, ...]] = field(default_factory=dict)
 
     @property
     def promoted_8bit(self) -> bool:
@@ -451,7 +498,43 @@ def tile_constants(prob: Problem) -> Tuple[str, ...]:
     return names if len(names) >= 2 else ()
 
 
-def constant_candidates(prob: Problem, overrides: Dict[str, Sequence]) -> Dict[str, tuple]:
+def row_tile_constants(prob: Problem) -> Tuple[str, ...]:
+    """(ROWS, WIDTH or CHUNK): the constants that make the row tile of a kernel that places its
+    own row tiles (no partitioned output), else ()."""
+    if prob.shape is not None:
+        return ()
+    rows_role, cols_roles = ROW_TILE_ROLES
+    roles = {constant_role(n): n for n in reversed(prob.constant_names)}
+    cols = next((roles[r] for r in cols_roles if r in roles), None)
+    return (roles[rows_role], cols) if rows_role in roles and cols else ()
+
+
+def _spanned_extent(name: str, facts: Optional[SourceFacts], prob: Problem) -> Optional[int]:
+    """The largest extent among the array axes constant ``name`` is the tile extent of."""
+    spans = facts.spans.get(name, ()) if facts is not None else ()
+    ext = [prob.arrays[a][k] for a, k in spans if k < len(prob.arrays.get(a, ()))]
+    return max(ext) if ext else None
+
+
+def _row_tile_values(name: str, role: str, facts: Optional[SourceFacts], prob: Problem) -> tuple:
+    """ROWS (1-32), CHUNK (2K-8K) bounded by the extent they tile; WIDTH that whole extent."""
+    hi = _spanned_extent(name, facts, prob)
+    if hi is None and role == "width":
+        raise TypeError(
+            f"tile.autotune with no configs: the tile.Constant '{name}' is a row's width, but "
+            f"the kernel loads no tile of it from an array parameter (x.load(index, (ROWS, "
+            f"{name}))); pass it at the call ({name}=...) or list its values in "
+            f"space={{'{name}': (...)}}")
+    if hi is None:
+        return ROLE_VALUES[role]
+    hi = _pow2_ceil(hi)
+    if role == "width":
+        return (hi,)
+    return tuple(v for v in ROLE_VALUES[role] if v <= hi) or (hi,)
+
+
+def constant_candidates(prob: Problem, overrides: Dict[str, Sequence],
+                        facts: Optional[SourceFacts] = None) -> Dict[str, tuple]:
     """Candidate values per constant not fixed by the call (first value preferred)."""
     out = {}
     tiled = tile_constants(prob)
@@ -469,8 +552,12 @@ def constant_candidates(prob: Problem, overrides: Dict[str, Sequence]) -> Dict[s
             raise TypeError(
                 f"tile.autotune with no configs: no candidates for the tile.Constant '{name}'; "
                 f"pass it at the call ({name}=...), give it a default value, name it by the "
-                f"convention (BK, BLOCK_K, GROUP, SPLIT_K, LATENCY, TMA, PERSISTENT, ...; see "
+                f"convention (BK, BLOCK_K, GROUP, SPLIT_K, LATENCY, TMA, PERSISTENT, ROWS, WIDTH, "
+                f"CHUNK, ...; see "
                 f"docs/tooling.md) or list its values in space={{'{name}': (...)}}")
+        if role in ("rows", "width", "chunk"):
+            out[name] = _row_tile_values(name, role, facts, prob)
+            continue
         vals = TILE_EXTENTS if name in tiled else ROLE_VALUES[role]
         if role == "k_extent" and prob.itemsize == 1:
             vals = tuple(2 * v for v in vals)
@@ -558,9 +645,10 @@ def build(facts: SourceFacts, prob: Problem, overrides: Optional[Dict[str, Any]]
     if prob.shape is not None:
         tiles = tile_candidates(facts, prob, overrides.get("tile"))
         searched = sum(r is None for r in axis_rules(facts, prob))
-    consts = constant_candidates(prob, overrides)
+    consts = constant_candidates(prob, overrides, facts)
     names = list(consts)
     tiled = tile_constants(prob)            # without a partitioned output: BM, BN
+    row_tile = () if tiled else row_tile_constants(prob)      # or ROWS, WIDTH
     tma_names = [n for n in names if constant_role(n) == "tma"]
     budget = NARROW_ELEMS_MAX if prob.promoted_8bit else TILE_ELEMS_MAX
     scored = []
@@ -568,10 +656,13 @@ def build(facts: SourceFacts, prob: Problem, overrides: Optional[Dict[str, Any]]
         for values in itertools.product(*(consts[n] for n in names)):
             cand = {"tile": t, "constants": dict(zip(names, values))}
             shape, axes = t, searched if t is not None else 2
-            if tiled:
-                shape = tuple(cand["constants"][n] for n in tiled)
-                # (values listed in space= are tried whatever their size)
-                if math.prod(shape) > budget and not any(n in overrides for n in tiled):
+            placed = tiled or row_tile
+            if placed:
+                shape = tuple(cand["constants"].get(n, prob.fixed.get(n)) for n in placed)
+                axes = 2 if tiled else 1
+                # (values listed in space= or passed at the call are tried whatever their size)
+                if math.prod(shape) > (budget if tiled else TILE_ELEMS_MAX) and \
+                        not any(n in overrides or n in prob.fixed for n in placed):
                     continue
             grid = blocks_of(cand) if blocks_of is not None else None
             if grid is None and t is not None:
@@ -579,14 +670,14 @@ def build(facts: SourceFacts, prob: Problem, overrides: Optional[Dict[str, Any]]
             blocks = math.prod(grid[:3]) if grid else None
             occs, ctas = option_candidates(shape, grid[0] if grid else None, prob, overrides,
                                            axes)
-            warps = worker_warps(shape, prob, axes, overrides, facts.mma)
+            warps = worker_warps(shape, prob, axes, overrides, facts.mma and not row_tile)
             rank = sum(consts[n].index(v) for n, v in zip(names, values))
             off = any(cand["constants"][n] is False for n in tma_names)
             for oi, occ in enumerate(occs):
                 for ci, nc in enumerate(ctas):
                     for wi, w in enumerate(warps):
-                        s = score(shape, blocks, occ, nc, prob.num_sms,
-                                  2 if tiled else searched, prob.promoted_8bit, w)
+                        s = score(shape, blocks, occ, nc, prob.num_sms, axes,
+                                  prob.promoted_8bit, w)
                         if off and shape is not None and (tiled or searched >= 2):
                             s *= TMA_OFF_MATMUL
                         scored.append((-round(s, 6), rank + oi + ci + wi, len(scored),

@@ -74,3 +74,33 @@ def test_a_32k_row_space_times_two_warp_groups_too(cache_dir):
     timed = [t.config for t in tuning.trials if t.ms is not None]
     assert {c.num_worker_warps for c in timed} == {None, 8}
     assert all(c.tile == (1, 32768) for c in timed)
+
+
+def test_a_persistent_layernorm_tunes_rows_and_width_from_the_default_space(cache_dir):
+    """The gallery's persistent LayerNorm with no configs= (ROWS, WIDTH, LATENCY from the space,
+    RELOAD_WB=AUTO reloading w and b for a 32K row): every config timed is one row of the whole
+    width, and the kept one computes LayerNorm."""
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
+    import layernorm as LN
+    import softmax as SM
+    m, n = 512, 32768
+    rng = np.random.default_rng(3)
+    xn = rng.standard_normal((m, n)).astype(np.float16)
+    wn, bn = (rng.standard_normal(n).astype(np.float16) for _ in range(2))
+    x, w, b = (api.from_numpy(a).sync() for a in (xn, wn, bn))
+    y = api.full((m, n), np.nan, tile.float16).sync()
+    mean, rstd = api.zeros((m,)).sync(), api.zeros((m,)).sync()
+    tuned = tile.autotune(key=["x"], grid=SM.rows_grid)(LN.layernorm_fwd_persistent)
+    tuned(tile.atomic(y), x, w, b, tile.atomic(mean), tile.atomic(rstd), 1e-5).sync()
+    xf = xn.astype(np.float32)
+    mu, sd = xf.mean(1, keepdims=True), np.sqrt(xf.var(1, keepdims=True) + 1e-5)
+    ref = (xf - mu) / sd * wn.astype(np.float32) + bn.astype(np.float32)
+    np.testing.assert_allclose(y.to_numpy().astype(np.float32), ref, rtol=2e-2, atol=2e-2)
+    np.testing.assert_allclose(mean.to_numpy(), mu[:, 0], rtol=1e-3, atol=1e-3)
+    (tuning,) = tuned._tuned.values()
+    timed = [t.config for t in tuning.trials if t.ms is not None]
+    assert len(timed) >= 4
+    assert {(c.constants["ROWS"], c.constants["WIDTH"]) for c in timed} == {(1, 32768)}
+    assert {c.num_worker_warps for c in timed} == {None, 8}

@@ -12,7 +12,8 @@ Constant parameters are already constants here (``freeze_constants``), and Numba
 ``dead_branch_prune`` (run next) removes the blocks that became unreachable.
 
 Conditions are folded from constants, globals (``tile.float32``, module attributes), static
-argument attributes, comparisons (``== != is is not < <= > >= in``), ``not``, tuples, constant
+argument attributes, comparisons (``== != is is not < <= > >= in``), ``not``, integer arithmetic
+(``ROWS * WIDTH >= 16384``: int64 results; ``// % << >>`` of non-negative ints), tuples, constant
 indexing and unpacking (``BM, BN = c.shape``); ``and``/``or`` in a condition are branches
 of their own and fold one by one. Folding repeats over the blocks still reachable, so a
 conditional expression kept in a variable (``w = a if c else b``) folds once ``c`` has: its
@@ -36,6 +37,12 @@ from .types import PartitionType, TensorType, TileType
 _UNKNOWN = object()
 _BINOPS = frozenset({operator.eq, operator.ne, operator.is_, operator.is_not, operator.lt,
                      operator.le, operator.gt, operator.ge, operator.contains})
+#: integer arithmetic on constants (``ROWS * WIDTH >= 16384``), folded where Python's result is
+#: the kernel's: int64 results only; floor division, remainder and shifts of non-negative ints
+_INT_OPS = frozenset({operator.add, operator.sub, operator.mul, operator.and_, operator.or_,
+                      operator.xor})
+_NONNEG_INT_OPS = frozenset({operator.floordiv, operator.mod, operator.lshift, operator.rshift})
+_INT64 = (-(1 << 63), (1 << 63) - 1)
 _FOLDABLE = (bool, int, float, str, type(None), DType, tuple)
 
 
@@ -143,6 +150,8 @@ def _fold_reachable(func_ir: ir.FunctionIR, arg_types) -> int:
                 except Exception:
                     return _UNKNOWN
             return _UNKNOWN
+        if op == "binop" and (node.fn in _INT_OPS or node.fn in _NONNEG_INT_OPS):
+            return _int_op(node.fn, value(node.lhs, at, depth), value(node.rhs, at, depth))
         if op == "unary" and node.fn is operator.not_:
             v = value(node.value, at, depth)
             return (not v) if _foldable(v) else _UNKNOWN
@@ -185,6 +194,17 @@ def _fold_reachable(func_ir: ir.FunctionIR, arg_types) -> int:
                         stmt.value = ir.Const(v, stmt.loc)
         func_ir._definitions = build_definitions(func_ir.blocks)
     return folded
+
+
+def _int_op(fn, lhs, rhs):
+    """``fn(lhs, rhs)`` on two constant ints where the kernel's int64 arithmetic agrees."""
+    if type(lhs) not in (int, bool) or type(rhs) not in (int, bool):
+        return _UNKNOWN
+    if fn in _NONNEG_INT_OPS and (lhs < 0 or rhs < 0 or (rhs == 0 and fn in (
+            operator.floordiv, operator.mod)) or (fn is operator.lshift and rhs > 63)):
+        return _UNKNOWN
+    out = fn(lhs, rhs)
+    return out if _INT64[0] <= out <= _INT64[1] else _UNKNOWN
 
 
 def _reaching_definitions(live: dict, cfg, sites: dict) -> dict:
