@@ -8,8 +8,9 @@ its result checked against torch first, then timed: median of 15 single runs wit
 flushed), the time the default space took to tune (compiles included), and the vendor (torch's
 norms, SDPA's flash backend, ``torch._scaled_mm``). ``--report`` prints every config's time.
 At 16K and 32K elements a row the persistent row kernels (vendor.py's best at 32K) are tuned
-too, by the default space (ROWS, WIDTH, LATENCY) and by vendor.py's list for them. Without a GPU
-or torch it says so and exits 0.
+too, by the default space (ROWS, WIDTH, LATENCY) and by vendor.py's list for them. LayerNorm
+takes ``EXACT`` from ``heuristics=`` (``layernorm.exact_rows``: the rows are exactly the tile's
+width), as vendor.py's lists set it. Without a GPU or torch it says so and exits 0.
 """
 import argparse
 import os
@@ -114,10 +115,13 @@ def rows(torch, timer, report):
                 k, args, part = RN.rmsnorm.kernel, (y, x, w, 1e-6), "y"
                 ref = F.rms_norm(x.float(), (n,), w.float(), 1e-6)
                 vend = lambda: F.rms_norm(x, (n,), w, 1e-6)  # noqa: E731
-            tuners = [("default space", tile.autotune(key=["x"], partition=part)(k))]
+            # LayerNorm's EXACT (the rows are the tile's width) from the arguments, per call
+            heur = {"EXACT": LN.exact_rows} if kind == "layernorm" else None
+            tuners = [("default space", tile.autotune(key=["x"], partition=part,
+                                                      heuristics=heur)(k))]
             if (kind, n) in lists:
                 tuners.append(("the list's pick", tile.autotune(
-                    configs=[lists[kind, n]], key=["x"], partition=part)(k)))
+                    configs=[lists[kind, n]], key=["x"], partition=part, heuristics=heur)(k)))
             label = f"{kind} {m}x{n} fp16"
             rates = timed(label, tuners, args, {}, y, ref, timer, 2 * x.numel() * 2,
                           "GB/s", report)
@@ -127,10 +131,10 @@ def rows(torch, timer, report):
                 pk = persistent[kind]
                 patom = (tile.atomic(y),) + args[1:]
                 ptuners = [("default space, persistent",
-                            tile.autotune(key=["x"], grid=SM.rows_grid)(pk)),
+                            tile.autotune(key=["x"], grid=SM.rows_grid, heuristics=heur)(pk)),
                            ("the list's pick, persistent", tile.autotune(
                                configs=persistent_list(kind, n), key=["x"],
-                               grid=SM.rows_grid)(pk))]
+                               grid=SM.rows_grid, heuristics=heur)(pk))]
                 rates.update(timed(label, ptuners, patom, {}, y, ref, timer,
                                    2 * x.numel() * 2, "GB/s", report))
             for name in ("default space", "default space, persistent"):

@@ -121,6 +121,14 @@ def layernorm_fwd(y, x, w, b, mean, rstd, eps, ONE_REDUCTION: tile.Constant[int]
     tile.store(rstd.partition((BM,)), (i,), rs.reshape((BM,)), allow_tma=False)
 
 
+def exact_rows(config, args) -> bool:
+    """``EXACT`` for ``tile.autotune(heuristics={"EXACT": exact_rows})``: whether the rows are
+    exactly the config's tile width (its ``tile`` or its ``WIDTH``), decided at every call from
+    the arguments, so no config has to promise it."""
+    width = config.tile[-1] if config.tile is not None else config.constants["WIDTH"]
+    return int(args["x"].shape[1]) == int(width)
+
+
 # Forward variants for benchmarks/vendor.py (tests/test_gallery_variants.py checks them): y, mean
 # and rstd are writable tensors (tile.atomic) and the grid is explicit.
 @tile.entry

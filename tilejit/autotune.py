@@ -12,7 +12,9 @@ A :class:`Config` sets ``tile.Constant`` parameters (by name), the tile shape of
 partition (``tile=``; the partitioned parameter is ``partition=``, by default the first one) and
 compile options (``occupancy``, ``num_ctas``, ``opt_level``). ``grid=`` (a callable taking the
 config and the bound arguments) gives an explicit grid for kernels that compute their own tile
-positions.
+positions. ``heuristics={"EXACT": f}`` sets constants from the config and the arguments at every
+call (Triton's ``@triton.heuristics``): ``f(config, args)``, e.g. whether the rows are exactly
+the tile's width, a fact of the arguments that no config may promise.
 
 The first call for a key (the shapes and dtypes of the ``key`` arguments, the device and the
 versions) compiles every config (tileiras runs in parallel), times each on the real arguments with
@@ -171,7 +173,8 @@ class Autotuned:
     def __init__(self, kernel, configs: Optional[Sequence[Config]] = None,
                  key: Optional[Sequence[str]] = None, partition: Optional[str] = None,
                  grid: Optional[Callable] = None, reps: int = 10, warmup: int = 2,
-                 time_limit_s: float = 1.0, space: Optional[Dict[str, Any]] = None):
+                 time_limit_s: float = 1.0, space: Optional[Dict[str, Any]] = None,
+                 heuristics: Optional[Dict[str, Callable]] = None):
         from .dispatcher import Kernel
         if not isinstance(kernel, Kernel):
             raise TypeError("tile.autotune applies to a @tile.entry kernel (put @tile.autotune "
@@ -180,6 +183,18 @@ class Autotuned:
         self.__name__ = kernel.__name__
         self.__doc__ = kernel.__doc__
         names = kernel.param_names
+        self.heuristics = dict(heuristics or {})
+        for n, f in self.heuristics.items():
+            if n not in kernel.constant_names:
+                raise TypeError(f"tile.autotune heuristics: {n!r} is not a tile.Constant "
+                                f"parameter of {kernel.__name__} (constants: "
+                                f"{', '.join(kernel.constant_names) or 'none'})")
+            if not callable(f):
+                raise TypeError(f"tile.autotune heuristics[{n!r}] must be a callable "
+                                f"f(config, args) -> value, got {type(f).__name__}")
+            if space is not None and n in space:
+                raise TypeError(f"tile.autotune: {n!r} is set by heuristics; it cannot be "
+                                f"searched by space= too")
         if configs is not None:
             configs = list(configs)
             if not configs or not all(isinstance(c, Config) for c in configs):
@@ -194,6 +209,10 @@ class Autotuned:
                     raise TypeError(f"tile.Config for {kernel.__name__}: {unknown[0]!r} is not a "
                                     f"tile.Constant parameter (constants: "
                                     f"{', '.join(kernel.constant_names) or 'none'})")
+            both = sorted({n for c in configs for n in c.constants} & set(self.heuristics))
+            if both:
+                raise TypeError(f"tile.autotune: {both[0]!r} is set by heuristics; no config "
+                                f"may set it too")
             tiled = any(c.tile is not None for c in configs)
             self.partition = partition if partition is not None else \
                 (names[0] if tiled else None)
@@ -248,6 +267,9 @@ class Autotuned:
         for k, v in kwargs.items():
             if k in bound or (k not in runtime and k not in consts):
                 raise TypeError(f"{self.__name__}(): unexpected or repeated argument {k!r}")
+            if k in self.heuristics:
+                raise TypeError(f"{self.__name__}(): {k!r} is set by the heuristics at every "
+                                f"call; it cannot also be passed")
             if k in consts and self.configs is not None and \
                     any(k in c.constants for c in self.configs):
                 raise TypeError(f"{self.__name__}(): {k!r} is set by the configs; it cannot "
@@ -268,6 +290,8 @@ class Autotuned:
         op = self.kernel(*[args[n] for n in self.kernel.runtime_names])
         consts = {n: bound[n] for n in self.kernel.constant_names if n in bound}
         consts.update(config.constants)
+        for n, f in self.heuristics.items():
+            consts[n] = f(config, bound)
         op = op.generics(**consts) if consts else op
         opts = config.options(self.kernel.options)
         if opts != self.kernel.options:
@@ -312,7 +336,8 @@ class Autotuned:
         sizes = [_itemsize(v) for v in bound.values()]
         sizes = [s for s in sizes if s]
         params = inspect.signature(self.kernel.py_func).parameters
-        consts = self.kernel.constant_names
+        # constants the heuristics set at every call are not the space's to search
+        consts = tuple(n for n in self.kernel.constant_names if n not in self.heuristics)
         defaults = {n: params[n].default for n in consts
                     if params[n].default is not inspect.Parameter.empty}
         dev = _device_obj(bound)
@@ -345,6 +370,8 @@ class Autotuned:
             return None
         what = repr(self.configs) if self.configs is not None else \
             f"default space v{tuning_space.SPACE_VERSION} {self.space!r} {self.partition}"
+        if self.heuristics:                 # they change the code each config compiles to
+            what += f" heuristics {sorted(self.heuristics)}"
         h = hashlib.sha256((digest + what + _versions()).encode()).hexdigest()[:20]
         return Path(root) / "autotune" / f"{self.kernel.__name__}-{h}.json"
 
@@ -513,7 +540,8 @@ class Autotuned:
 
 def autotune(configs: Optional[Sequence[Config]] = None, key: Optional[Sequence[str]] = None,
              partition: Optional[str] = None, grid: Optional[Callable] = None, reps: int = 10,
-             warmup: int = 2, time_limit_s: float = 1.0, space: Optional[Dict[str, Any]] = None):
+             warmup: int = 2, time_limit_s: float = 1.0, space: Optional[Dict[str, Any]] = None,
+             heuristics: Optional[Dict[str, Callable]] = None):
     """Decorator over a ``@tile.entry`` kernel: the first call for each key times every config
     on the real arguments and keeps the fastest (in memory and next to the cubin cache).
     ``@tile.autotune`` alone searches a default space built from the kernel (module docstring).
@@ -529,6 +557,10 @@ def autotune(configs: Optional[Sequence[Config]] = None, key: Optional[Sequence[
         warmup: Untimed runs per config first.
         time_limit_s: Skip a config whose single run takes longer than this (seconds).
         space: Overrides of the default space's choices (``{"BK": (32, 64)}``, ...).
+        heuristics: ``{name: f(config, args)}``: ``tile.Constant`` values computed at every
+            call from the config and the arguments by name (``{"EXACT": lambda c, a:
+            a["x"].shape[1] == c.tile[1]}``); no config sets them and the space does not
+            search them.
     """
     from .dispatcher import Kernel
     if isinstance(configs, Kernel):          # bare @tile.autotune: the default space
@@ -536,7 +568,8 @@ def autotune(configs: Optional[Sequence[Config]] = None, key: Optional[Sequence[
 
     def wrap(kernel):
         return Autotuned(kernel, configs, key=key, partition=partition, grid=grid, reps=reps,
-                         warmup=warmup, time_limit_s=time_limit_s, space=space)
+                         warmup=warmup, time_limit_s=time_limit_s, space=space,
+                         heuristics=heuristics)
     return wrap
 
 

@@ -78,8 +78,8 @@ def test_a_32k_row_space_times_two_warp_groups_too(cache_dir):
 
 def test_a_persistent_layernorm_tunes_rows_and_width_from_the_default_space(cache_dir):
     """The gallery's persistent LayerNorm with no configs= (ROWS, WIDTH, LATENCY from the space,
-    RELOAD_WB=AUTO reloading w and b for a 32K row): every config timed is one row of the whole
-    width, and the kept one computes LayerNorm."""
+    RELOAD_WB=AUTO reloading w and b for a 32K row, EXACT from heuristics=): every config timed
+    is one row of the whole width, and the kept one computes LayerNorm."""
     import os
     import sys
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
@@ -92,7 +92,8 @@ def test_a_persistent_layernorm_tunes_rows_and_width_from_the_default_space(cach
     x, w, b = (api.from_numpy(a).sync() for a in (xn, wn, bn))
     y = api.full((m, n), np.nan, tile.float16).sync()
     mean, rstd = api.zeros((m,)).sync(), api.zeros((m,)).sync()
-    tuned = tile.autotune(key=["x"], grid=SM.rows_grid)(LN.layernorm_fwd_persistent)
+    tuned = tile.autotune(key=["x"], grid=SM.rows_grid,
+                          heuristics={"EXACT": LN.exact_rows})(LN.layernorm_fwd_persistent)
     tuned(tile.atomic(y), x, w, b, tile.atomic(mean), tile.atomic(rstd), 1e-5).sync()
     xf = xn.astype(np.float32)
     mu, sd = xf.mean(1, keepdims=True), np.sqrt(xf.var(1, keepdims=True) + 1e-5)
