@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import tilejit as tile
-from tilejit import api, tuning_space
+from tilejit import api, tuning_source, tuning_space
 from tilejit.toolchain import tileiras
 
 from test_autotune import _matmul  # noqa: E402  (the configs= tests' kernel)
@@ -246,7 +246,7 @@ def test_matmul_tiles_with_the_tma_unit_off_rank_after_their_twins_with_it_on():
     def blocks(cand):
         k = cand["constants"]
         return ((4096 // k["BM"]) * (4096 // k["BN"]), 1, 1, 1, 1)
-    built = tuning_space.build(tuning_space.SourceFacts(None), prob, {"max_configs": 10_000},
+    built = tuning_space.build(tuning_source.SourceFacts(None), prob, {"max_configs": 10_000},
                                blocks)
     where = {}
     for i, c in enumerate(built):
@@ -339,9 +339,9 @@ def test_one_extent_constant_is_not_a_tile():
     assert tuning_space.tile_constants(prob) == ("BM", "BN")
     assert tuning_space.constant_candidates(prob, {})["BN"] == (128, 256, 64)
     # the 32K-element budget holds for the space's own values, not for those space= lists
-    built = tuning_space.build(tuning_space.SourceFacts(None), prob)
+    built = tuning_space.build(tuning_source.SourceFacts(None), prob)
     assert max(c["constants"]["BM"] * c["constants"]["BN"] for c in built) == 32 * 1024
-    built = tuning_space.build(tuning_space.SourceFacts(None), prob,
+    built = tuning_space.build(tuning_source.SourceFacts(None), prob,
                                {"BM": (256,), "BN": (256,)})
     assert built and {(c["constants"]["BM"], c["constants"]["BN"]) for c in built} == {(256, 256)}
 
@@ -366,9 +366,9 @@ def test_reductions_in_helpers_keep_rows_whole():
     """A softmax whose reductions are in the helpers it calls (a tile.function, and one that
     calls in turn) keeps its rows whole: a split row would be normalized per piece, a wrong
     result the timing would not notice."""
-    facts = tuning_space.analyze(_softmax_via_helpers, "z")
+    facts = tuning_source.analyze(_softmax_via_helpers, "z")
     assert facts.block_wholesale and facts.reduced_axes == {1, -1}
-    assert tuning_space.analyze(_softmax_via_module, "z").reduced_axes == {1, -1}
+    assert tuning_source.analyze(_softmax_via_module, "z").reduced_axes == {1, -1}
     sm = tile.autotune(tile.entry(_softmax_via_helpers))
     x = Spec((4096, 8192))
     assert {c.tile[1] for c in sm.configs_for(x, x)} == {8192}
@@ -383,11 +383,11 @@ def test_reduction_axes_named_by_a_global_count_and_unknown_ones_count_as_every_
     """An axis given by a module-level int counts as that axis (through the package under any
     name); one the source does not spell out (a constant parameter) counts as every axis, so
     the wholesale tile stays whole rather than split where the kernel might reduce."""
-    assert tuning_space.analyze(_softmax_axis_global, "z").reduced_axes == {1, -1}
+    assert tuning_source.analyze(_softmax_axis_global, "z").reduced_axes == {1, -1}
     x = Spec((512, 1024))
     space = tile.autotune(tile.entry(_softmax_axis_global)).configs_for(x, x)
     assert {c.tile[1] for c in space} == {1024} and len({c.tile[0] for c in space}) > 1
-    assert tuning_space.ANY_AXIS in tuning_space.analyze(_softmax_axis_constant, "z").reduced_axes
+    assert tuning_source.ANY_AXIS in tuning_source.analyze(_softmax_axis_constant, "z").reduced_axes
     x = Spec((64, 256))
     space = tile.autotune(tile.entry(_softmax_axis_constant)).configs_for(x, x)
     assert {c.tile for c in space} == {(64, 256)}
@@ -437,10 +437,10 @@ def test_row_kernels_that_place_their_own_tiles_get_rows_and_the_whole_width():
     the row tile at most 32K elements and counted as a row kernel's (two warp groups from 16K
     elements; no clusters). At 32K fp16 rows the space holds vendor.py's best on an H200
     (occupancy 1, two warp groups, LATENCY 2: 0.85-0.86 of the roofline, 2026-11-28)."""
-    facts = tuning_space.analyze(_rows_persistent, None)
+    facts = tuning_source.analyze(_rows_persistent, None)
     assert facts.spans == {"WIDTH": {("w", 0), ("x", 1), ("y", 1)},
                            "ROWS": {("x", 0), ("y", 0)}}
-    assert tuning_space.analyze(_rows_chunked, None).spans["CHUNK_SIZE"] == {("x", 1), ("y", 1)}
+    assert tuning_source.analyze(_rows_chunked, None).spans["CHUNK_SIZE"] == {("x", 1), ("y", 1)}
     pers = tile.autotune(grid=_rows_grid)(tile.entry(_rows_persistent))
     for n in (32768, 16384, 1000):
         m = (1 << 26) // n
@@ -596,13 +596,13 @@ def test_default_space_winners_load_from_disk_without_building_the_space(tmp_pat
 
 
 def test_source_analysis():
-    facts = tuning_space.analyze(_matmul, "c")
+    facts = tuning_source.analyze(_matmul, "c")
     assert facts.block_axes == {0, 1} and not facts.block_wholesale
-    facts = tuning_space.analyze(_softmax, "z")
+    facts = tuning_source.analyze(_softmax, "z")
     assert facts.block_wholesale and facts.reduced_axes == {1}
-    facts = tuning_space.analyze(_heads, "o")
+    facts = tuning_source.analyze(_heads, "o")
     assert facts.block_axes == {0, 1} and facts.extent_axes == {0, 2}
-    assert tuning_space.find_partition(_row_scale, ("y", "x", "s")) == "y"
+    assert tuning_source.find_partition(_row_scale, ("y", "x", "s")) == "y"
     assert tuning_space.constant_role("BLOCK_K") == "k_extent"
     assert tuning_space.constant_role("TILE_N") == "extent"
     assert tuning_space.constant_role("GROUP_SIZE_M") == "group"

@@ -47,7 +47,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from . import dtypes as D
 from . import envvars
-from . import tuning_space
+from . import tuning_source, tuning_space
 from .compiler import CompileOptions
 from .errors import LaunchError, TileJitError
 from .deviceops.deviceop import account_for
@@ -218,7 +218,7 @@ class Autotuned:
                 (names[0] if tiled else None)
         else:
             self.partition = partition if partition is not None else \
-                tuning_space.find_partition(kernel.py_func, kernel.runtime_names)
+                tuning_source.find_partition(kernel.py_func, kernel.runtime_names)
         self.configs = configs           # None: the default space, built per key
         self.space = dict(space) if space is not None else None
         if self.partition is not None and self.partition not in kernel.runtime_names:
@@ -231,7 +231,7 @@ class Autotuned:
         self.grid = grid
         self.reps, self.warmup, self.time_limit_s = reps, warmup, time_limit_s
         self._tuned: Dict[str, Tuning] = {}
-        self._facts: Optional[tuning_space.SourceFacts] = None
+        self._facts: Optional[tuning_source.SourceFacts] = None
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -310,7 +310,7 @@ class Autotuned:
         if self.configs is not None:
             return self.configs
         if self._facts is None:
-            self._facts = tuning_space.analyze(self.kernel.py_func, self.partition)
+            self._facts = tuning_source.analyze(self.kernel.py_func, self.partition)
         prob = self._problem(bound)
         blocks_of = None
         if self.grid is not None:
