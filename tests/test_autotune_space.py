@@ -466,6 +466,16 @@ def test_row_kernels_that_place_their_own_tiles_get_rows_and_the_whole_width():
     assert {c.constants["CHUNK_SIZE"] for c in space} == {1024}
 
 
+def test_a_width_passed_at_the_call_bounds_the_rows():
+    pers = tile.autotune(grid=_rows_grid)(tile.entry(_rows_persistent))
+    x = Spec((4096, 8192))
+    space = pers.configs_for(tile.atomic(x), x, Spec((8192,)), WIDTH=8192)
+    assert {c.constants["ROWS"] for c in space} == {1, 2, 4}
+    # a width over the budget by itself is the caller's choice: the rows are not filtered
+    space = pers.configs_for(tile.atomic(x), x, Spec((8192,)), WIDTH=65536)
+    assert {1, 8} <= {c.constants["ROWS"] for c in space}
+
+
 def test_a_width_the_kernel_loads_no_tile_of_must_be_passed():
     @tile.entry
     def rows(y, x, n, ROWS: tile.Constant[int], WIDTH: tile.Constant[int]):

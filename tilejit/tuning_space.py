@@ -428,9 +428,12 @@ def build(facts: SourceFacts, prob: Problem, overrides: Optional[Dict[str, Any]]
             if placed:
                 shape = tuple(cand["constants"].get(n, prob.fixed.get(n)) for n in placed)
                 axes = 2 if tiled else 1
-                # (values listed in space= or passed at the call are tried whatever their size)
-                if math.prod(shape) > (budget if tiled else TILE_ELEMS_MAX) and \
-                        not any(n in overrides or n in prob.fixed for n in placed):
+                # values listed in space= are tried whatever their size; those passed at the
+                # call bound the others (unless they alone are over the budget)
+                limit_elems = budget if tiled else TILE_ELEMS_MAX
+                if math.prod(shape) > limit_elems and not any(n in overrides for n in placed) \
+                        and math.prod(v for n, v in zip(placed, shape)
+                                      if n in prob.fixed) <= limit_elems:
                     continue
             grid = blocks_of(cand) if blocks_of is not None else None
             if grid is None and t is not None:
