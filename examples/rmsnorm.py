@@ -21,6 +21,7 @@ from tilejit import api
 from tilejit.runtime import current_backend
 
 from softmax import rows_grid  # noqa: F401  (one block per ROWS rows, or one wave: persistent)
+from layernorm import ROW_BOX
 
 ZERO = tile.PaddingMode.ZERO
 
@@ -29,11 +30,12 @@ ZERO = tile.PaddingMode.ZERO
 @tile.entry
 def rmsnorm(y, x, w, eps):
     BM, BN = y.shape
-    t = x.load(y.block, y.shape, padding=ZERO).astype(tile.float32)
+    box = ROW_BOX if 1024 <= BN <= 2048 else BN          # 128-byte TMA box rows (layernorm.py)
+    t = x.load(y.block, y.shape, padding=ZERO, box_width=box).astype(tile.float32)
     # zero padding adds nothing; one division a block, not one per row (tileiras's IEEE
     # division has a slow path)
     ms = tile.sum(t * t, axis=1, keepdims=True) * (1.0 / x.shape[1])
-    wv = w.load((0,), (BN,), padding=ZERO).astype(tile.float32)[None, :]
+    wv = w.load((0,), (BN,), padding=ZERO, box_width=box).astype(tile.float32)[None, :]
     y.store((t * tile.rsqrt(ms + eps) * wv).astype(y.dtype), allow_tma=False)
 
 

@@ -630,3 +630,27 @@ def test_every_variant_compiles_for_sm_90():
     with concurrent.futures.ThreadPoolExecutor(2) as pool:   # tileiras runs in subprocesses
         failures = [f for f in pool.map(compile_one, _sm90_cases()) if f]
     assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("n,split", [(1024, True), (2048, True), (1000, False), (4096, False)])
+def test_norms_of_1k_2k_rows_load_in_128_byte_boxes(n, split):
+    """layernorm_fwd and rmsnorm load rows of 1K-2K elements with box_width=ROW_BOX (where the
+    key proves the width a multiple of it: not 1000) and compute the same norms."""
+    x = (rng.standard_normal((6, n)) + 2.0).astype(np.float32)
+    w, b = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    bn = 1 << (n - 1).bit_length()
+    y = api.full((6, n), np.nan, tile.float32).sync()
+    mean, rstd = api.zeros((6,)).sync(), api.zeros((6,)).sync()
+    args = (dev(x), dev(w), dev(b), tile.atomic(mean), tile.atomic(rstd), 1e-5)
+    LN.layernorm_fwd(y.partition((2, bn)), *args).sync()
+    ry, _, _ = ln_ref(x, w, b, 1e-5)
+    np.testing.assert_allclose(y.to_numpy(), ry, rtol=1e-4, atol=1e-4)
+    views = LN.layernorm_fwd.inspect_tileir(y.partition((2, bn)), *args).count("make_tensor_view")
+    assert views == 6 + 3 * split                  # x, w, b, y, mean, rstd (+ x, w and b split)
+    z = api.full((6, n), np.nan, tile.float32).sync()
+    RN.rmsnorm.kernel(z.partition((2, bn)), dev(x), dev(w), 1e-6).sync()
+    ref = x / np.sqrt((x * x).mean(1, keepdims=True) + 1e-6) * w
+    np.testing.assert_allclose(z.to_numpy(), ref, rtol=1e-4, atol=1e-4)
+    views = RN.rmsnorm.kernel.inspect_tileir(z.partition((2, bn)), dev(x), dev(w), 1e-6).count(
+        "make_tensor_view")
+    assert views == 3 + 2 * split

@@ -282,7 +282,7 @@ def load_tile_like(x, z):
 
 @_stub
 def load(x, index, shape, padding=PaddingMode.ZERO, latency=None, allow_tma=True, order=None,
-         memory_order=MemoryOrder.WEAK, memory_scope=None, check_bounds=True):
+         memory_order=MemoryOrder.WEAK, memory_scope=None, check_bounds=True, box_width=None):
     """``x.load(index, shape, ...)`` as a function: the tile of shape ``shape`` at tile ``index``.
 
     ``index`` is a tuple of ints (or one int for 1-D tensors) in units of tiles; ``shape`` a
@@ -298,6 +298,15 @@ def load(x, index, shape, padding=PaddingMode.ZERO, latency=None, allow_tma=True
     ``check_bounds=False`` promises that the tile lies inside ``x`` (no element past an edge):
     tileiras then drops the bounds masking (Tile IR ``inbounds``, bytecode 13.4); a tile that
     does cross an edge is undefined on the GPU and an error on the simulator.
+
+    ``box_width`` (a hint: None or a constant power of two) loads the tile through a view of
+    ``x`` whose last axis is split into pieces of that many elements, so that each row of the
+    TMA unit's box is that wide: on an H200 64 fp16 elements (one 128-byte line) made
+    LayerNorm's 8 x 1024 tiles 3.5% faster and RMSNorm's 1.8% (2026-11-28); 16-byte pieces were
+    2-6x slower. It applies where the last axis has unit stride, the tile's last extent is a
+    multiple of it and the specialization knows the array's last extent is too (it is keyed by
+    its power-of-two divisor); elsewhere it is ignored. The tile and its padding are the same
+    either way.
     """
 
 

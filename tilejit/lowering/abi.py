@@ -40,6 +40,8 @@ class ArrayParam:
     local_builder: Optional[Builder] = None
     #: for an array chosen at run time from a tuple: the arrays it may be (memory ordering)
     aliases: Tuple[str, ...] = ()
+    #: this array with its last axis split in pieces of n elements (``load(box_width=n)``)
+    splits: Dict[int, "ArrayParam"] = field(default_factory=dict)
 
     @property
     def index_dtype(self) -> DType:

@@ -77,8 +77,54 @@ def _tensor_load(lw, info, args, rty):
     inbounds = not lw.static_arg(info, args, "check_bounds", True)
     # a tile promised inside the array reads no padding (tileiras refuses inbounds with one)
     padding = None if inbounds else unneeded_padding(x, shape, padding_arg(lw, info, args), order)
+    box = lw.static_arg(info, args, "box_width", None)
+    if box is not None and order is None and _splits(x, shape, box):
+        split = _split_last_axis(lw, x, box)
+        tiles = tuple(shape[:-1]) + (shape[-1] // box, box)
+        view = split.partition_view(lw.hoist, tiles, padding)
+        t = lw.load_view(x, view, list(index) + [lw.em.const(0, D.int32)], hints, *sem,
+                         inbounds=inbounds)
+        return lw.em.reshape(t, tuple(shape))
     view = x.partition_view(lw.hoist, shape, padding, dim_map=order)
     return lw.load_view(x, view, index, hints, *sem, inbounds=inbounds)
+
+
+def _splits(x: ArrayParam, shape, box: int) -> bool:
+    """Whether ``box_width=box`` applies: a unit-stride last axis the key knows is a multiple of
+    ``box`` (so the split view holds the same elements, and padding the same places), and a
+    tile whose last extent is a larger multiple of it."""
+    return (x.facts is not None and x.strides and x.strides[-1] is None and
+            shape[-1] > box and shape[-1] % box == 0 and x.facts.shape_div[-1] % box == 0)
+
+
+def _split_last_axis(lw, x: ArrayParam, box: int) -> ArrayParam:
+    """``x`` seen as ``(..., n / box, box)``: the same memory, the last axis split in two
+    (strides ``box`` and 1); made once per array and width in the entry block (where the
+    array's own view is made where it is used, ``x.slice``, so is this one)."""
+    got = x.splits.get(box)
+    if got is not None:
+        return got
+    from ...keys import ALIGN_BYTES, Facts
+    local = x.local_builder is not None
+    b, em, idt = (lw.b, lw.em, x.index_dtype) if local else (lw.hoist, lw.hoist_em,
+                                                             x.index_dtype)
+    f = x.facts
+    unit = max(1, ALIGN_BYTES // x.dtype.itemsize)
+    facts = Facts(f.index_bits, f.base_div,
+                  tuple(f.shape_div[:-1]) + (max(1, f.shape_div[-1] // box), box),
+                  tuple(f.stride_div[:-1]) + (unit if box % unit == 0 else 1, f.stride_div[-1]),
+                  tuple(f.stride_one[:-1]) + (box == 1, True))
+    split = ArrayParam(x.name, x.kind, x.dtype, x.ndim + 1, facts, writable=x.writable,
+                       local_builder=x.local_builder, aliases=x.aliases)
+    split.base = x.base
+    split.shape = list(x.shape[:-1]) + [em.binary("//", x.shape[-1], em.const(box, idt), idt),
+                                        em.const(box, idt)]
+    split.strides = list(x.strides[:-1]) + [em.const(box, idt), None]
+    split.tview = b.make_tensor_view(split.base, [s.value for s in split.shape],
+                                     [1 if s is None else s.value for s in split.strides])
+    if not local:
+        x.splits[box] = split
+    return split
 
 
 def _ordered_element_read(lw, x, index, ordering, scope):

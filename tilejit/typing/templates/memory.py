@@ -234,7 +234,17 @@ def _load_rule(b):
     hint_args(b)
     memory_order_arg(b, LOAD_ORDERS, "load")
     bool_arg(b.check_bounds, "load: check_bounds")
+    box_width_arg(b.box_width)
     return TileType(x.dtype, shape)
+
+
+def box_width_arg(ty):
+    """``box_width=``: None or a constant power of two (a hint; lowering applies it where it can)."""
+    v = int_arg(ty, "load: box_width", allow_none=True)
+    if v is not None and (v < 1 or v & (v - 1)):
+        raise TileTypingError(f"load: box_width must be None or a constant power of two (64 for "
+                              f"one 128-byte line of fp16), got {v}")
+    return v
 
 
 function_rule(language.load)(_load_rule)
