@@ -82,3 +82,20 @@ def test_split_loads_compile_for_sm_90(monkeypatch):
     w = api.zeros((1024,), tile.float16).sync()
     z = api.zeros((4096, 1024), tile.float16).sync()
     assert row_max.compile(z.partition((8, 1024)), x, w, 64, arch="sm_90")
+
+
+@tile.entry
+def sliced_rows(y, x, start, BOX: tile.Constant[int]):
+    BM, BN = y.shape
+    v = x.slice(0, start, x.shape[0])                 # a view made in the kernel
+    y.store(v.load((y.block[0], y.block[1]), (BM, BN), padding=ZERO, box_width=BOX) * 2.0)
+
+
+def test_a_view_sliced_in_the_kernel_splits_where_it_is_made():
+    xn = np.arange(20 * 512, dtype=np.float32).reshape(20, 512)
+    x = api.from_numpy(xn).sync()
+    y = api.zeros((16, 512)).sync()
+    sliced_rows(y.partition((4, 256)), x, 4, 64).sync()
+    np.testing.assert_array_equal(y.to_numpy(), xn[4:] * 2)
+    assert _split_views(sliced_rows, y.partition((4, 256)), x, 4, 64) == \
+        _split_views(sliced_rows, y.partition((4, 256)), x, 4, 4096) + 1
