@@ -203,16 +203,10 @@ def main(argv=None) -> int:
     unknown = set(only) - set(GROUPS)
     if unknown:
         ap.error(f"unknown group(s) {', '.join(sorted(unknown))}; choose from {', '.join(GROUPS)}")
-    from tilejit.runtime import backend
-    if backend.current() != backend.CUDA:
-        print(f"default_space: no GPU ({backend.reason()}); nothing to measure")
+    from harness import Timer, baseline_torch
+    torch = baseline_torch("default_space")
+    if torch is None:
         return 0
-    try:
-        import torch
-    except ImportError:
-        print("default_space: PyTorch is not installed (it is the baseline); nothing to measure")
-        return 0
-    from harness import Timer
     timer = Timer(reps=15)
     for group in only:
         {"rows": rows, "attention": attention, "fp8": fp8}[group](torch, timer, opts.report)

@@ -10,7 +10,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import tilejit as tile  # noqa: E402
-from harness import Timer  # noqa: E402
+from harness import Timer, baseline_torch  # noqa: E402
 from kernels import time_gpu  # noqa: E402
 
 
@@ -30,14 +30,8 @@ def softmax_kernel():
 
 
 def main() -> int:
-    from tilejit.runtime import backend
-    if backend.current() != backend.CUDA:
-        print(f"explore: no GPU ({backend.reason()}); nothing to measure")
-        return 0
-    try:
-        import torch
-    except ImportError:
-        print("explore: PyTorch is not installed (it is the baseline); nothing to measure")
+    torch = baseline_torch("explore")
+    if torch is None:
         return 0
     dev = tile.Device(0)
     stream = dev.new_stream()

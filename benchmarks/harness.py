@@ -51,6 +51,21 @@ class Timer:
         return 2 * nbytes / ms / 1e6
 
 
+def baseline_torch(script: str):
+    """torch, for a benchmark whose baseline it is, when tilejit runs on a GPU and torch is
+    installed; else None, having said which is missing (the script then exits 0)."""
+    from tilejit.runtime import backend
+    if backend.current() != backend.CUDA:
+        print(f"{script}: no GPU ({backend.reason()}); nothing to measure")
+        return None
+    try:
+        import torch
+    except ImportError:
+        print(f"{script}: PyTorch is not installed (it is the baseline); nothing to measure")
+        return None
+    return torch
+
+
 def gpu_torch(probe: str):
     """torch, when it sees a CUDA GPU; else None, having said so (a probe then exits 0)."""
     import torch
