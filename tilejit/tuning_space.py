@@ -36,8 +36,9 @@ The space is built from the kernel itself, once per key:
   (``x.load((r, 0), (ROWS, WIDTH))`` with a ``grid=``: persistent and chunked row kernels)
   ``WIDTH``/``ROW_WIDTH`` is the whole extent it tiles (next power of two), ``CHUNK`` 2K-8K and
   ``ROWS``/``BLOCK_ROWS`` 1-32 (each at most the extent it tiles), the (ROWS, WIDTH or CHUNK)
-  tile at most 32K elements, and that tile counts as a row kernel's tile below. A constant with a default value in the signature keeps it
-  (unless its name says it is tunable); any other constant must be passed at the call.
+  tile at most 32K elements, and that tile counts as a row kernel's tile below. A constant with
+  a default value in the signature keeps it (unless its name says it is tunable); any other
+  constant must be passed at the call.
 * **compile options**: occupancy 1, 2, 4 (4 only for tiles of at most 8K elements), ``num_ctas``
   1 and 2 (2 only on sm_90 and newer, for tiles of 16K elements or more, and where the grid's
   first axis is even: a cluster of two must divide it), and ``num_worker_warps=8`` (two compute
@@ -133,6 +134,7 @@ ROLE_VALUES: Dict[str, tuple] = {
 #: grid= of its own: persistent and chunked row kernels): ROWS rows of the whole row (WIDTH, the
 #: next power of two of the extent it tiles) or of CHUNK columns
 ROW_TILE_ROLES = ("rows", ("width", "chunk"))
+_ROW_TILE_ROLE_SET = frozenset((ROW_TILE_ROLES[0],) + ROW_TILE_ROLES[1])
 #: the extents of an output tile made of two or more constants (BM, BN): a kernel that places its
 #: own tiles, such as a persistent matmul, whose best tile on an H200 is 128x256 with two warp
 #: groups (743 against cuBLAS's 742 TFLOP/s at 4096^3 fp16, 2026-11-28)
@@ -323,7 +325,7 @@ def constant_candidates(prob: Problem, overrides: Dict[str, Sequence],
                 f"convention (BK, BLOCK_K, GROUP, SPLIT_K, LATENCY, TMA, PERSISTENT, ROWS, WIDTH, "
                 f"CHUNK, ...; see "
                 f"docs/tooling.md) or list its values in space={{'{name}': (...)}}")
-        if role in ("rows", "width", "chunk"):
+        if role in _ROW_TILE_ROLE_SET:
             out[name] = _row_tile_values(name, role, facts, prob)
             continue
         vals = TILE_EXTENTS if name in tiled else ROLE_VALUES[role]
@@ -418,7 +420,8 @@ def build(facts: SourceFacts, prob: Problem, overrides: Optional[Dict[str, Any]]
     tiled = tile_constants(prob)            # without a partitioned output: BM, BN
     row_tile = () if tiled else row_tile_constants(prob)      # or ROWS, WIDTH
     tma_names = [n for n in names if constant_role(n) == "tma"]
-    budget = NARROW_ELEMS_MAX if prob.promoted_8bit else TILE_ELEMS_MAX
+    narrow = prob.promoted_8bit                 # read once: it scans the constants' names
+    budget = NARROW_ELEMS_MAX if narrow else TILE_ELEMS_MAX
     scored = []
     for t in tiles:
         for values in itertools.product(*(consts[n] for n in names)):
@@ -447,8 +450,7 @@ def build(facts: SourceFacts, prob: Problem, overrides: Optional[Dict[str, Any]]
             for oi, occ in enumerate(occs):
                 for ci, nc in enumerate(ctas):
                     for wi, w in enumerate(warps):
-                        s = score(shape, blocks, occ, nc, prob.num_sms, axes,
-                                  prob.promoted_8bit, w)
+                        s = score(shape, blocks, occ, nc, prob.num_sms, axes, narrow, w)
                         if off and shape is not None and (tiled or searched >= 2):
                             s *= TMA_OFF_MATMUL
                         scored.append((-round(s, 6), rank + oi + ci + wi, len(scored),
