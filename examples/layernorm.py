@@ -89,10 +89,20 @@ def weight_and_bias(w, b, width, box):
             b.load((0,), (width,), padding=ZERO, box_width=box).astype(tile.float32)[None, :])
 
 
-#: ``box_width`` of the row loads for rows of 1K-2K elements: 128-byte TMA box rows for fp16.
-#: On an H200 (2026-11-28, three rounds, the rows loaded through an (m, n/64, 64) view, whose
-#: SASS the hint reproduces): LayerNorm's 8 x 1024 tiles 3644 -> 3770 GB/s, 16 x 1024 +2.9%,
-#: 4 x 2048 +0.7%; at 4K -0.4%, so longer rows keep the plain load
+@tile.function
+def row_stats_store(mean, rstd, i, mu, rs):
+    """Store the (BM, 1) mean and 1/std of row block ``i``, before y: on an H200 (2026-11-28)
+    that is 0.4% faster than after it at 1K, 16K and 32K rows (the stores cost 1-2.4% in all)."""
+    bm = mu.shape[0]
+    tile.store(mean.partition((bm,)), (i,), mu.reshape((bm,)), allow_tma=False)
+    tile.store(rstd.partition((bm,)), (i,), rs.reshape((bm,)), allow_tma=False)
+
+
+#: ``box_width`` of the row loads for rows of 1K elements: 128-byte TMA box rows for fp16.
+#: On an H200 (2026-11-28, the gallery kernels with the box as a constant, three rounds):
+#: LayerNorm's 8 x 1024 tiles 3605 -> 3722 GB/s (0.847 -> 0.874 of the copy roofline), RMSNorm
+#: +1%, softmax +0.2%; at 2K LayerNorm lost 11% (3750 -> 3334) and RMSNorm was level, at 4K
+#: every norm lost 0-2%: longer rows keep the plain load
 ROW_BOX = 64
 
 
@@ -115,7 +125,7 @@ def layernorm_fwd(y, x, w, b, mean, rstd, eps, ONE_REDUCTION: tile.Constant[int]
     BM, BN = y.shape
     i = y.block[0]
     n = x.shape[1]
-    box = ROW_BOX if 1024 <= BN <= 2048 else BN
+    box = ROW_BOX if BN == 1024 else BN
     t = x.load((i, 0), (BM, BN), padding=ZERO, box_width=box).astype(tile.float32)
     keep = tile.arange(BN)[None, :] < n
     if ONE_REDUCTION == 1 or (ONE_REDUCTION == AUTO and BN > 1024):
@@ -124,10 +134,9 @@ def layernorm_fwd(y, x, w, b, mean, rstd, eps, ONE_REDUCTION: tile.Constant[int]
     else:
         c, mu, rs = row_stats_two_pass(t, keep, n, eps, EXACT)
     rs = exact_or_nan(rs, n, BN, EXACT)
+    row_stats_store(mean, rstd, i, mu, rs)
     wv, bv = weight_and_bias(w, b, BN, box)
     y.store((c * rs * wv + bv).astype(y.dtype), allow_tma=False)
-    tile.store(mean.partition((BM,)), (i,), mu.reshape((BM,)), allow_tma=False)
-    tile.store(rstd.partition((BM,)), (i,), rs.reshape((BM,)), allow_tma=False)
 
 
 def exact_rows(config, args) -> bool:
@@ -170,10 +179,9 @@ def layernorm_fwd_persistent(y, x, w, b, mean, rstd, eps, ROWS: tile.Constant[in
         pivot = x.load((r, 0), (ROWS, 1), padding=ZERO).astype(tile.float32)
         c, mu, rs = row_stats(tf, pivot, cols < n, n, eps, EXACT)
         rs = exact_or_nan(rs, n, WIDTH, EXACT)
+        row_stats_store(mean, rstd, r, mu, rs)
         tile.store(y.partition((ROWS, WIDTH)), (r, 0), (c * rs * wv + bv).astype(y.dtype),
                    allow_tma=False)
-        tile.store(mean.partition((ROWS,)), (r,), mu.reshape((ROWS,)), allow_tma=False)
-        tile.store(rstd.partition((ROWS,)), (r,), rs.reshape((ROWS,)), allow_tma=False)
 
 
 @tile.entry
@@ -193,14 +201,13 @@ def layernorm_fwd_chunked(y, x, w, b, mean, rstd, eps, ROWS: tile.Constant[int],
         acc1 += d
         acc2 += d * d
     _, mu, rs = shifted_moments(acc1, acc2, pivot, n, eps)
+    row_stats_store(mean, rstd, i, mu, rs)
     for j in range(tile.cdiv(n, CHUNK)):
         t = x.load((i, j), (ROWS, CHUNK), padding=ZERO).astype(tile.float32)
         wv = w.load((j,), (CHUNK,), padding=ZERO).astype(tile.float32)[None, :]
         bv = b.load((j,), (CHUNK,), padding=ZERO).astype(tile.float32)[None, :]
         tile.store(y.partition((ROWS, CHUNK)), (i, j), ((t - mu) * rs * wv + bv).astype(y.dtype),
                    allow_tma=False)
-    tile.store(mean.partition((ROWS,)), (i,), mu.reshape((ROWS,)), allow_tma=False)
-    tile.store(rstd.partition((ROWS,)), (i,), rs.reshape((ROWS,)), allow_tma=False)
 
 
 @tile.entry

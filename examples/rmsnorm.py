@@ -30,7 +30,7 @@ ZERO = tile.PaddingMode.ZERO
 @tile.entry
 def rmsnorm(y, x, w, eps):
     BM, BN = y.shape
-    box = ROW_BOX if 1024 <= BN <= 2048 else BN          # 128-byte TMA box rows (layernorm.py)
+    box = ROW_BOX if BN == 1024 else BN       # 128-byte TMA box rows (layernorm.py)
     t = x.load(y.block, y.shape, padding=ZERO, box_width=box).astype(tile.float32)
     # zero padding adds nothing; one division a block, not one per row (tileiras's IEEE
     # division has a slow path)

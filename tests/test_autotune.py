@@ -209,3 +209,82 @@ def test_a_config_over_twice_the_best_so_far_is_timed_once():
     asked.clear()
     first = timer.trial("cfg", op, 1.0)                     # nothing timed before it
     assert asked == [1, 9] and first.ms == 5.0
+
+
+def test_occupancy_neighbours_of_the_fastest_config():
+    """One below and one above the winner's occupancy, unless tried already or out of 1-32."""
+    from tilejit.autotune import occupancy_neighbours
+    C = tile.Config
+    trials = [Trial(C(tile=(8, 1024), occupancy=4, EXACT=True), 1.0),
+              Trial(C(tile=(8, 1024), occupancy=2, EXACT=True), 1.2),
+              Trial(C(tile=(16, 1024), occupancy=5, EXACT=True), 1.1),   # another tile's 5
+              Trial(C(tile=(4, 1024), occupancy=4, EXACT=True), None)]
+    got = occupancy_neighbours(trials)
+    assert [(c.tile, c.occupancy, c.constants) for c in got] == \
+        [((8, 1024), 3, {"EXACT": True}), ((8, 1024), 5, {"EXACT": True})]
+    trials.append(Trial(C(tile=(8, 1024), occupancy=3, EXACT=True), 1.05))
+    assert [c.occupancy for c in occupancy_neighbours(trials)] == [5]
+    assert [c.occupancy for c in occupancy_neighbours([Trial(C(occupancy=1), 1.0)])] == [2]
+    assert [c.occupancy for c in occupancy_neighbours([Trial(C(occupancy=32), 1.0)])] == [31]
+    assert [c.occupancy for c in occupancy_neighbours([Trial(C(), 1.0)])] == [2]  # None is 1
+    assert occupancy_neighbours([Trial(C(occupancy=2), None)]) == []
+
+
+class _FakeTimer:
+    """Stands in for autotune._Timer: each config's time comes from ``ms_of(config)``."""
+
+    def __init__(self, ms_of):
+        self.ms_of, self.timed = ms_of, []
+
+    def trial(self, config, op, limit_s, best_ms=None):
+        self.timed.append(config)
+        return Trial(config, self.ms_of(config))
+
+    def prepared(self, op_for):
+        import contextlib
+
+        @contextlib.contextmanager
+        def cm():
+            yield lambda i: [op_for(i)]
+        return cm()
+
+    def close(self):
+        pass
+
+
+def _stub_timing(monkeypatch, ms_of):
+    """_time_all with compiles, the device and the timer stubbed: launch_for(c) gives the
+    config's time, which the fake timer reports."""
+    import sys
+    A = sys.modules["tilejit.autotune"]      # the package's `autotune` is the decorator
+    timer = _FakeTimer(ms_of)
+    monkeypatch.setattr(A, "_Timer", lambda *a, **k: timer)
+    monkeypatch.setattr(A, "_device_obj", lambda bound: None)
+    monkeypatch.setattr(A, "_host_outputs_on_device", lambda tuner, bound: bound)
+    monkeypatch.setattr(A, "_save_written", lambda tuner, bound: [])
+    monkeypatch.setattr(A.Autotuned, "_compile", lambda self, c, bound, target=None: None)
+    monkeypatch.setattr(A.Autotuned, "launch_for", lambda self, c, bound: ms_of(c))
+    return timer
+
+
+# occupancy 5 is the fastest, but the default space offers 1, 2 and 4 only
+_BY_OCCUPANCY = {1: 3.0, 2: 2.0, 3: 1.6, 4: 1.5, 5: 1.2, 6: 2.5}
+
+
+def test_the_default_space_also_times_the_winner_one_occupancy_over(monkeypatch):
+    timer = _stub_timing(monkeypatch, lambda c: _BY_OCCUPANCY[c.occupancy])
+    tuner = tile.autotune(tile.entry(_matmul))
+    space = [tile.Config(tile=(64, 64), occupancy=o, BK=32) for o in (1, 2, 4)]
+    tuning = tuner._time_all(space, {})
+    assert tuning.config.occupancy == 5 and tuning.config.tile == (64, 64)
+    assert [c.occupancy for c in timer.timed] == [1, 2, 4, 3, 5]
+    assert tuning.trials[-1].note == "occupancy beside the best"
+
+
+def test_config_lists_and_given_occupancies_are_timed_as_they_are(monkeypatch):
+    timer = _stub_timing(monkeypatch, lambda c: _BY_OCCUPANCY[c.occupancy])
+    configs = [tile.Config(tile=(64, 64), occupancy=o, BK=32) for o in (1, 2, 4)]
+    assert make(configs)._time_all(configs, {}).config.occupancy == 4
+    tuner = tile.autotune(space={"occupancy": (1, 2, 4)})(tile.entry(_matmul))
+    assert tuner._time_all(configs, {}).config.occupancy == 4
+    assert [c.occupancy for c in timer.timed] == [1, 2, 4] * 2

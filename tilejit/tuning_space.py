@@ -39,7 +39,8 @@ The space is built from the kernel itself, once per key:
   tile at most 32K elements, and that tile counts as a row kernel's tile below. A constant with
   a default value in the signature keeps it (unless its name says it is tunable); any other
   constant must be passed at the call.
-* **compile options**: occupancy 1, 2, 4 (4 only for tiles of at most 8K elements), ``num_ctas``
+* **compile options**: occupancy 1, 2, 4 (4 only for tiles of at most 8K elements; after
+  timing, ``autotune`` also tries the winner one occupancy below and above), ``num_ctas``
   1 and 2 (2 only on sm_90 and newer, for tiles of 16K elements or more, and where the grid's
   first axis is even: a cluster of two must divide it), and ``num_worker_warps=8`` (two compute
   warp groups) for matmul-like tiles whose float32 accumulators outgrow one warp group: over 16K
@@ -74,7 +75,7 @@ from .tuning_source import ANY_AXIS, SourceFacts
 #: host (``autotune.py`` runs tileiras in parallel threads), well inside the 10 s per key.
 MAX_CONFIGS = 24
 #: Bump when the rules change: winners on disk are kept per space version.
-SPACE_VERSION = 7
+SPACE_VERSION = 8
 #: The SM count assumed where no GPU says (the simulator): an H100 SXM's.
 NOMINAL_SMS = 132
 TILE_ELEMS_MAX = 32 * 1024     # 128 x 256: one block's float32 accumulator in registers

@@ -58,6 +58,25 @@ def test_a_row_kernel_space_keeps_rows_whole_and_computes_softmax(cache_dir):
     assert sum(t.ms is not None for t in tuning.trials) >= 3
 
 
+def test_the_default_space_times_its_winner_one_occupancy_below_and_above(cache_dir):
+    x = np.random.default_rng(2).standard_normal((8192, 1024)).astype(np.float16)
+    z = api.full((8192, 1024), np.nan, tile.float16).sync()
+    sm = tile.autotune(key=["x"], space={"max_configs": 1})(tile.entry(_softmax))
+    sm(z, api.from_numpy(x).sync()).sync()
+    e = np.exp(x.astype(np.float32) - x.max(1, keepdims=True))
+    np.testing.assert_allclose(z.to_numpy().astype(np.float32), e / e.sum(1, keepdims=True),
+                               rtol=1e-2, atol=1e-3)
+    (tuning,) = sm._tuned.values()
+    only = tuning.trials[0].config
+    beside = tuning.trials[1:]
+    assert all(t.note == "occupancy beside the best" and t.ms is not None for t in beside)
+    assert sorted(t.config.occupancy for t in beside) == \
+        sorted({only.occupancy - 1, only.occupancy + 1} - {0}), sm.tuning_report()
+    assert all(t.config.tile == only.tile for t in beside)
+    timed = [t.ms for t in tuning.trials]
+    assert tuning.trials[tuning.best].ms == min(timed)
+
+
 def test_a_32k_row_space_times_two_warp_groups_too(cache_dir):
     """Rows of 32K elements, a whole row per block: the default space times each occupancy with
     tileiras's warp count and with two warp groups (num_worker_warps=8), and the kept config

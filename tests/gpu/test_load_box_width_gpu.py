@@ -1,6 +1,6 @@
 """load(box_width=...) on the GPU: tiles read through split views (TMA boxes of one 128-byte
 line) are the same tiles, padding included, in a plain kernel and in the gallery norms of 1K-2K
-fp16 rows (which take ROW_BOX), checked against NumPy."""
+fp16 rows (1K rows take ROW_BOX), checked against NumPy."""
 import os
 import sys
 

@@ -8,13 +8,27 @@
 # past 555 s on a fresh machine): tests/gpu's files a-e (the corpus, examples and cuTile
 # samples: the compile-heavy ones), then its files f-z and the GPU tests outside it. Run each
 # with BENCH_S=0 SUITE_S=560; suite.log ends with the slowest tests, to rebalance the split.
+# SUITE_PART=both (on a machine of two GPUs, kind nvidia-h200-x2): the two parts side by side
+# in one call, part 1 on the second GPU alone and part 2 with both visible (its multi-GPU
+# tests need two); logs suite1.log and suite2.log.
+PART1="$(echo tests/gpu/test_[a-e]*.py)"
+PART2="$(echo tests/gpu/test_[f-z]*.py tests/test_*.py)"
 case "${SUITE_PART:-}" in
-    1) SUITE_ARGS="$(echo tests/gpu/test_[a-e]*.py)" ;;
-    2) SUITE_ARGS="$(echo tests/gpu/test_[f-z]*.py tests/test_*.py)" ;;
+    1) SUITE_ARGS="$PART1" ;;
+    2) SUITE_ARGS="$PART2" ;;
 esac
 source tools/gpu/session.sh > "$OUT/setup.log" 2>&1
 cat "$OUT/setup.log"
 t0=$(date +%s)
+if [ "${SUITE_PART:-}" = both ]; then
+    CUDA_VISIBLE_DEVICES=1 timeout "${SUITE_S:-560}" python3 -m pytest -m gpu -q \
+        -p no:cacheprovider --durations=25 $PART1 > "$OUT/suite1.log" 2>&1 &
+    timeout "${SUITE_S:-560}" python3 -m pytest -m gpu -q -p no:cacheprovider --durations=25 \
+        $PART2 > "$OUT/suite2.log" 2>&1
+    echo "part 2 rc=$?"; wait $!; echo "part 1 rc=$? in $(( $(date +%s) - t0 )) s"
+    for f in suite1 suite2; do grep -E "passed|failed|error" "$OUT/$f.log" | tail -2; done
+    exit 0
+fi
 timeout "${SUITE_S:-400}" python3 -m pytest -m gpu -q -p no:cacheprovider --durations=25 ${SUITE_ARGS:-} \
     > "$OUT/suite.log" 2>&1
 echo "suite rc=$? in $(( $(date +%s) - t0 )) s"; tail -3 "$OUT/suite.log"
