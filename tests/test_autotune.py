@@ -279,6 +279,26 @@ def test_the_default_space_also_times_the_winner_one_occupancy_over(monkeypatch)
     assert tuning.config.occupancy == 5 and tuning.config.tile == (64, 64)
     assert [c.occupancy for c in timer.timed] == [1, 2, 4, 3, 5]
     assert tuning.trials[-1].note == "occupancy beside the best"
+    assert tuning.trials[0].note == ""
+
+
+def test_an_occupancy_neighbour_that_does_not_compile_is_noted_and_skipped(monkeypatch):
+    import sys
+    from tilejit.errors import CompileError
+    A = sys.modules["tilejit.autotune"]
+    _stub_timing(monkeypatch, lambda c: _BY_OCCUPANCY[c.occupancy])
+
+    def compile_(self, c, bound, target=None):
+        if c.occupancy == 5:
+            raise CompileError("too much shared memory")
+    monkeypatch.setattr(A.Autotuned, "_compile", compile_)
+    tuner = tile.autotune(tile.entry(_matmul))
+    space = [tile.Config(tile=(64, 64), occupancy=o, BK=32) for o in (1, 2, 4)]
+    tuning = tuner._time_all(space, {})
+    assert tuning.config.occupancy == 4
+    five = [t for t in tuning.trials if t.config.occupancy == 5]
+    assert five[0].ms is None and five[0].note.startswith(
+        "occupancy beside the best; does not compile: too much shared memory")
 
 
 def test_config_lists_and_given_occupancies_are_timed_as_they_are(monkeypatch):

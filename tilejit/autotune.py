@@ -30,9 +30,9 @@ the default search space, built per key from the kernel itself: the output tile,
 ``tile.Constant`` parameters whose names say what they are (``BK``, ``GROUP``, ``SPLIT_K``,
 ``LATENCY``, ``TMA``, ``PERSISTENT``, ...), occupancy and ``num_ctas``, pruned to a few dozen
 (``tuning_space.py`` has the rules; ``space={...}`` overrides them); the winner is then also
-timed at the occupancies one below and one above its own (:func:`occupancy_neighbours`). Constants that are not tuned
-are passed at the call by keyword (``attention(o, q, k, v, CAUSAL=True)``); they are part of the
-key.
+timed at the occupancies one below and one above its own (:func:`occupancy_neighbours`).
+Constants that are not tuned are passed at the call by keyword (``attention(o, q, k, v,
+CAUSAL=True)``); they are part of the key.
 """
 from __future__ import annotations
 
@@ -547,17 +547,18 @@ class Autotuned:
 
     def _time_each(self, configs, errors, trials: List[Trial], bound, timer, progress,
                    note: str = "") -> None:
-        """Append a trial for each of ``configs`` not yet in ``trials``."""
+        """Append a trial for each of ``configs`` not yet in ``trials``, its note starting
+        with ``note``."""
         for i in range(len(trials), len(configs)):
             c = configs[i]
             progress(f"timing config {i + 1}/{len(configs)} {c}")
             if i in errors:
-                trials.append(Trial(c, None, errors[i]))
-                continue
-            best_ms = min((t.ms for t in trials if t.ms is not None), default=None)
-            t = timer.trial(c, self.launch_for(c, bound), self.time_limit_s, best_ms)
-            if note and not t.note:
-                t.note = note
+                t = Trial(c, None, errors[i])
+            else:
+                best_ms = min((t.ms for t in trials if t.ms is not None), default=None)
+                t = timer.trial(c, self.launch_for(c, bound), self.time_limit_s, best_ms)
+            if note:
+                t.note = f"{note}; {t.note}" if t.note else note
             trials.append(t)
 
     def _settle(self, configs, trials: List[Trial], bound, timer, progress) -> None:
