@@ -9,6 +9,11 @@ from tilejit import api
 pytestmark = pytest.mark.usefixtures("simulator_backend")
 
 
+def ones_and_zeros():
+    """The tests' input (eight float32 ones) and output (eight zeros), on the device."""
+    return api.from_numpy(np.ones(8, np.float32)).sync(), api.zeros((8,)).sync()
+
+
 @tile.entry
 def mm(c, a, b, BK: tile.Constant[int]):
     BM, BN = c.shape
@@ -71,8 +76,7 @@ def test_untaken_branch_is_not_typed_but_a_taken_one_is():
             t = t + "not a number"                      # would not type
         z.store(t)
 
-    x = api.from_numpy(np.ones(8, np.float32)).sync()
-    z = api.zeros((8,)).sync()
+    x, z = ones_and_zeros()
     only_for_floats(z.partition((8,)), x).sync()
     assert z.to_numpy().tolist() == [1.0] * 8
     xi = api.from_numpy(np.ones(8, np.int32)).sync()
@@ -89,8 +93,7 @@ def test_runtime_conditions_still_branch_at_run_time():
             t = t * 10.0
         z.store(t)
 
-    x = api.from_numpy(np.ones(8, np.float32)).sync()
-    z = api.zeros((8,)).sync()
+    x, z = ones_and_zeros()
     by_value(z.partition((8,)), x, 5).sync()
     assert z.to_numpy().tolist() == [10.0] * 8
     by_value(z.partition((8,)), x, 1).sync()
@@ -175,8 +178,7 @@ def test_a_variable_reassigned_under_a_static_branch_folds():
             t = (t * 2.0).astype(tile.float16)          # each side its own tile type
         z.store(t.astype(z.dtype))
 
-    x = api.from_numpy(np.ones(8, np.float32)).sync()
-    z = api.zeros((8,)).sync()
+    x, z = ones_and_zeros()
     by_mode(z.partition((8,)), x, FAST=True).sync()
     assert z.to_numpy().tolist() == [2.0] * 8
     by_mode(z.partition((8,)), x, FAST=False).sync()
@@ -209,8 +211,7 @@ def test_definitions_that_a_runtime_branch_chooses_between_do_not_fold():
             t = t + "not a number"                      # folded away: never typed
         z.store(t)
 
-    x = api.from_numpy(np.ones(8, np.float32)).sync()
-    z = api.zeros((8,)).sync()
+    x, z = ones_and_zeros()
     chosen(z.partition((8,)), x, 5).sync()
     assert z.to_numpy().tolist() == [111.0] * 8
     chosen(z.partition((8,)), x, 0).sync()
@@ -235,8 +236,7 @@ def test_integer_arithmetic_on_constants_folds(rows, mode, reload):
             t = t + "not a number"
         z.store(t)
 
-    x = api.from_numpy(np.ones(8, np.float32)).sync()
-    z = api.zeros((8,)).sync()
+    x, z = ones_and_zeros()
     if not reload:
         with pytest.raises(tile.TypingError, match="not a number"):
             by_size(z.partition((8,)), x, ROWS=rows, MODE=mode).sync()
@@ -267,8 +267,7 @@ def test_integer_arithmetic_that_int64_or_floor_rules_could_change_does_not_fold
             t = t + "not a number"
         z.store(t)
 
-    x = api.from_numpy(np.ones(8, np.float32)).sync()
-    z = api.zeros((8,)).sync()
+    x, z = ones_and_zeros()
     huge(z.partition((8,)), x, K=3).sync()
     assert z.to_numpy().tolist() == [2.0] * 8
     with pytest.raises(tile.TypingError, match="not a number"):
