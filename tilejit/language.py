@@ -301,9 +301,9 @@ def load(x, index, shape, padding=PaddingMode.ZERO, latency=None, allow_tma=True
 
     ``box_width`` (a hint: None or a constant power of two) loads the tile through a view of
     ``x`` whose last axis is split into pieces of that many elements, so that each row of the
-    TMA unit's box is that wide: on an H200 64 fp16 elements (one 128-byte line) made
-    LayerNorm's 8 x 1024 tiles 3.5% faster and RMSNorm's 1.8% (2026-11-28); 16-byte pieces were
-    2-6x slower. It applies where the last axis has unit stride, the tile's last extent is a
+    TMA unit's box is that wide: on an H200 64 fp16 elements (one 128-byte line) made the
+    gallery LayerNorm's 8 x 1024 tiles 3.3% faster and RMSNorm's 1%, LayerNorm's 4 x 2048 tiles
+    11% slower (2026-11-28); 16-byte pieces were 2-6x slower: time it. It applies where the last axis has unit stride, the tile's last extent is a
     multiple of it and the specialization knows the array's last extent is too (it is keyed by
     its power-of-two divisor); elsewhere it is ignored. The tile and its padding are the same
     either way.

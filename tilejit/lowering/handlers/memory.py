@@ -106,8 +106,8 @@ def _split_last_axis(lw, x: ArrayParam, box: int) -> ArrayParam:
         return got
     from ...keys import ALIGN_BYTES, Facts
     local = x.local_builder is not None
-    b, em, idt = (lw.b, lw.em, x.index_dtype) if local else (lw.hoist, lw.hoist_em,
-                                                             x.index_dtype)
+    b, em = (lw.b, lw.em) if local else (lw.hoist, lw.hoist_em)
+    idt = x.index_dtype
     f = x.facts
     unit = max(1, ALIGN_BYTES // x.dtype.itemsize)
     facts = Facts(f.index_bits, f.base_div,
