@@ -4,7 +4,8 @@
 """
 from .errors import (TileJitError, DeviceError, DriverError, ContextError, KernelCacheError,
                      SchedulingError, LaunchError, InternalError, CompileError, TypingError,
-                     UnsupportedError, ToolchainError, TensorError, DeviceMemoryError)
+                     UnsupportedError, ToolchainError, TensorError, DeviceMemoryError,
+                     StaticEvalError)
 from .dtypes import (DType, bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
                      bfloat16, float32, float64, tfloat32, float8_e4m3fn, float8_e5m2,
                      float8_e8m0fnu, float4_e2m1fn)

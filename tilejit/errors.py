@@ -3,7 +3,7 @@
     TileJitError
     ├── DeviceError ── DriverError, ContextError, KernelCacheError, SchedulingError, LaunchError,
     │                  InternalError, DeviceMemoryError (also a MemoryError)
-    ├── CompileError ─ TypingError, UnsupportedError, ToolchainError
+    ├── CompileError ─ TypingError (StaticEvalError), UnsupportedError, ToolchainError
     └── TensorError
 
 Compile errors carry the user's source location; ``str(err)`` renders ``file:line``, the source line
@@ -174,6 +174,10 @@ class CompileError(TileJitError):
 
 class TypingError(CompileError, TypeError):
     """A kernel does not type-check (wrong dtype, shape mismatch, unknown attribute...)."""
+
+
+class StaticEvalError(TypingError):
+    """``static_eval(expr)`` could not compute ``expr`` at compile time."""
 
 
 class UnsupportedError(CompileError):

@@ -308,7 +308,7 @@ class KernelLaunch(DeviceOp):
         k = self.kernel
         device = stream.device
         check_launch_devices(infos, device, k.runtime_names)
-        check_launch_aliasing(infos, k.runtime_names)
+        check_launch_aliasing(infos, k.runtime_names, k, consts)
         grid = grid_from_partitions(infos, self._grid, k.runtime_names)
         exe = k.executable_for(tuple([i.key for i in infos]), device, grid_ones(grid), consts,
                                self._options, self._const_grid, simple)

@@ -38,7 +38,7 @@ from .stubs import _host_call_error, _named_stub, _stub, is_stub  # noqa: F401  
 
 __all__ = [
     # annotations, decorators, host helpers
-    "Constant", "function", "TileFunction", "cdiv", "static_assert", "constant_parameters",
+    "Constant", "function", "TileFunction", "cdiv", "static_assert", "static_eval", "constant_parameters",
     "constant_annotations", "static_range", "static_iter",
     # enums
     "PaddingMode", "RoundingMode", "MemoryOrder", "MemoryScope",
@@ -63,8 +63,8 @@ __all__ = [
     # matmul
     "mma", "matmul", "mma_scaled",
     # shape and dtype
-    "reshape", "permute", "transpose", "broadcast_to", "expand_dims", "cat", "extract", "astype",
-    "bitcast",
+    "reshape", "permute", "transpose", "swapaxes", "broadcast_to", "expand_dims", "cat", "extract", "astype",
+    "bitcast", "astile", "insert", "pack_to_bytes", "unpack_from_bytes",
     # misc
     "printf", "assert_", "assume_divisible_by",
 ]
@@ -195,6 +195,26 @@ def static_assert(cond, msg=None):
 
 
 static_assert.__tile_stub__ = "static_assert"
+
+
+def static_eval(expr):
+    """The value of the Python expression ``expr``, computed at compile time: constants, tuples
+    of them, dtypes, what a variable's type says (``static_eval(t.shape)``), or one of the
+    kernel's variables (``static_eval(a if N == 0 else b)``). Must be called directly by name
+    inside a kernel; on the host it returns ``expr``."""
+    return expr
+
+
+static_eval.__tile_stub__ = "static_eval"
+
+
+def _static_eval(key, src, names, *values):
+    """What the front end makes of ``static_eval(expr)`` (typing/static_eval.py); never written
+    by hand."""
+    raise RuntimeError("tilejit internal: _static_eval outside a kernel")
+
+
+_static_eval.__tile_stub__ = "_static_eval"
 
 
 @_stub
@@ -608,6 +628,11 @@ def transpose(t, axes=None):
 
 
 @_stub
+def swapaxes(t, axis1, axis2):
+    """Swap two axes of ``t`` (NumPy's ``swapaxes``; ``swapaxes(t, 0, 0)`` is ``t``)."""
+
+
+@_stub
 def broadcast_to(t, shape):
     """Broadcast ``t`` to ``shape`` with NumPy rules (size-1 axes stretch; leading axes added)."""
 
@@ -625,6 +650,31 @@ def cat(a, b, axis=0):
 @_stub
 def extract(t, index, shape):
     """The sub-tile of static ``shape`` at tile ``index`` (in units of ``shape``)."""
+
+
+@_stub
+def insert(t, index, value):
+    """A new tile equal to ``t`` except the sub-tile at tile ``index`` (in units of ``value``'s
+    shape; run-time indices allowed), which is ``value`` (the inverse of :func:`extract`; also
+    ``t.insert(index, value)``). A 0-d ``value`` is one element."""
+
+
+@_stub
+def astile(value, dtype):
+    """A tile of ``dtype`` from a scalar (a 0-d tile) or a nested tuple of scalars (constants or
+    run-time values): ``astile(((1, a), (2, b)), tile.float32)`` is 2x2. Each tuple's length is a
+    power of two and sibling tuples have the same shape."""
+
+
+@_stub
+def pack_to_bytes(t):
+    """The raw bytes of ``t`` (flattened, row-major, little-endian) as a 1-d uint8 tile."""
+
+
+@_stub
+def unpack_from_bytes(t, dtype):
+    """A 1-d uint8 tile's bytes reinterpreted as a 1-d tile of ``dtype`` (little-endian; the
+    inverse of :func:`pack_to_bytes`)."""
 
 
 @_stub
@@ -667,3 +717,10 @@ def assume_divisible_by(x, d):
     """
 
 
+
+
+@function
+def divmod_(x, y):
+    """``divmod(x, y)`` in a kernel: ``(x // y, x % y)`` with NumPy's floor semantics, for
+    scalars and tiles. The builtin ``divmod`` in a kernel is this function."""
+    return x // y, x % y

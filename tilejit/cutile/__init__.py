@@ -23,19 +23,21 @@ from ..dtypes import (DType, bool_, int8, int16, int32, int64, uint8, uint16, ui
 from ..errors import (CompileError as TileError, TypingError as TileTypeError,
                       UnsupportedError as TileSyntaxError,
                       UnsupportedError as TileUnsupportedFeatureError,
-                      ToolchainError as TileCompilerExecutionError)
+                      ToolchainError as TileCompilerExecutionError,
+                      StaticEvalError as TileStaticEvalError)
 from ..language import Constant, MemoryOrder, MemoryScope, PaddingMode, RoundingMode
 from . import _language
 from ._language import *  # noqa: F401,F403  (the kernel language: load, store, mma, ...)
 from ._kernel import ByTarget, Kernel, function, kernel, launch
+from . import tune
 
 #: ``x: ct.ScalarInt64`` annotates an int64 scalar parameter (Python ints are int32 otherwise)
 ScalarInt64 = int64
 
-__all__ = (["launch", "kernel", "function", "Kernel", "ByTarget", "Constant", "ScalarInt64",
-            "MemoryOrder", "MemoryScope", "PaddingMode", "RoundingMode", "DType",
+__all__ = (["tune", "launch", "kernel", "function", "Kernel", "ByTarget", "Constant",
+            "ScalarInt64", "MemoryOrder", "MemoryScope", "PaddingMode", "RoundingMode", "DType",
             "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
             "float16", "bfloat16", "float32", "float64", "tfloat32", "float8_e4m3fn",
             "float8_e5m2", "TileError", "TileTypeError", "TileSyntaxError",
-            "TileUnsupportedFeatureError", "TileCompilerExecutionError"]
+            "TileUnsupportedFeatureError", "TileCompilerExecutionError", "TileStaticEvalError"]
            + list(_language.__all__))

@@ -2,8 +2,9 @@
 ``ct.launch(stream, grid, kernel, args)``.
 
 A ``ct.kernel`` is a :class:`tilejit.Kernel` compiled with cuTile's rules: undecorated Python
-functions it calls are inlined (``CompileOptions.plain_helpers``), ``int``/``float``/``bool``
-annotations of scalar parameters mean int32/float32/bool (cuTile's scalar types), and hints may
+functions it calls are inlined (``CompileOptions.plain_helpers``), ``int``/``float``
+annotations of scalar parameters mean int32/float32 (cuTile's scalar types; a ``bool``
+parameter takes the argument's own type, as in cuTile), and hints may
 be :class:`ByTarget` values (resolved for each architecture it compiles for).
 
 ``ct.launch`` stores into arrays as cuTile does, without partitions: the kernel's source says
@@ -76,8 +77,9 @@ def _for_target(value, target: Optional[str]):
     return value.resolve(target) if isinstance(value, ByTarget) else value
 
 
-# cuTile's scalar parameter types for Python annotations
-_SCALAR_ANNOTATIONS = {int: D.int32, float: D.float32, bool: D.bool_}
+# cuTile's scalar parameter types for Python annotations. ``bool`` is left out: cuTile takes
+# the argument's own type there (an int passed to ``c: bool`` stays that int, 5 and not True)
+_SCALAR_ANNOTATIONS = {int: D.int32, float: D.float32}
 
 
 class Kernel(_TileKernel):
@@ -173,7 +175,9 @@ class Kernel(_TileKernel):
                 array = _ARRAY_TYPES.put(type(v), _array_kind(v))
             if array:
                 if array == _MAY_BE_HOST and v.is_cpu:  # a CPU torch tensor: written back via NumPy
-                    values[i] = atomic(v)
+                    # (one that requires grad too, through its detached view: cuTile writes
+                    # a tensor's memory whatever autograd says, as tilejit a CUDA tensor's)
+                    values[i] = atomic(v.detach() if v.requires_grad else v)
                     continue
                 w = _new_atomic(atomic)
                 w.value = v
@@ -222,6 +226,49 @@ class Kernel(_TileKernel):
             w = self._write_positions = tuple(i for i, n in enumerate(self.param_names)
                                               if n in names and n not in self.constant_names)
         return w
+
+    def _alias_conflict(self, infos, consts, a: int, b: int) -> Optional[str]:
+        """Whether runtime arguments ``a`` and ``b`` (positions in ``infos``), which share memory,
+        may do so in this launch (``argspec.check_launch_aliasing`` asks only then): None when
+        they may, else why not. As cuTile, aliases are accepted when at most one of them is
+        stored into under the launch's constants: one dummy array for the outputs a call does
+        not request (Liger's cross entropy: ``z_loss`` and ``token_accuracy`` under
+        ``RETURN_Z_LOSS=0``, ``RETURN_TOKEN_ACCURACY=0``), or an update in place (Liger's GRPO
+        backward writes the gradient over the logits it reads). The kernel specialized for the
+        launch's constants and argument types (its typed IR, dead ``if CONST:`` arms gone) says
+        which parameters it stores into (``_writes.specialized_accesses``). Host arrays are
+        copied in and back one by one, so one stored into may not alias another that is copied
+        back (its copy would overwrite the results).
+
+        Memory tokens order a kernel's accesses array by array (``lowering/tokens.py``; loads
+        of a read-only argument take none): a load through one alias is not ordered after a
+        store through the other, so an in-place kernel reads each element before it writes it
+        (as Liger's do: the stored value depends on the loaded one)."""
+        names = self.runtime_names
+        na, nb = names[a], names[b]
+        stored, _ = self._specialized_accesses(tuple(i.key for i in infos), consts)
+        if na in stored and nb in stored:
+            return f"under these constants the kernel stores into both '{na}' and '{nb}'"
+        for w, o in ((a, b), (b, a)):
+            if names[w] in stored and infos[o].host is not None and infos[o].writable:
+                return (f"the kernel stores into '{names[w]}', and '{names[o]}' is a host array "
+                        f"copied back too, which may overwrite the results")
+        return None
+
+    def _specialized_accesses(self, keys: tuple, consts) -> tuple:
+        """``(stored, accessed)`` parameter names of this kernel typed for argument ``keys`` and
+        its constants (memoized per key)."""
+        consts = getattr(self, "_consts", None) or dict(consts or {})
+        memo = self.__dict__.setdefault("_accesses", {})
+        key = (keys, _keys.constant_key(consts))
+        hit = memo.get(key)
+        if hit is None:
+            from ..typing.pipeline import type_kernel
+            from ._writes import specialized_accesses
+            typed = type_kernel(self.py_func, list(keys), consts,
+                                plain_helpers=self.options.plain_helpers)
+            hit = memo[key] = specialized_accesses(typed)
+        return hit
 
     def _keys_for(self, args, generics=None):
         # inspect_tileir / inspect_types / compile(arch=...) take the arguments ct.launch takes

@@ -62,11 +62,17 @@ permute = L.permute
 broadcast_to = L.broadcast_to
 expand_dims = L.expand_dims
 extract = L.extract
+insert = L.insert
+astile = L.astile
+pack_to_bytes = L.pack_to_bytes
+unpack_from_bytes = L.unpack_from_bytes
 matmul = L.matmul
 zeros = L.zeros
 ones = L.ones
 printf = L.printf
 static_assert = L.static_assert
+static_eval = L.static_eval
+divmod = L.divmod_
 
 
 # --------------------------------------------------------------------------------------------------
@@ -90,12 +96,14 @@ def load(array, /, index, shape, *, order="C", padding_mode=PaddingMode.UNDETERM
 def store(array, /, index, tile, *, order="C", check_bounds=True, latency=None, allow_tma=None,
           memory_order=_WEAK, memory_scope=None):
     """``ct.store``: ``tile`` into the tile space of its shape of ``array`` at tile ``index``
-    (a scalar or 0-d tile writes one element). ``latency``/``allow_tma`` are tileiras hints."""
+    (a scalar or 0-d tile writes one element), converted to the array's dtype as cuTile does.
+    ``latency``/``allow_tma`` are tileiras hints."""
+    t = L.astype(tile, array.dtype)       # cuTile casts to the array's dtype on store
     if allow_tma is None:
-        L.store(array, index, tile, order=order, memory_order=memory_order,
+        L.store(array, index, t, order=order, memory_order=memory_order,
                 memory_scope=memory_scope, latency=latency)
     else:
-        L.store(array, index, tile, order=order, memory_order=memory_order,
+        L.store(array, index, t, order=order, memory_order=memory_order,
                 memory_scope=memory_scope, latency=latency, allow_tma=allow_tma)
 
 
@@ -119,9 +127,9 @@ def gather(array, indices, /, *, mask=None, padding_value=0, check_bounds=True, 
 
 @_helper
 def scatter(array, indices, value, /, *, mask=None, check_bounds=True, latency=None):
-    """``ct.scatter``: ``array[indices] = value`` element-wise; out-of-bounds and masked-off
-    elements are skipped."""
-    L.scatter(array, indices, value, mask=mask)
+    """``ct.scatter``: ``array[indices] = value`` element-wise (converted to the array's dtype);
+    out-of-bounds and masked-off elements are skipped."""
+    L.scatter(array, indices, L.astype(value, array.dtype), mask=mask)
 
 
 def _atomic(core):
@@ -182,11 +190,11 @@ def mma(x, y, /, acc, *, use_fast_acc=False):
 
 @_helper
 def transpose(x, /, axis0=None, axis1=None):
-    """``ct.transpose``: swap the two axes of a 2-d tile (tilejit reverses the axes of a tile
-    of higher rank when none are given; for those, ``ct.permute`` says which)."""
+    """``ct.transpose``: swap ``axis0`` and ``axis1``; with neither, the two axes of a 2-d tile
+    (tilejit reverses the axes of a tile of higher rank; ``ct.permute`` says which)."""
     if axis0 is None and axis1 is None:
         return L.transpose(x)
-    return L.permute(x, (1, 0))
+    return L.swapaxes(x, axis0, axis1)
 
 
 @_helper

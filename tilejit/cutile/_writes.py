@@ -12,6 +12,11 @@ adapter or a plain function) that only reads its parameter. Anything else (a sto
 assignment to another name, a method call, a use the analysis does not know) counts as a
 write. Marking a read-only array writable costs a little (its loads
 take memory tokens; it may not alias another argument); the reverse would be a compile error.
+
+:func:`specialized_accesses` answers the same question for one specialization, from its typed IR
+(after the constants are frozen and the dead ``if CONST:`` arms removed): which array parameters
+the kernel really stores into, and which it touches at all. ``ct.launch`` asks it only when two
+arguments share memory (``Kernel._alias_conflict``: at most one of them may be stored into).
 """
 from __future__ import annotations
 
@@ -21,7 +26,7 @@ import inspect
 import textwrap
 import types
 import weakref
-from typing import Dict, FrozenSet, Optional
+from typing import Dict, FrozenSet, Optional, Tuple
 
 from .. import language as L
 
@@ -30,7 +35,8 @@ from .. import language as L
 _WRITES_FIRST = frozenset([L.store, L.scatter, L.atomic_add, L.atomic_max, L.atomic_min,
                            L.atomic_and, L.atomic_or, L.atomic_xor, L.atomic_xchg, L.atomic_cas])
 _STATIC_ATTRS = frozenset({"shape", "dtype", "ndim", "strides"})
-_VIEW_READS = frozenset({"load", "num_tiles", "tile_shape", "ndim", "dtype"})
+_VIEW_READS = frozenset({"load", "num_tiles", "tile_shape", "ndim", "dtype",
+                         "traversal_steps"})
 
 # function -> indices of its parameters it may write (None while being analysed: recursion)
 _memo: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -98,7 +104,7 @@ def _is_read(name: ast.Name, parents, fn) -> bool:
     if isinstance(parent, ast.Attribute) and parent.value is name:
         if parent.attr in _STATIC_ATTRS:
             return True
-        if parent.attr == "partition":          # x.partition(shape).load(...) and the like
+        if parent.attr in ("partition", "tiled_view"):   # x.partition(s).load(...) and such
             call = parents.get(id(parent))
             if isinstance(call, ast.Call) and call.func is parent:
                 use = parents.get(id(call))
@@ -159,4 +165,118 @@ def _resolve(expr, fn):
     return None
 
 
-__all__ = ["written_parameters"]
+# --------------------------------------------------------------------------------------------------
+# One specialization: its typed IR
+# methods of arrays and views that store into their receiver; every other method reads it
+_STORE_METHODS = frozenset({"Partition.store", "TileView.store", "TiledView.store",
+                            *(f"TiledView.atomic_store_{m}"
+                              for m in ("add", "max", "min", "and", "or", "xor"))})
+_ANY = "*"                          # an array value of unknown origin: any parameter
+
+
+def specialized_accesses(typed) -> Tuple[FrozenSet[str], FrozenSet[str]]:
+    """``(stored, accessed)`` for a typed kernel (``typing.pipeline.type_kernel``): the names of
+    the array parameters it may store into, and of those it may read or store into at all.
+
+    The typed IR has the constants frozen and the arms of static branches that do not run
+    removed, so a store under ``if RETURN_Z_LOSS:`` with ``RETURN_Z_LOSS=0`` is not there. Every
+    array value (a tensor, a partition, a view, a tuple holding one, a method bound to one) is
+    traced to the parameters it may come from; a value of unknown origin counts as any array
+    parameter. A call that stores (``tile.store``, ``tile.scatter``, the atomics into their
+    first argument; ``.store`` of a partition or view) stores into its target's parameters; any
+    other call that is given an array value accesses it, and a call that is not one of the
+    language's stores it (a function tilejit does not know). Static attributes (``x.shape``,
+    ``x.dtype``...) are no access."""
+    from numba.core import ir
+    from numba.core import types as nt
+
+    from ..typing.types import PartitionType, TensorPartitionViewType, TensorType
+    arrays = (TensorType, PartitionType, TensorPartitionViewType)
+
+    def holds_array(ty) -> bool:
+        if isinstance(ty, arrays):
+            return True
+        if isinstance(ty, nt.BaseTuple):
+            return any(holds_array(t) for t in ty.types)
+        if isinstance(ty, nt.BoundFunction):
+            return holds_array(ty.this)
+        return False
+
+    func_ir, typemap = typed.func_ir, typed.typemap
+    names = list(func_ir.arg_names)
+    params = frozenset(p.name for p in typed.params if p.kind in ("tensor", "partition"))
+    assigns = [st for b in func_ir.blocks.values() for st in b.body if isinstance(st, ir.Assign)]
+    origin: Dict[str, set] = {}
+    for st in assigns:
+        v = st.value
+        if isinstance(v, ir.Arg) and names[v.index] in params:
+            origin[st.target.name] = {names[v.index]}
+    # array values take the origins of every variable they are made from (copies, phis, tuples,
+    # views, bound methods), to a fixed point (loops); one made from nothing: unknown
+    changed = True
+    while changed:
+        changed = False
+        for st in assigns:
+            v = st.value
+            if isinstance(v, ir.Arg) or not holds_array(typemap.get(st.target.name)):
+                continue
+            src = [v] if isinstance(v, ir.Var) else (v.list_vars() if isinstance(v, ir.Expr)
+                                                     else [])
+            new = set().union(*(origin.get(x.name, ()) for x in src)) if src else {_ANY}
+            if not new and not any(holds_array(typemap.get(x.name)) for x in src):
+                new = {_ANY}
+            old = origin.setdefault(st.target.name, set())
+            if not new <= old:
+                old |= new
+                changed = True
+
+    def params_of(var_names) -> set:
+        out = set()
+        for n in var_names:
+            out |= origin.get(n, set())
+        return set(params) if _ANY in out else out
+
+    stored, accessed = set(), set()
+    for b in func_ir.blocks.values():
+        for st in b.body:
+            exprs = [st.value] if isinstance(st, ir.Assign) and isinstance(st.value, ir.Expr) \
+                else []
+            if isinstance(st, ir.Assign) and isinstance(st.value, ir.Expr) and \
+                    st.value.op == "getattr" and st.value.attr in _STATIC_ATTRS:
+                continue
+            if not exprs:
+                if not isinstance(st, ir.Assign):      # a statement using an array: a read
+                    accessed |= params_of(v.name for v in st.list_vars())
+                continue
+            e = exprs[0]
+            if e.op != "call":
+                continue                # propagation only (copies, tuples, getattr, phis...)
+            touched = params_of(v.name for v in e.list_vars())
+            if not touched:
+                continue
+            accessed |= touched
+            fnty = typemap.get(e.func.name)
+            if isinstance(fnty, nt.BoundFunction):
+                op = getattr(fnty.template, "op", None)
+                if op in _STORE_METHODS:
+                    stored |= params_of([e.func.name])
+                elif op is None:
+                    stored |= touched
+                continue
+            template = next((t for t in getattr(fnty, "templates", ()) if hasattr(t, "op")),
+                            None)
+            stub = getattr(template, "stub", None)
+            if template is None or (stub is None and not str(template.op).startswith(
+                    ("tile.", "operator."))):
+                stored |= touched               # not the language's: it may store
+            elif stub in _WRITES_FIRST:
+                try:
+                    target = typed.call_info(e).args.get(
+                        next(iter(inspect.signature(stub).parameters)))
+                except Exception:               # noqa: BLE001 - conservative
+                    target = None
+                stored |= params_of([target.name]) if isinstance(target, ir.Var) else touched
+    return frozenset(stored), frozenset(accessed)
+
+
+__all__ = ["written_parameters", "specialized_accesses"]

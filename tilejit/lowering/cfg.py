@@ -212,6 +212,7 @@ class CFG:
         self.phis_to_copies()
         self.remove_forwarders()
         self.merge_straight_lines()
+        self.latch_single_pass_fors()
         self.short_circuits()
         self.phis_to_copies()
         self.normalize_loops()
@@ -502,13 +503,15 @@ class CFG:
             else:
                 sm = self.new_var(phi.target.name, self.typemap[phi.target.name], loc)
                 m_phis.append(self.make_phi(sm, [(B, vb), (Z, va)], loc))
-            pairs = [(b, v) for v, b in zip(phi.value.incoming_values, phi.value.incoming_blocks)
+            # other preds that see B's definitions are dominated by B: they are by M now
+            pairs = [(b, rename.get(v.name, v) if isinstance(v, ir.Var) else v)
+                     for v, b in zip(phi.value.incoming_values, phi.value.incoming_blocks)
                      if b not in (a, B)] + [(M, sm)]
             s_new.append(self.make_phi(phi.target, pairs, phi.loc))
         self.set_phis(S, s_new)
         # O's phis: the value from B now comes from M
         self.replace_phi_incoming(O, lambda phi: [
-            (M if b == B else b, rename.get(v.name, v) if b == B and isinstance(v, ir.Var) else v)
+            (M if b == B else b, rename.get(v.name, v) if isinstance(v, ir.Var) else v)
             for v, b in zip(phi.value.incoming_values, phi.value.incoming_blocks)])
         # rename every other use of B's definitions
         for label, blk in self.blocks.items():
@@ -541,6 +544,56 @@ class CFG:
         return new
 
     # --- loops ------------------------------------------------------------------------------------
+    def latch_single_pass_fors(self):
+        """A ``for`` whose body always leaves (every path ends in ``break`` or ``return``) has
+        no back edge, so it is no loop in the CFG, and its ``iternext`` header would be left
+        as plain statements. Give it a latch that is never taken (``if False: continue`` on
+        one of the body's exit edges): it becomes an ordinary ``for`` that leaves in its first
+        iteration, as Python runs it."""
+        for h in sorted(self.blocks):
+            blk = self.blocks[h]
+            t = blk.terminator
+            if not isinstance(t, ir.Branch) or not any(
+                    isinstance(s, ir.Assign) and isinstance(s.value, ir.Expr) and
+                    s.value.op == "iternext" for s in blk.body):
+                continue
+            # with no back edge the header was merged into the block before it: split the code
+            # before the loop off, so that it runs once and the entry is no loop header
+            at = next(i for i, s in enumerate(blk.body) if isinstance(s, ir.Assign) and
+                      isinstance(s.value, ir.Expr) and s.value.op == "iternext")
+            if any(not _is_phi(s) for s in blk.body[:at]):
+                head = self.new_block(t.loc)
+                self.blocks[head].body = blk.body[at:]
+                blk.body = blk.body[:at] + [ir.Jump(head, t.loc)]
+                for succ in _succs(self.blocks[head]):
+                    self.replace_phi_incoming(succ, lambda phi: [
+                        (head if b == h else b, v)
+                        for v, b in zip(phi.value.incoming_values, phi.value.incoming_blocks)])
+                h = head
+            if h in self.cfg().loops():
+                continue
+            doms = self.cfg().dominators()
+            inside = {n for n, ds in doms.items() if t.truebr in ds}
+            edge = next(((u, x) for u in sorted(inside) for x in _succs(self.blocks[u])
+                         if x not in inside), None)
+            if edge is None:
+                continue
+            u, x = edge
+            loc = t.loc
+            never = self.new_var("$never", types.boolean, loc)
+            self.blocks[self.entry].body.insert(0, ir.Assign(ir.Const(False, loc), never, loc))
+            L = self.new_block(loc)
+            self.blocks[L].body = [ir.Branch(never, h, x, loc)]
+            self.blocks[u].body[-1] = _retarget_one(self.blocks[u].body[-1], x, L)
+            self.replace_phi_incoming(x, lambda phi: [
+                (L if b == u else b, v)
+                for v, b in zip(phi.value.incoming_values, phi.value.incoming_blocks)])
+            # the header's phis take, on the edge never taken, the value from before the loop
+            outside = [p for p in self.preds()[h] if p != L]
+            self.replace_phi_incoming(h, lambda phi: [
+                (b, v) for v, b in zip(phi.value.incoming_values, phi.value.incoming_blocks)]
+                + [(L, self.incoming(phi, outside[0]))])
+
     def normalize_loops(self):
         done: Set[int] = set()
         while True:

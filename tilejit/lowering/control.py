@@ -25,7 +25,9 @@ from .tokens import LoopAccesses, MemoryTokens
 # calls that read or write memory through their array arguments (see _touches_written_memory)
 _MEMORY_OPS = frozenset(["Partition.load", "Partition.store", "tile.store", "TileView.load",
                          "TileView.store", "Tensor.load", "tile.load", "tile.gather",
-                         "tile.scatter", "tile.load_tile_like"])
+                         "tile.scatter", "tile.load_tile_like", "TiledView.load",
+                         "TiledView.store"]) | {f"TiledView.atomic_store_{m}" for m in
+                                               ("add", "max", "min", "and", "or", "xor")}
 
 
 def _is_static_type(ty) -> bool:

@@ -566,6 +566,8 @@ class Emitter:
         iota = self.reshape(self.iota(n, D.int32), idx_shape)
         idx = self.broadcast(iota, x.shape)
         ident = self.identity("max" if kind == "argmax" else "min", dt)
+        if dt.is_float and not propagate_nan:
+            ident = float("nan")    # loses to every element, an all-NaN row's first one too
         op = b.reduce([x.value, idx.value], axis,
                       [self._typed_identity(ident, dt), A.TypedValue(np.iinfo(np.int32).max, "i32")])
         va, vb, ia, ib = op.regions[0].args
@@ -574,12 +576,17 @@ class Emitter:
             if dt.is_float:
                 better = b.cmpf(better_pred, va, vb)
                 equal = b.cmpf("equal", va, vb)
+                nan_a = b.cmpf("not_equal", va, va, "unordered")
+                nan_b = b.cmpf("not_equal", vb, vb, "unordered")
+                true = self.const(True, D.bool_, ()).value
+                # with propagate_nan a NaN beats every number, without it every number beats a
+                # NaN; two NaNs tie (the first index wins)
                 if propagate_nan:
-                    nan_a = b.cmpf("not_equal", va, va, "unordered")
-                    nan_b = b.cmpf("not_equal", vb, vb, "unordered")
-                    not_b = b.binary("xori", nan_b, self.const(True, D.bool_, ()).value)
-                    better = b.binary("ori", better, b.binary("andi", nan_a, not_b))
-                    equal = b.binary("ori", equal, b.binary("andi", nan_a, nan_b))
+                    wins = b.binary("andi", nan_a, b.binary("xori", nan_b, true))
+                else:
+                    wins = b.binary("andi", nan_b, b.binary("xori", nan_a, true))
+                better = b.binary("ori", better, wins)
+                equal = b.binary("ori", equal, b.binary("andi", nan_a, nan_b))
             else:
                 better = b.cmpi(better_pred, va, vb, _sign(dt))
                 equal = b.cmpi("equal", va, vb, _sign(dt))

@@ -29,7 +29,7 @@ from ..errors import CompileError, SourceLocation, TypingError, UnsupportedError
 from ..tileir import Block, Builder, Module, OptHints, TileType, Value
 from ..typing import promotion
 from ..typing.templates._base import NOT_STATIC, static_value
-from ..typing.types import TileType as NbTile, dtype_of
+from ..typing.types import DTypeType, EnumClassType, TileType as NbTile, dtype_of
 from . import narrow
 from . import regions as R
 from .abi import ArrayParam, ScalarParam, ViewRef, build_entry, select_item
@@ -57,13 +57,15 @@ _BINOPS = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.tru
            operator.ifloordiv: "//", operator.imod: "%", operator.ipow: "**",
            operator.iand: "&", operator.ior: "|", operator.ixor: "^", operator.ilshift: "<<",
            operator.irshift: ">>"}
+#: operators on tuples whose result the typing may already have decided (a BooleanLiteral)
+_TUPLE_TESTS = frozenset({operator.eq, operator.ne, operator.contains})
 _COMPARES = {operator.lt: "<", operator.le: "<=", operator.gt: ">", operator.ge: ">=",
              operator.eq: "==", operator.ne: "!="}
 #: Typed calls the walker lowers itself (operators, ``range`` loops, indexing) instead of a
 #: handler; tests/test_op_registry.py checks every other typing rule against ``handler_of``.
 WALKER_CALLS = frozenset(_BINOPS) | frozenset(_COMPARES) | {
     operator.matmul, operator.imatmul, operator.neg, operator.pos, operator.invert,
-    operator.not_, range, operator.getitem, "static_getitem"}
+    operator.not_, operator.contains, range, operator.getitem, "static_getitem"}
 
 
 class Lowering(ControlFlow):
@@ -267,6 +269,13 @@ class Lowering(ControlFlow):
         lt, rt = self.type_of(e.lhs), self.type_of(e.rhs)
         rty = self.typemap[target]
         lhs, rhs = self.value(e.lhs), self.value(e.rhs)
+        if isinstance(rty, types.BooleanLiteral) and fn in _TUPLE_TESTS:
+            return rty.literal_value            # decided by the types (typing/templates/operators)
+        if fn is operator.contains:
+            return self._contains(lhs, rhs, lt, rt)
+        if fn in (operator.eq, operator.ne) and (isinstance(lhs, tuple) or isinstance(rhs, tuple)):
+            same = self._equal(lhs, rhs, lt, rt)
+            return same if fn is operator.eq else self._not(same)
         if fn in _COMPARES:
             if not isinstance(lhs, TV) and not isinstance(rhs, TV):
                 return fn(lhs, rhs)
@@ -292,6 +301,42 @@ class Lowering(ControlFlow):
             cd = d if not cd.is_float else cd
             return self.em.binary("/", self.tv(lhs, cd, lt), self.tv(rhs, cd, rt), d)
         return self.em.binary(sym, self.tv(lhs, d, lt), self.tv(rhs, d, rt), d)
+
+    def _equal(self, x, y, tx, ty):
+        """``x == y`` where either may be a tuple, element by element: a Python bool when the
+        values are constants, else a bool TV."""
+        if isinstance(x, tuple) and isinstance(y, tuple):
+            if len(x) != len(y):
+                return False
+            out = True
+            for i, (a, b) in enumerate(zip(x, y)):
+                same = self._equal(a, b, tx.types[i], ty.types[i])
+                if same is False:
+                    return False
+                out = same if out is True else \
+                    out if same is True else self.em.binary("&", out, same, D.bool_)
+            return out
+        if isinstance(x, tuple) or isinstance(y, tuple):
+            return False
+        if not isinstance(x, TV) and not isinstance(y, TV):
+            return x == y
+        d = promotion.result_dtype((tx, ty), "==")
+        return self.em.compare_values("==", self._operand(x, tx), self._operand(y, ty), d)
+
+    def _contains(self, container, item, tc, ti):
+        """``item in container`` (a tuple): any element equal, in order; a constant match
+        ends it (the typing checked the elements up to there)."""
+        out = False
+        for i, el in enumerate(container):
+            same = self._equal(el, item, tc.types[i], ti)
+            if same is True:
+                return True
+            if same is not False:
+                out = same if out is False else self.em.binary("|", out, same, D.bool_)
+        return out
+
+    def _not(self, v):
+        return (not v) if isinstance(v, bool) else self.em.logical_not(v)
 
     def _fold(self, fn, lhs, rhs):
         """A binary operator on two compile-time numbers, computed now (``D ** 0.5``,
@@ -469,6 +514,13 @@ class Lowering(ControlFlow):
         if fnval is slice or fnval is range:
             vals = [self.static(a) for a in e.args]
             return fnval(*vals)
+        fnty = self.typemap.get(e.func.name)
+        if isinstance(fnty, types.NumberClass) and len(e.args) == 1 and not e.kws:
+            return self._number_call(fnty, e.args[0])
+        if isinstance(fnty, EnumClassType):             # Color(0): the typing found the member
+            return static_value(self.typemap[target])
+        if isinstance(fnty, DTypeType) and len(e.args) == 1:
+            return self._dtype_call(fnty.dtype, e.args[0])
         info = self.call_info(e)
         handler = handler_of(info.stub, info.op)
         if handler is None:
@@ -476,6 +528,29 @@ class Lowering(ControlFlow):
                              UnsupportedError)
         args = {k: v for k, v in info.args.items()}
         return handler(self, info, args, self.typemap[target])
+
+    def _dtype_call(self, d: DType, arg) -> TV:
+        """``tile.uint32(3)``: a value of dtype ``d`` (constants converted as a C cast does:
+        ``uint32(-1)`` wraps, ``bool_(5)`` is True), a run-time value cast."""
+        v = self.value(arg)
+        if isinstance(v, (bool, int, float, np.number, np.bool_)):
+            with np.errstate(all="ignore"):
+                c = np.array(v).astype(d.np_dtype)[()].item() if not d.is_bool else bool(v)
+            return self.em.const(c, d)
+        return self.em.cast(self.tv(v, None, self.type_of(arg)), d)
+
+    def _number_call(self, fnty, arg):
+        """``np.float32(x)`` and the like: a constant is converted now (NumPy's rounding and
+        wrap-around), a run-time value is cast."""
+        d = dtype_of(fnty.instance_type)
+        v = self.value(arg)
+        if isinstance(v, (bool, int, float, np.number, np.bool_)):
+            try:
+                with np.errstate(over="ignore"):
+                    return d.np_dtype.type(v).item()
+            except OverflowError as e:          # NumPy 2: np.int8(300) raises
+                raise self.error(f"{d}({v!r}) fails at compile time: {e}") from None
+        return self.em.cast(self.tv(v, None, self.type_of(arg)), d)
 
     # helpers for handlers
     def arg(self, args, name):
@@ -575,6 +650,8 @@ class Lowering(ControlFlow):
                                 "unsigned"), D.bool_)
             mask = ok if mask is None else em.binary("&", mask, ok, D.bool_)
         base = self.b.broadcast(self.b.reshape(arr.base, (1,) * len(shape)), shape) if shape else arr.base
+        if offset is None:          # a 0-d array, no index tiles: its one element, in bounds
+            return base, em.const(True, D.bool_, shape)
         ptrs = self.b.offset(base, offset.value)
         return ptrs, mask
 

@@ -55,6 +55,17 @@ class _Structurizer(CFG):
 
     def region_and_join(self, b, an):
         """(region, join) of branch block ``b`` by the exclusion rule; join None if none."""
+        region, targets = self.region_and_targets(b, an)
+        if len(targets) > 1:
+            raise CompileError(
+                f"internal error: unstructured control flow in '{self.fname}' (branch at block "
+                f"{b} leads to {targets}); please report this kernel",
+                self.loc(self.blocks[b].terminator.loc))
+        return region, (targets[0] if targets else None)
+
+    def region_and_targets(self, b, an):
+        """The region of branch block ``b`` by the exclusion rule and the blocks it leads to
+        (its join, when there is one; ``continue`` and ``break`` edges left out)."""
         cfg, doms, loops, preds, dominated = an
         t = self.blocks[b].terminator
         lp = self._innermost_loop(loops, b)
@@ -67,38 +78,70 @@ class _Structurizer(CFG):
                 region |= dominated[x]
         if lp is not None:
             region &= set(lp.body)      # an arm that dominates the loop exit stops at it
-        region -= {j for j, owner in self.join_owner.items() if owner == b}
+        # a join split off for a branch ends that branch: b's region stops at b's own joins and
+        # at those of branches around b (not at those of branches nested in its arms)
+        for j, owner in self.join_owner.items():
+            if j in region and j != b and (owner == b or owner not in region):
+                region -= dominated[j] | {j}
         targets = []
         for u in sorted(region):
             for y in _succs(self.blocks[u]):
                 if y not in region and y not in exits and y not in targets:
                     targets.append(y)
-        if len(targets) > 1:
-            raise CompileError(
-                f"internal error: unstructured control flow in '{self.fname}' (branch at block "
-                f"{b} leads to {targets}); please report this kernel",
-                self.loc(t.loc))
-        return region, (targets[0] if targets else None)
+        return region, targets
 
     def split_joins(self):
         while True:
             an = self._analysis()
             preds = an[3]
             changed = False
+            found = {}                      # branch -> (region, join)
             for b in sorted(self.blocks):
                 if not isinstance(self.blocks[b].terminator, ir.Branch):
                     continue
-                region, J = self.region_and_join(b, an)
-                if J is None:
-                    continue
+                region, targets = self.region_and_targets(b, an)
+                if len(targets) > 1:
+                    self._single_exit(b, region, targets)
+                    changed = True
+                    break
+                if targets:
+                    found[b] = (region, targets[0])
+            for b, (region, J) in ([] if changed else found.items()):
                 inside = [p for p in preds[J] if p in region]
-                if len(inside) == len(preds[J]) or not inside:
+                if not inside:
+                    continue
+                # an inner branch whose join is also its enclosing branch's (the enclosing
+                # one's other arm breaks, continues or returns) gets a join of its own
+                shared = any(J2 == J and b in r2 for b2, (r2, J2) in found.items() if b2 != b)
+                if len(inside) == len(preds[J]) and not shared:
                     continue
                 self._split_join(J, inside, b)
                 changed = True
                 break
             if not changed:
                 return
+
+    def _single_exit(self, b, region, targets):
+        """Give the region of branch ``b`` one exit when it leads to several blocks: every
+        edge out of it goes to a new join ``J`` whose selector phi says which target the edge
+        was for, and ``J`` dispatches on it, as a loop's exit block does. That is the shape
+        of ``if c0 or c1 and c2:`` (the ``or``'s right side, itself a short circuit, reaches
+        both the ``then`` block and the join) and of ``break``/``continue`` arms that meet
+        after a branch."""
+        loc = self.blocks[b].terminator.loc
+        edges = [(u, x) for u in sorted(region) for x in _succs(self.blocks[u])
+                 if x in targets]
+        doms = self.cfg().dominators()
+        defs = self.def_blocks()
+        J = self.new_block(loc)
+        self.join_owner[J] = b
+        sources = self._route_exits_to(J, edges, loc)
+        sel, j_phis = self._exit_selector(sources, targets, loc)
+        target_phis, values = self._target_phis(sources, targets, loc)
+        j_phis += target_phis
+        j_phis += self._close_escaping_values(region - {b}, J, sources, defs, doms, loc)
+        dispatch_of = self._dispatch_exits(J, j_phis, sel, targets, loc)
+        self._take_target_phis_from_dispatch(targets, sources, dispatch_of, values)
 
     def _split_join(self, J, inside, owner):
         loc = self.blocks[J].loc

@@ -725,24 +725,36 @@ def check_launch_devices(infos, device, names: Optional[Sequence[str]] = None) -
                 f"or launch on a stream of tile.Device({st.device.ordinal})")
 
 
-def check_launch_aliasing(infos, names: Optional[Sequence[str]] = None) -> None:
+def check_launch_aliasing(infos, names: Optional[Sequence[str]] = None, kernel=None,
+                          consts=None) -> None:
     """TensorError when an output (partition or tile.atomic tensor) shares memory with another
-    argument of the same launch."""
+    argument of the same launch.
+
+    A ``kernel`` with an ``_alias_conflict(infos, consts, k, j)`` method (``ct.kernel``) judges
+    each aliased pair of runtime arguments ``k``, ``j`` itself: None when they may alias (as
+    cuTile: the kernel specialized for the launch's constants stores into at most one of
+    them), else the reason, added to the message. It is asked only when two arguments alias."""
     outs = [k for k, i in enumerate(infos) if i.writable]
     if not outs:
         return
+    judge = getattr(kernel, "_alias_conflict", None)
     if any(i.kind == "tuple" for i in infos):
         infos, names = flat_infos(infos, names)
         outs = [k for k, i in enumerate(infos) if i.writable]
+        judge = None                    # flattened positions are not the kernel's parameters
     for k in outs:
         a = infos[k]
         for j, b in enumerate(infos):
             if j == k or b.kind == "scalar" or (j in outs and j < k):
                 continue
             if _aliases(a, b):
+                why = judge(infos, consts, k, j) if judge is not None else ""
+                if why is None:
+                    continue
                 what = "partition" if a.kind == "partition" else "writable (tile.atomic) tensor"
                 raise TensorError(
-                    f"{_name(names, k)} ({what}) and {_name(names, j)} share memory: an output may "
+                    f"{_name(names, k)} ({what}) and {_name(names, j)} share memory"
+                    f"{f' ({why})' if why else ''}: an output may "
                     f"not alias another argument of the same launch. Pass a copy of the input "
                     f"(api.dup(x)) or write to a separate tensor")
 

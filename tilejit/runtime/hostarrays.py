@@ -3,14 +3,19 @@
 copied back into it when the kernel has finished (two copies; ``runtime.argspec`` does both).
 
 Only arrays whose memory tilejit can write back are accepted: writable NumPy arrays, and host
-arrays of other libraries that NumPy views writably through DLPack (a CPU torch tensor). JAX
-arrays are immutable and read-only NumPy arrays cannot take the results: both are refused here,
-when the output is named, with what to do instead.
+arrays of other libraries that NumPy views writably through DLPack (a CPU torch tensor). CPU
+torch tensors of dtypes NumPy lacks (bfloat16, float8) are viewed as ml_dtypes arrays over the
+same memory (:func:`lowp_view`). JAX arrays are immutable and read-only NumPy arrays cannot take
+the results: both are refused here, when the output is named, with what to do instead.
 """
 from __future__ import annotations
 
+import sys
+from typing import Optional
+
 import numpy as np
 
+from .. import dtypes as _dt
 from ..errors import TensorError
 
 _DLPACK_HOST = (1, 3)           # kDLCPU, kDLCUDAHost
@@ -43,6 +48,43 @@ def _has_cuda_array_interface(obj) -> bool:
         return False   # such as float8: the DLPack device decides then)
 
 
+# the torch integer dtype of each element width, to view bfloat16 / float8 storage through
+_TORCH_INT_OF_WIDTH = {8: "uint8", 16: "int16"}
+
+
+def lowp_view(obj) -> Optional[np.ndarray]:
+    """NumPy's view (no copy) of a CPU torch tensor whose dtype NumPy has not (bfloat16,
+    float8), typed with its ml_dtypes type, so writes land in the tensor; None for anything
+    else. Only called once ``np.from_dlpack`` has refused ``obj``."""
+    if type(obj).__module__.split(".", 1)[0] != "torch":
+        return None
+    try:
+        dt = _dt.as_dtype(obj.dtype)
+    except (TypeError, AttributeError):
+        return None
+    width = _TORCH_INT_OF_WIDTH.get(dt.bits)
+    if width is None or not dt.is_float or dt.np_dtype.type.__module__ != "ml_dtypes":
+        return None
+    if obj.requires_grad:       # refused as torch's DLPack export refuses it for other dtypes
+        raise BufferError("Can't export tensors that require gradient, use tensor.detach()")
+    # NumPy's DLPack import knows no bfloat16 / float8 codes, but it takes an integer view of
+    # the same storage; ml_dtypes then reinterprets the bits in place
+    as_int = obj.view(getattr(sys.modules["torch"], width))
+    return np.from_dlpack(as_int).view(dt.np_dtype)
+
+
+def host_view(obj) -> np.ndarray:
+    """NumPy's view of the host (DLPack) array ``obj``, its memory shared: ``np.from_dlpack``,
+    else :func:`lowp_view`; raises what ``np.from_dlpack`` raised when neither can."""
+    try:
+        return np.from_dlpack(obj)
+    except Exception:  # noqa: BLE001
+        arr = lowp_view(obj)
+        if arr is None:
+            raise
+        return arr
+
+
 def refuse_jax(obj, what: str) -> None:
     """TensorError for a JAX array named as an output (``what``: ``tile.partition()`` ...)."""
     if is_jax_array(obj):
@@ -53,6 +95,17 @@ def refuse_jax(obj, what: str) -> None:
             f"fine as inputs")
 
 
+def without_grad(obj):
+    """``obj.detach()`` for a torch tensor that requires grad (the same memory, which torch's
+    DLPack export refuses), else ``obj``. A kernel reads a CPU tensor that requires grad as it
+    reads a CUDA one (by ``data_ptr()``, whatever autograd says); outputs stay refused here
+    (``tile.partition``), and ``ct.launch`` writes into one as cuTile does (Liger's cross
+    entropy writes its gradient into the logits)."""
+    if getattr(obj, "requires_grad", False) and type(obj).__module__.startswith("torch"):
+        return obj.detach()
+    return obj
+
+
 def writable_host_array(obj, what: str) -> np.ndarray:
     """The NumPy array through which results are written back into the host array ``obj``
     (``obj`` itself for NumPy); TensorError naming the problem when they cannot be."""
@@ -61,7 +114,7 @@ def writable_host_array(obj, what: str) -> np.ndarray:
         arr = obj
     else:
         try:
-            arr = np.from_dlpack(obj)
+            arr = host_view(obj)
         except Exception as e:  # noqa: BLE001
             raise TensorError(f"{what}: this {type(obj).__name__} is in host memory and NumPy "
                               f"cannot view it ({type(e).__name__}: {e}), so the results could "
@@ -97,5 +150,5 @@ def float64_hint(message: str, infos, names) -> str:
             f"float32, pass {hits[0]}.astype(np.float32) instead of changing the kernel")
 
 
-__all__ = ["is_jax_array", "in_host_memory", "refuse_jax", "writable_host_array",
-           "output_array", "float64_hint"]
+__all__ = ["is_jax_array", "in_host_memory", "without_grad", "lowp_view", "host_view",
+           "refuse_jax", "writable_host_array", "output_array", "float64_hint"]

@@ -35,7 +35,10 @@ from .reject import unsupported
 
 # --------------------------------------------------------------------------------------------------
 class TileTypingError(NumbaTypingError):
-    """A typing failure with a message meant for the user (raised by templates)."""
+    """A typing failure with a message meant for the user (raised by templates);
+    ``error_class``: the tilejit error it becomes (a TypingError subclass)."""
+
+    error_class = TypingError
 
     def __init__(self, msg: str):
         self.tile_message = msg
@@ -486,13 +489,16 @@ def constraint_error(constraint, exc, infer, func_ir, pyfunc, texts: "ExprText",
         msg = plain_language(msg, [(texts.of(v), tyof(v)) for v in operands if v is not None]) \
             or msg
     where = locate(loc, fname, kind, detail, expr_text)
+    error_class = getattr(exc, "error_class", TypingError)
+    if error_class is not TypingError:          # its message names the expression itself
+        expr_text = None
     text = f"in `{expr_text}`: {msg}" if expr_text and expr_text != "…" else msg
     lines = operand_lines(operands)
     target = getattr(constraint, "target", None)
     lines += _inline_chain(target if isinstance(target, str) else None, sites)
     if lines:
         text += "\n" + "\n".join(lines)
-    return TypingError(text, where)
+    return error_class(text, where)
 
 
 def plain_language(msg: str, operands) -> Optional[str]:
@@ -547,8 +553,8 @@ def _merge_error(constraint, infer, func_ir, pyfunc) -> CompileError:
     if phi_block in headers:
         where = "it changes type from one loop iteration to the next"
     else:
-        where = "it is assigned different types on different control-flow paths (if/else branches " \
-                "or before/inside a loop)"
+        where = "its type depends on path taken (it is assigned different types on different " \
+                "control-flow paths: if/else branches or before/inside a loop)"
     msg = (f"variable '{name}' has type {describe_type(t_dst)} on one path and "
            f"{describe_type(t_src)} on another: {where}. A variable that flows through an if/else "
            f"or a loop must keep one tile type; convert with .astype(...) or "

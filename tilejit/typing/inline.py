@@ -9,6 +9,7 @@ recursion and is rejected.
 """
 from __future__ import annotations
 
+import builtins
 import inspect
 import itertools
 import types as pytypes
@@ -19,6 +20,7 @@ from numba.core import ir, ir_utils
 
 from .. import language
 from ..errors import TypingError, UnsupportedError
+from .diagnostics import user_name as diag_name
 from .passes import constant_assignments, first_assignments
 from .reject import MSG, numba_loc
 
@@ -26,10 +28,37 @@ _site_ids = itertools.count(1)
 
 
 def _static_callee(defs: Dict[str, ir.Assign], var: ir.Var, depth: int = 0):
-    """The Python object a call's function variable certainly holds, or None."""
+    """The Python object a call's function variable certainly holds, or None (also when it is
+    assigned more than once with different objects: see :func:`_callee_choices`)."""
     stmt = defs.get(var.name)
     if stmt is None or depth > 8:
         return None
+    more = getattr(defs, "more", {}).get(var.name)
+    if more:
+        found = [_assigned_callee(defs, s, depth) for s in more]
+        return found[0] if all(f is found[0] for f in found) else None
+    return _assigned_callee(defs, stmt, depth)
+
+
+def _reaching_callees(func_ir, defs, var: ir.Var, label: int, index: int) -> list:
+    """The objects a function variable assigned more than once may hold at the call at
+    (``label``, ``index``): its assignments that reach there (reaching definitions; a helper
+    chosen by a run-time ``if`` reaches with the other one)."""
+    from numba.core.analysis import compute_cfg_from_blocks
+    from .static_branches import reaching_definitions
+    blocks = func_ir.blocks
+    sites = {var.name: [(lbl, i, st) for lbl, blk in blocks.items()
+                        for i, st in enumerate(blk.body)
+                        if isinstance(st, ir.Assign) and st.target.name == var.name]}
+    here = [(i, st) for lbl, i, st in sites[var.name] if lbl == label and i < index]
+    if here:
+        return [_assigned_callee(defs, max(here, key=lambda x: x[0])[1], 0)]
+    reach = reaching_definitions(blocks, compute_cfg_from_blocks(blocks), sites)
+    found = reach[label].get(var.name, ())
+    return [_assigned_callee(defs, blocks[lbl].body[i], 0) for lbl, i in sorted(found)]
+
+
+def _assigned_callee(defs, stmt, depth: int):
     v = stmt.value
     if isinstance(v, (ir.Global, ir.FreeVar)):
         return v.value
@@ -40,6 +69,23 @@ def _static_callee(defs: Dict[str, ir.Assign], var: ir.Var, depth: int = 0):
         if isinstance(base, pytypes.ModuleType):
             return getattr(base, v.attr, None)
     return None
+
+
+#: builtins that a kernel calls as helpers written in the kernel language
+_BUILTIN_HELPERS = {id(builtins.divmod): language.divmod_}
+
+
+def _builtin_helpers(func_ir) -> bool:
+    """``divmod`` and the like become the kernel-language functions that implement them."""
+    changed = False
+    for block in func_ir.blocks.values():
+        for stmt in block.body:
+            if isinstance(stmt, ir.Assign) and isinstance(stmt.value, (ir.Global, ir.FreeVar)):
+                helper = _BUILTIN_HELPERS.get(id(stmt.value.value))
+                if helper is not None:
+                    stmt.value = ir.Global(stmt.value.name, helper, stmt.value.loc)
+                    changed = True
+    return changed
 
 
 def _is_entry(obj) -> bool:
@@ -55,7 +101,8 @@ def inline_helpers(func_ir, build_ir: Callable, stack: List, funcname: str,
     ``site id -> (helper name, call ir.Loc, caller name)``. ``plain``: undecorated Python
     functions are helpers too (``CompileOptions.plain_helpers``, cuTile's rule); otherwise
     calling one is an error. Returns True if anything changed."""
-    changed_any = plain and _wrap_plain_functions(func_ir)
+    changed_any = _builtin_helpers(func_ir)
+    changed_any = (plain and _wrap_plain_functions(func_ir)) or changed_any
     while True:
         defs = first_assignments(func_ir)
         site = _find_call_site(func_ir, defs, stack, funcname, plain)
@@ -114,6 +161,20 @@ def _find_call_site(func_ir, defs, stack, funcname, plain=False):
                     stmt.value.op == "call"):
                 continue
             callee = _static_callee(defs, stmt.value.func)
+            if callee is None and stmt.value.func.name in getattr(defs, "more", {}):
+                choices = _reaching_callees(func_ir, defs, stmt.value.func, label, i)
+                if choices and all(c is choices[0] for c in choices):
+                    callee = choices[0]         # reassigned, but one value reaches the call
+                choices = [c for c in choices if
+                           isinstance(c, (language.TileFunction, pytypes.FunctionType))]
+                if callee is None and choices:
+                    names = ", ".join(sorted({getattr(c, "name", None) or c.__name__
+                                              for c in choices}))
+                    raise UnsupportedError(
+                        f"'{diag_name(stmt.value.func.name)}' names a different function on "
+                        f"different paths ({names}); helpers are inlined, so a call through a "
+                        f"variable must name one function: call each one in its own branch",
+                        numba_loc(stmt.loc, funcname))
             if callee is None:
                 continue
             loc = numba_loc(stmt.loc, funcname)

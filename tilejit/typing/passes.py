@@ -23,13 +23,27 @@ from numba.core.rewrites.static_getitem import RewriteConstGetitems, RewriteCons
 from ..dtypes import DType, as_dtype
 
 
-def first_assignments(func_ir) -> dict:
+class Assignments(dict):
+    """Variable name -> its first ``ir.Assign`` (in block order); ``more[name]``: every
+    assignment of a name assigned more than once (before SSA, a name assigned in two branches
+    has two: the first is not *the* value)."""
+
+    def __init__(self):
+        super().__init__()
+        self.more: dict = {}
+
+
+def first_assignments(func_ir) -> Assignments:
     """Each variable name of ``func_ir`` -> the first ``ir.Assign`` to it (in block order)."""
-    defs = {}
+    defs = Assignments()
     for block in func_ir.blocks.values():
         for stmt in block.body:
             if isinstance(stmt, ir.Assign):
-                defs.setdefault(stmt.target.name, stmt)
+                name = stmt.target.name
+                if name in defs:
+                    defs.more.setdefault(name, [defs[name]]).append(stmt)
+                else:
+                    defs[name] = stmt
     return defs
 
 

@@ -28,7 +28,7 @@ import time
 from typing import Dict, List, NamedTuple, Optional, Sequence
 
 from numba.core import bytecode, errors as numba_errors, interpreter, ir, postproc, ssa, types
-from numba.core.analysis import dead_branch_prune
+from numba.core.analysis import compute_cfg_from_blocks, dead_branch_prune
 from numba.core.compiler_lock import global_compiler_lock
 from numba.core.ir_utils import build_definitions
 from numba.core.typeinfer import ConstraintNetwork, TypeInferer
@@ -43,6 +43,7 @@ from .unroll import unroll_static_loops
 from .inline import inline_helpers
 from .arg_types import arg_type, check_constant, constant_type
 from .passes import apply_rewrites, foreign_dtypes, freeze_constants, unify_returns
+from . import static_eval
 from .static_branches import fold_static_branches
 from .reject import check_ir, check_source
 
@@ -152,6 +153,8 @@ class TypedKernel:
                          next((x for x in defs if isinstance(x, ir.Var)), None))
             if isinstance(d, ir.Expr) and d.op == "getattr":
                 return d
+            if isinstance(d, ir.Expr) and d.op == "cast":   # returned by an inlined helper
+                d = d.value
             if not isinstance(d, ir.Var):
                 return None
             name = d.name
@@ -204,8 +207,12 @@ def _op_template(fnty):
 
 def _op_name(template, fnty) -> str:
     """The op a call resolves to: the template's ``op``, else the typing key's name."""
-    return getattr(template, "op", None) or getattr(fnty.typing_key, "__name__",
-                                                    str(fnty.typing_key))
+    if getattr(template, "op", None):
+        return template.op
+    if isinstance(fnty, types.NumberClass):         # np.float32(x): a conversion
+        return str(fnty.instance_type)
+    key = getattr(fnty, "typing_key", fnty)
+    return getattr(key, "__name__", str(key))
 
 
 def _type_text(ty) -> str:
@@ -277,17 +284,63 @@ def _bind_params(pyfunc, arg_keys: Sequence, constants: Optional[dict]):
 
 # --------------------------------------------------------------------------------------------------
 # Untyped IR
+class _Interpreter(interpreter.Interpreter):
+    """Numba's interpreter with a backbone that only holds blocks dominating every block after
+    them. It renames a variable stored in a backbone block (``a`` -> ``a.1``) for the rest of
+    the bytecode, which assumes those later blocks run after it. In ``while True:`` with a
+    ``break`` arm before an ``else`` arm that loops back, the ``break`` block is on every path
+    to the exit but not before the ``else`` arm: the arm stored to ``a.1`` while the next
+    iteration read ``a``, and its assignment was lost (``[13, 13]`` where Python gives
+    ``[13, 23]``)."""
+
+    @property
+    def cfa(self):
+        return self._cfa
+
+    @cfa.setter
+    def cfa(self, cfa):
+        doms = cfa.graph.dominators()
+        later = sorted(cfa.blocks)
+        cfa._backbone = {b for b in cfa.backbone
+                         if all(b in doms.get(o, (b,)) for o in later if o > b)}
+        self._cfa = cfa
+
+
 def _translate(pyfunc):
+    pyfunc = static_eval.rewrite(pyfunc)
     func_id = bytecode.FunctionIdentity.from_function(pyfunc)
     try:
-        func_ir = interpreter.Interpreter(func_id).interpret(bytecode.ByteCode(func_id=func_id))
+        func_ir = _Interpreter(func_id).interpret(bytecode.ByteCode(func_id=func_id))
     except numba_errors.NumbaError as e:
         loc = getattr(e, "loc", None)
         raise UnsupportedError(f"cannot compile '{pyfunc.__name__}': "
                                f"{diag.first_line(str(e))}",
                                diag.source_location(loc, pyfunc.__name__)) from None
+    except NotImplementedError as e:
+        cells = pyfunc.__code__.co_cellvars
+        if not cells:
+            raise
+        # Numba reads no Python cell variables (a name a nested function reads and the kernel
+        # assigns again after defining it)
+        raise UnsupportedError(
+            f"cannot compile '{pyfunc.__name__}': a nested function or lambda reads "
+            f"{', '.join(repr(c) for c in cells)}, which '{pyfunc.__name__}' assigns after "
+            f"defining it; pass the value to the nested function as an argument instead",
+            diag.source_location(None, pyfunc.__name__)) from None
     postproc.PostProcessor(func_ir).run(emit_dels=False)
     return func_ir
+
+
+def _prune_constant_branches(func_ir) -> None:
+    """Branches on constants (literals, frozen ``Constant`` parameters) decided before helpers
+    are inlined, and the blocks they cut off removed: ``f = plus if M == 0 else times`` then
+    ``f(x)`` calls one helper. (The argument types decide more branches at typing time.)"""
+    if not fold_static_branches(func_ir, ()):
+        return
+    dead = compute_cfg_from_blocks(func_ir.blocks).dead_nodes()
+    for label in dead:
+        del func_ir.blocks[label]
+    func_ir._definitions = build_definitions(func_ir.blocks)
 
 
 def _build_untyped(pyfunc, entry: bool, constants: Optional[dict], stack: List,
@@ -295,6 +348,8 @@ def _build_untyped(pyfunc, entry: bool, constants: Optional[dict], stack: List,
     check_source(pyfunc, entry)
     func_ir = _translate(pyfunc)
     freeze_constants(func_ir, constants)
+    static_eval.fold_constant_calls(func_ir)
+    _prune_constant_branches(func_ir)
     foreign_dtypes(func_ir)
     materialize_closures(func_ir, pyfunc, pyfunc.__name__)
 

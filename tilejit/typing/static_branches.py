@@ -90,7 +90,7 @@ def _fold_reachable(func_ir: ir.FunctionIR, arg_types) -> int:
         for i, stmt in enumerate(block.body):
             if isinstance(stmt, ir.Assign):
                 sites.setdefault(stmt.target.name, []).append((label, i, stmt.value))
-    reach = _reaching_definitions(live, cfg, sites)
+    reach = reaching_definitions(live, cfg, sites)
     memo: dict = {}                                 # (label, index) of a definition -> value
 
     def value(var: ir.Var, at, depth: int = 0):
@@ -207,7 +207,7 @@ def _int_op(fn, lhs, rhs):
     return out if _INT64[0] <= out <= _INT64[1] else _UNKNOWN
 
 
-def _reaching_definitions(live: dict, cfg, sites: dict) -> dict:
+def reaching_definitions(live: dict, cfg, sites: dict) -> dict:
     """label -> {name: the (label, index) definitions of ``name`` that reach the block's entry},
     over the live blocks, for the names defined more than once (a phi's value, a variable
     reassigned on one side of a branch)."""

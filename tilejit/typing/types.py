@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Optional, Tuple
 
 from numba.core import types
+from numba.core.typing.templates import signature
 
 from .. import dtypes as _dt
 from ..dtypes import DType
@@ -194,8 +195,10 @@ class TensorPartitionViewType(types.Type):
         return self.source.writable
 
 
-class DTypeType(types.Type):
-    """The type of a dtype value such as ``tile.float16`` or ``x.dtype``."""
+class DTypeType(types.Callable):
+    """The type of a dtype value such as ``tile.float16`` or ``x.dtype``; calling it converts
+    (``tile.uint32(3)`` is a uint32 scalar, not a weak Python int; ``tile.float32(t)`` is
+    ``t.astype(tile.float32)``)."""
 
     def __init__(self, dtype: DType):
         self.dtype = dtype
@@ -205,9 +208,32 @@ class DTypeType(types.Type):
     def key(self):
         return self.dtype.name
 
+    def get_call_type(self, context, args, kws):
+        from .diagnostics import TileTypingError, describe_type
+        if kws or len(args) != 1:
+            raise TileTypingError(f"{self.dtype.name}(x) takes one value")
+        (x,) = args
+        if isinstance(x, TileType):
+            return signature(x.copy(dtype=self.dtype), x)
+        if is_scalar(x):
+            return signature(scalar_type(self.dtype), x)
+        raise TileTypingError(f"{self.dtype.name}(x) converts a number or a tile, got "
+                              f"{describe_type(x)}")
 
-class EnumClassType(types.Type):
-    """The type of an enum class of the language (``tile.PaddingMode``)."""
+    def get_call_signatures(self):
+        return (), True
+
+    def get_impl_key(self, sig):
+        return type(self)
+
+    @property
+    def typing_key(self):
+        return self.dtype
+
+
+class EnumClassType(types.Callable):
+    """The type of an enum class of the language (``tile.PaddingMode``); calling it with a
+    constant (``Color(0)``) gives a member."""
 
     def __init__(self, enum_cls):
         self.enum_cls = enum_cls
@@ -215,6 +241,20 @@ class EnumClassType(types.Type):
 
     @property
     def key(self):
+        return self.enum_cls
+
+    def get_call_type(self, context, args, kws):
+        from .templates.misc import enum_call_type
+        return signature(enum_call_type(self.enum_cls, args, kws), *args)
+
+    def get_call_signatures(self):
+        return (), True
+
+    def get_impl_key(self, sig):
+        return type(self)
+
+    @property
+    def typing_key(self):
         return self.enum_cls
 
 

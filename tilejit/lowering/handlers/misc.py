@@ -38,6 +38,27 @@ def _assert(lw, info, args, rty):
     return None
 
 
+@handles(L._static_eval)
+def _static_eval(lw, info, args, rty):
+    from ...typing import static_eval as se
+    from ...typing.templates.misc import static_eval_result
+    operands = args["values"]
+    names = lw.static_arg(info, args, "names")
+    v, _ = static_eval_result(lw.static_arg(info, args, "key"), lw.static_arg(info, args, "src"),
+                              names, [lw.type_of(o) for o in operands])
+
+    def unwrap(x):
+        if isinstance(x, se.Symbol):             # one of the kernel's variables, as it is
+            return lw.value(operands[object.__getattribute__(x, "index")])
+        return tuple(unwrap(i) for i in x) if isinstance(x, tuple) else x
+    return unwrap(v)
+
+
+@handles(L.static_eval)
+def _static_eval_direct(lw, info, args, rty):
+    raise lw.error("static_eval() must be used directly")
+
+
 @handles(L.static_assert)
 def _static_assert(lw, info, args, rty):
     return None

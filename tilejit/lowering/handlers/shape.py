@@ -1,9 +1,9 @@
-"""Shape ops: reshape, permute, transpose, broadcast, expand_dims, cat, extract."""
+"""Shape ops: reshape, permute, transpose, swapaxes, broadcast, expand_dims, cat, extract."""
 from __future__ import annotations
 
 from ... import dtypes as D
 from ... import language as L
-from ...typing.templates.shape import permutation, transpose_axes
+from ...typing.templates.shape import permutation, swap_permutation, transpose_axes
 from ..emit import TV
 from . import dt_of, handles
 
@@ -27,6 +27,19 @@ def _transpose(lw, info, args, rty):
     axes = lw.arg(args, "axes")                  # *axes: a tuple; tile.transpose: one value
     return lw.em.permute(t, transpose_axes(axes if isinstance(axes, tuple) else (axes,),
                                            len(t.shape)))
+
+
+@handles("Tile.item")
+def _item(lw, info, args, rty):
+    return lw.em.reshape(lw.tv(lw.arg(args, "t")), ())
+
+
+@handles(L.swapaxes, "Tile.swapaxes")
+def _swapaxes(lw, info, args, rty):
+    t = lw.tv(lw.arg(args, "t"))
+    perm = swap_permutation(lw.static_arg(info, args, "axis1"), lw.static_arg(info, args, "axis2"),
+                            len(t.shape))
+    return t if perm == tuple(range(len(perm))) else lw.em.permute(t, perm)
 
 
 @handles(L.broadcast_to)
@@ -54,4 +67,6 @@ def _extract(lw, info, args, rty):
     t = lw.tv(lw.arg(args, "t"))
     index = lw.arg(args, "index")
     idx = [lw.tv(i, D.int32).value for i in (index if isinstance(index, tuple) else (index,))]
+    if rty.shape == () and t.shape:         # one element (cuTile's shape=())
+        return lw.em.reshape(TV(lw.b.extract(t.value, idx, (1,) * len(t.shape)), t.dtype), ())
     return TV(lw.b.extract(t.value, idx, rty.shape), t.dtype)

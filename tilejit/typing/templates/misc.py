@@ -7,8 +7,10 @@ from numba.core.typing.templates import AttributeTemplate
 from ... import dtypes as dt
 from ... import language
 from ..context import TILE_METADATA, registry
+from ...errors import StaticEvalError
 from ..diagnostics import TileTypingError, describe_type
-from ..types import EnumClassType, TileType, dtype_of, enum_member_type, is_scalar
+from ..types import (EnumClassType, EnumMemberType, TileType, dtype_of, enum_member_type,
+                     is_scalar)
 from ._base import function_rule, int_arg, is_none, static_value, NOT_STATIC
 
 
@@ -75,6 +77,41 @@ def _assume_div(b):
     return types.unliteral(x)
 
 
+@function_rule(language.static_eval)
+def _static_eval_direct(b):
+    raise TileTypingError("static_eval() must be used directly: write static_eval(expr) (or "
+                          "ct.static_eval(expr)) in the kernel, not through another name")
+
+
+class _StaticEvalTypingError(TileTypingError):
+    error_class = StaticEvalError
+
+
+_STATIC_EVALS: dict = {}
+
+
+def static_eval_result(key, src, names, value_types):
+    """(the value of a ``static_eval`` expression, its Numba type), computed once per
+    expression and argument types (so side effects such as ``list.append`` happen once)."""
+    from ..context import get_context
+    from .. import static_eval as se
+    memo = (key, src, tuple(value_types))
+    if memo not in _STATIC_EVALS:
+        values = se.argument_values(names, value_types, static_value, NOT_STATIC)
+        try:
+            v = se.evaluate(key, src, names, values)
+            _STATIC_EVALS[memo] = (v, se.static_type(v, get_context(), value_types))
+        except StaticEvalError as e:
+            raise _StaticEvalTypingError(str(e)) from None
+    return _STATIC_EVALS[memo]
+
+
+@function_rule(language._static_eval)
+def _static_eval(b):
+    names = static_value(b.names)
+    return static_eval_result(b.key.literal_value, b.src.literal_value, names, b.values)[1]
+
+
 @function_rule(language.static_assert)
 def _static_assert(b):
     v = static_value(b.cond)
@@ -97,6 +134,46 @@ class EnumClassAttributes(AttributeTemplate):
     def generic_resolve(self, ty, attr):
         member = ty.enum_cls.__members__.get(attr)
         return enum_member_type(member) if member is not None else None
+
+
+@registry.register_attr
+class EnumMemberAttributes(AttributeTemplate):
+    """``Color.RED.name`` and ``.value``: constants (a float value is a float64 scalar)."""
+    key = EnumMemberType
+    metadata = TILE_METADATA
+
+    def generic_resolve(self, ty, attr):
+        if attr not in ("name", "value"):
+            return None
+        v = getattr(ty.member, attr)
+        if isinstance(v, (bool, int, str)):
+            return types.literal(v)
+        if isinstance(v, float):
+            return types.float64
+        raise TileTypingError(f"{ty}.{attr} is a {type(v).__name__}: only int, bool, str and "
+                              f"float enum values can be used in a kernel")
+
+
+def enum_call_type(enum_cls, args, kws):
+    """``Color(value)`` with a compile-time ``value``: the member it names (a typing error,
+    as a ValueError is in Python, when there is none)."""
+    if kws or len(args) != 1:
+        raise TileTypingError(f"{enum_cls.__name__}(...) takes one value")
+    v = static_value(args[0])
+    if isinstance(args[0], types.Float):
+        raise TileTypingError(f"{enum_cls.__name__}(...) of a float: a float is no compile-time "
+                              f"constant in a kernel; name the member instead "
+                              f"({enum_cls.__name__}.<member>)")
+    if v is NOT_STATIC:
+        raise TileTypingError(f"{enum_cls.__name__}(...) needs a compile-time constant value, "
+                              f"got {describe_type(args[0])}: enum members exist only at "
+                              f"compile time")
+    try:
+        member = enum_cls(v)
+    except ValueError as e:
+        raise TileTypingError(f"{e} (members: "
+                              f"{', '.join(f'{m.name}={m.value!r}' for m in enum_cls)})") from None
+    return enum_member_type(member)
 
 
 def _loop_only(name):

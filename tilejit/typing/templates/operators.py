@@ -92,21 +92,66 @@ def _tuple_binop(fn, a, b):
         if isinstance(t, types.BaseTuple) and isinstance(n, types.IntegerLiteral):
             return signature(types.BaseTuple.from_types(tuple(t.types) *
                                                         max(n.literal_value, 0)), a, b)
-    if fn in (operator.eq, operator.ne) and isinstance(a, types.BaseTuple) and \
-            isinstance(b, types.BaseTuple):
-        va, vb = static_value(a), static_value(b)
-        if va is not NOT_STATIC and vb is not NOT_STATIC:
-            return signature(types.literal((va == vb) == (fn is operator.eq)), a, b)
-        if len(a.types) != len(b.types):
-            return signature(types.literal(fn is operator.ne), a, b)
-        for x, y in zip(a.types, b.types):
-            if not (is_scalar(x) and is_scalar(y)):
-                raise TileTypingError(f"'{sym}' compares tuples of scalars only, got "
-                                      f"{describe_type(a)} and {describe_type(b)}")
-        return signature(types.boolean, a, b)
+    if fn in (operator.eq, operator.ne):
+        same = tuple_equal(a, b, sym)
+        if same is None:
+            return signature(types.boolean, a, b)
+        return signature(types.literal(same == (fn is operator.eq)), a, b)
     raise TileTypingError(f"operator '{sym}' is not supported between {describe_type(a)} and "
                           f"{describe_type(b)} (tuples support + (concatenation), * by a "
                           f"constant int, == and !=)")
+
+
+def _tuple_element(t, sym):
+    if isinstance(t, types.BaseTuple) or is_scalar(t) or (isinstance(t, TileType) and
+                                                          t.ndim == 0):
+        return
+    if isinstance(t, TileType):
+        raise TileTypingError(f"'{sym}' on tuples is not supported for non-scalar elements: got "
+                              f"{describe_type(t)}; compare the tiles element-wise instead")
+    raise TileTypingError(f"'{sym}' on tuples is not supported for elements of type "
+                          f"{describe_type(t)} (scalars, 0-d tiles and tuples of them only)")
+
+
+def tuple_equal(a, b, sym="=="):
+    """``a == b`` where either side is a tuple, element by element as Python compares:
+    True or False when the types decide it (lengths differ, constants), None when the values
+    decide it at run time."""
+    ta, tb = isinstance(a, types.BaseTuple), isinstance(b, types.BaseTuple)
+    _tuple_element(a, sym)
+    _tuple_element(b, sym)
+    if ta and tb:
+        if len(a.types) != len(b.types):
+            return False
+        parts = [tuple_equal(x, y, sym) for x, y in zip(a.types, b.types)]
+        if any(p is False for p in parts):
+            return False
+        return True if all(p is True for p in parts) else None
+    if ta or tb:
+        return False                        # (1,) == 1 is False in Python
+    va, vb = static_value(a), static_value(b)
+    if va is not NOT_STATIC and vb is not NOT_STATIC:
+        return va == vb
+    return None
+
+
+def _contains(container, item):
+    """``item in container`` for a tuple: the elements are compared in order, as Python does;
+    a constant match ends the search, so elements after it are never looked at."""
+    if not isinstance(container, types.BaseTuple):
+        raise TileTypingError(f"'in' needs a tuple on its right, got {describe_type(container)}")
+    at_run_time = False
+    for el in container.types:
+        for t in (el, item):
+            if isinstance(t, TileType) and t.ndim > 0 or \
+                    not (isinstance(t, (types.BaseTuple, TileType)) or is_scalar(t)):
+                raise TileTypingError(f"'in' requires scalar operands (or tuples of them), got "
+                                      f"{describe_type(t)}")
+        same = tuple_equal(el, item, "in")
+        if same is True:
+            return types.literal(True)
+        at_run_time = at_run_time or same is None
+    return types.boolean if at_run_time else types.literal(False)
 
 
 def _static_eq(fn, a, b):
@@ -117,12 +162,17 @@ def _static_eq(fn, a, b):
         if isinstance(a, cls) or isinstance(b, cls):
             same = isinstance(a, cls) and isinstance(b, cls) and static_value(a) is static_value(b)
             return signature(types.literal(same == (fn is operator.eq)), a, b)
+    if isinstance(a, types.StringLiteral) and isinstance(b, types.StringLiteral):
+        same = a.literal_value == b.literal_value           # Color.RED.name == "RED"
+        return signature(types.literal(same == (fn is operator.eq)), a, b)
     return None
 
 
 def _binary(fn, args):
     a, b = args
     sym = operator_symbol(fn)
+    if fn is operator.contains:
+        return signature(_contains(a, b), a, b)
     if isinstance(a, types.BaseTuple) or isinstance(b, types.BaseTuple):
         return _tuple_binop(fn, a, b)
     sig = _static_eq(fn, a, b)
@@ -200,7 +250,7 @@ def _inplace_result(a: TileType, res, sym):
 
 
 for _fn in ARITH | TRUEDIV | FLOORDIV | POW | BITWISE | SHIFT | COMPARE | \
-        {operator.matmul, operator.imatmul}:
+        {operator.matmul, operator.imatmul, operator.contains}:
     def _make(fn):
         @raw_function_template(fn, f"operator {operator_symbol(fn)}")
         def _rule(context, args, kws):

@@ -121,6 +121,47 @@ function_rule(language.transpose)(_transpose)
 method_rule(TileType, "transpose", _transpose_method_sig, op="Tile.transpose")(_transpose)
 
 
+def _item_sig(t):
+    """t.item()"""
+
+
+@method_rule(TileType, "item", _item_sig, op="Tile.item")
+def _item(b):
+    t = _tile(b.t, "item")
+    n = 1
+    for e in t.shape:
+        n *= e
+    if n != 1:
+        raise TileTypingError(f"item(): the tile has shape {t.shape} ({n} elements); item() "
+                              f"takes a tile of one element")
+    return t.copy(shape=())
+
+
+def swap_permutation(axis1, axis2, ndim: int) -> tuple:
+    """The permutation of ``swapaxes(t, axis1, axis2)``; typing and lowering read it here."""
+    if axis1 is None or axis2 is None:
+        raise TileTypingError("swapaxes: transpose axes must either both be specified or both "
+                              "be None")
+    for a in (axis1, axis2):
+        if not isinstance(a, int) or isinstance(a, bool) or not -ndim <= a < ndim:
+            raise TileTypingError(f"swapaxes: axis {a!r} is not a constant int in "
+                                  f"[{-ndim}, {ndim}) for a tile of {ndim} dimensions")
+    perm = list(range(ndim))
+    i, j = axis1 % ndim, axis2 % ndim
+    perm[i], perm[j] = perm[j], perm[i]
+    return tuple(perm)
+
+
+def _swapaxes(b):
+    t = _tile(b.t, "swapaxes")
+    perm = swap_permutation(static_value(b.axis1), static_value(b.axis2), t.ndim)
+    return t.copy(shape=tuple(t.shape[a] for a in perm))
+
+
+function_rule(language.swapaxes)(_swapaxes)
+method_rule(TileType, "swapaxes", language.swapaxes)(_swapaxes)
+
+
 def _broadcast_to(b):
     t = _tile(b.t, "broadcast_to", allow_scalar=True)
     shape = shape_arg(b.shape, "broadcast_to: shape")
@@ -175,6 +216,9 @@ def _cat(b):
 def _extract(b):
     t = _tile(b.t, "extract")
     shape = shape_arg(b.shape, "extract: shape")
+    if shape == () and t.ndim:            # cuTile: a 0-d sub-tile is one element
+        index_arg(b.index, t.ndim, "extract: index")
+        return t.copy(shape=())
     if len(shape) != t.ndim:
         raise TileTypingError(f"extract: shape {shape} must have one entry per axis of the "
                               f"{t.ndim}-d tile")

@@ -1,0 +1,68 @@
+"""Calling a dtype converts (issue 44, cuTile's ``ct.float32(x)``): a constant becomes a value of
+that dtype as a C cast makes it (``uint32(-1)`` wraps, ``bool_(5)`` is True), not a weak Python
+number, so ``~tile.uint32(3)`` is computed in uint32; a run-time scalar or a tile is cast."""
+import numpy as np
+import pytest
+
+import tilejit as tile
+import tilejit.cutile as ct
+from tilejit import api
+
+pytestmark = pytest.mark.usefixtures("simulator_backend")
+
+
+@ct.kernel
+def _conversions(x, f: float):
+    ct.scatter(x, 0, ct.int64(~ct.uint32(3)))
+    ct.scatter(x, 1, ct.int64(-ct.uint32(3)))
+    ct.scatter(x, 2, ct.int64(ct.bool_(5)))
+    ct.scatter(x, 3, ct.int64(ct.bool_(-3)))
+    ct.scatter(x, 4, ct.int64(ct.float32(2.75) * 2))
+    ct.scatter(x, 5, ct.int64(ct.sum(ct.int32(ct.full((4,), 1.5, dtype=ct.float32)))))
+    ct.scatter(x, 6, ct.int64(ct.int8(f)))
+
+
+def test_dtype_calls():
+    x = api.zeros((7,), tile.int64).sync()
+    ct.launch(tile.Device(0).new_stream(), (1,), _conversions, (tile.atomic(x), -7.9))
+    assert x.to_numpy().tolist() == [0xfffffffc, 0xfffffffd, 1, 1, 5, 4, -7]
+
+
+@tile.entry
+def _entry(z, x):
+    z.store(tile.float16(x.load((0,), (8,))) * tile.float16(0.5))
+
+
+def test_tile_conversion_in_the_tilejit_front_end():
+    x = np.arange(8, dtype=np.float32)
+    z = api.zeros((8,), tile.float16).sync()
+    _entry(z.partition((8,)), x).sync()
+    assert np.array_equal(z.to_numpy(), (x * 0.5).astype(np.float16))
+
+
+# --- divmod and Tile.item (cuTile's spellings, both front ends) -----------------------------------
+@ct.kernel
+def _divmod(x, a: int, b: int):
+    q, r = divmod(a, b)
+    ct.scatter(x, 0, q)
+    ct.scatter(x, 1, r)
+    q2, r2 = ct.divmod(ct.arange(4, dtype=ct.int32) - 2, 3)
+    ct.store(x, index=(1,), tile=q2 * 10 + r2)
+    ct.scatter(x, 2, ct.full((1, 1), 9, dtype=ct.int32).item())
+
+
+def test_divmod_and_item():
+    x = api.zeros((8,), tile.int32).sync()
+    ct.launch(tile.Device(0).new_stream(), (1,), _divmod, (tile.atomic(x), -7, 2))
+    want = [*divmod(-7, 2), 9, 0] + [q * 10 + r for q, r in (divmod(i - 2, 3) for i in range(4))]
+    assert x.to_numpy().tolist() == want
+
+
+def test_item_of_a_tile_of_several_elements_is_refused():
+    @tile.entry
+    def k(z):
+        tile.scatter(z, 0, tile.zeros((4,), tile.float32).item())
+
+    z = api.zeros((1,), tile.float32).sync()
+    with pytest.raises(tile.TypingError, match=r"item\(\): the tile has shape \(4,\)"):
+        k(tile.atomic(z)).grid((1, 1, 1)).sync()
