@@ -165,3 +165,19 @@ def test_a_gpu_array_whose_array_interface_raises_is_a_gpu_output():
     arr = _GpuArrayWithoutTypestr()
     assert not in_host_memory(arr)
     assert tile.atomic(arr).value is arr
+
+
+def test_an_output_whose_elements_overlap_is_refused():
+    # a stride-0 view: 4 atomic adds into one float kept 1 of them (issue 45)
+    @tile.entry
+    def adds(out):
+        tile.atomic_add(out, tile.arange(4, tile.int32), 1.0)
+
+    base = np.zeros(1, np.float32)
+    view = np.lib.stride_tricks.as_strided(base, (4,), (0,))
+    with pytest.raises(tile.TensorError, match="elements of this array overlap"):
+        adds(tile.atomic(view)).grid((1, 1, 1)).sync()
+    assert base.tolist() == [0.0]
+    ok = np.zeros((4, 4), np.float32)[:, ::2]           # strided but not overlapping: fine
+    adds(tile.atomic(ok[0])).grid((1, 1, 1)).sync()
+    assert ok[0].tolist() == [1.0, 1.0]

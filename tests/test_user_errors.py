@@ -79,3 +79,91 @@ def test_breakpoint_in_a_kernel_points_to_the_simulator_workflow():
     assert "breakpoint() cannot stop inside a tile kernel" in msg
     assert "TILEJIT_SIMULATE=1" in msg and "tile.printf" in msg and "Stepping through a kernel" in msg
     assert "pass it as an argument" not in msg
+
+
+# --- issue 45: bad inputs that were internal errors, raw exceptions or accepted ---------------------
+def test_static_range_with_a_zero_step():
+    @tile.entry
+    def k(out):
+        acc = 0
+        for i in tile.static_range(0, 4, 0):
+            acc += i
+        tile.scatter(out, 0, acc)
+
+    out = api.zeros((1,), tile.int32).sync()
+    with pytest.raises(tile.UnsupportedError, match="step must not be zero"):
+        k(tile.atomic(out)).grid((1, 1, 1)).sync()
+
+
+def test_reduce_with_a_combiner_of_the_wrong_arity_is_a_user_error():
+    @tile.entry
+    def k(z, x):
+        z.store(tile.reduce(x.load((0,), (8,)), 0, lambda a: a, keepdims=True))
+
+    with pytest.raises(tile.TypingError, match=r"takes 1 argument\(s\), 2 given") as e:
+        k(api.zeros((1,)).sync().partition((1,)), np.ones(8, np.float32)).sync()
+    assert "please report" not in str(e.value)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"tile": "64"}, "tile must be a tuple of positive ints"),
+    ({"tile": (0,)}, "tile must be a tuple of positive ints"),
+    ({"tile": (64,), "occupancy": "2"}, "occupancy must be a non-negative int"),
+])
+def test_config_checks_its_values(kwargs, match):
+    with pytest.raises(TypeError, match=match):
+        tile.Config(**kwargs)
+    assert tile.Config(tile=64).tile == (64,)
+
+
+def test_cutile_hints_and_streams_are_checked():
+    import tilejit.cutile as ct
+    with pytest.raises(TypeError, match="occupancy must be a non-negative int"):
+        ct.kernel(occupancy="2")(lambda x: None)
+
+    @ct.kernel
+    def k(x):
+        ct.scatter(x, 0, 1)
+
+    with pytest.raises(ValueError, match="stream handle -1 is negative"):
+        ct.launch(-1, (1,), k, (tile.atomic(api.zeros((1,), tile.int32).sync()),))
+
+
+def test_other_compilers_names_say_tilejits():
+    with pytest.raises(AttributeError, match=r"tilejit spells it tile.bid\(axis\)"):
+        tile.program_id  # noqa: B018
+
+    @tile.entry
+    def k(out):
+        tile.scatter(out, 0, tile.program_id(0))
+
+    with pytest.raises(tile.TypingError, match=r"tilejit spells it tile.bid\(axis\)"):
+        k(tile.atomic(api.zeros((1,), tile.int32).sync())).grid((1, 1, 1)).sync()
+
+
+def test_a_lazy_op_asked_for_a_tensors_attribute_says_to_sync():
+    op = api.zeros((4,))
+    with pytest.raises(AttributeError, match=r"run it first: op.sync\(\).to_numpy"):
+        op.to_numpy()
+    op.sync()
+
+
+def test_a_numpy_output_without_a_partition_names_tile_partition():
+    @tile.entry
+    def k(z, x):
+        z.store(x.load((0,), (4,)))
+
+    with pytest.raises(tile.LaunchError, match=r"tile.partition\(array, tile_shape\)"):
+        k(np.zeros(4, np.float32), np.ones(4, np.float32)).sync()
+
+
+def test_a_variable_assigned_only_under_a_false_constant_if_is_located():
+    @tile.entry
+    def k(out, F: tile.Constant[bool]):
+        if F:
+            v = 3
+        tile.scatter(out, 0, v)     # noqa: F821 (the point)
+
+    with pytest.raises(tile.TypingError, match="'v' is used but never assigned") as e:
+        k(tile.atomic(api.zeros((1,), tile.int32).sync()), False).grid((1, 1, 1)).sync()
+    assert e.value.loc is not None and "unknown location" not in str(e.value)

@@ -204,8 +204,9 @@ def linspace(start: float, stop: float, n: int, dtype=_dt.float32) -> DeviceOp:
     if n < 0:
         raise TensorError(f"api.linspace: n must be >= 0, got {n}")
     step = (float(stop) - float(start)) / (n - 1) if n > 1 else 0.0
+    last = stop if n > 1 else start             # NumPy: linspace(a, b, 1) is [a]
     return _Construct((n,), dtype, lambda z, ctx: execute_input(creation.linspace(
-        z, np.float64(start), np.float64(step), n, np.float64(stop)), ctx), "linspace",
+        z, np.float64(start), np.float64(step), n, np.float64(last)), ctx), "linspace",
                       f"from {start} to {stop}")
 
 

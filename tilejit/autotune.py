@@ -49,6 +49,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 from . import dtypes as D
 from . import envvars
 from . import tuning_source, tuning_space
+from .tuning_config import _OPTION_NAMES, Config
 from .compiler import CompileOptions
 from .errors import LaunchError, TileJitError
 from .deviceops.deviceop import account_for
@@ -57,7 +58,6 @@ from .runtime.partition import partition
 # pytest hides this module's frames in tracebacks of user errors (compile errors...)
 from .tracebacks import hide_frames_of_user_errors as __tracebackhide__  # noqa: E402
 
-_OPTION_NAMES = ("occupancy", "num_ctas", "opt_level", "num_worker_warps")
 L2_FLUSH_BYTES = 256 << 20
 
 
@@ -66,48 +66,6 @@ def _writes_worker_warps() -> bool:
     writes the newest)."""
     from .toolchain import tileiras
     return not tileiras.available() or tileiras.max_bytecode_version() >= (13, 3)
-
-
-class Config:
-    """One configuration: ``tile=`` (output partition tile shape), compile options and
-    ``tile.Constant`` values by name, e.g. ``Config(tile=(128, 64), BK=32, occupancy=2)``."""
-
-    def __init__(self, tile: Optional[Sequence[int]] = None, *, occupancy: Optional[int] = None,
-                 num_ctas: Optional[int] = None, opt_level: Optional[int] = None,
-                 num_worker_warps: Optional[int] = None, **constants: Any):
-        self.tile = tuple(int(t) for t in tile) if tile is not None else None
-        self.occupancy, self.num_ctas, self.opt_level = occupancy, num_ctas, opt_level
-        self.num_worker_warps = num_worker_warps
-        self.constants = dict(constants)
-
-    def options(self, base: CompileOptions) -> CompileOptions:
-        def pick(mine, theirs):
-            return mine if mine is not None else theirs
-        return dataclasses.replace(
-            base, occupancy=pick(self.occupancy, base.occupancy),
-            num_cta_in_cga=pick(self.num_ctas, base.num_cta_in_cga),
-            opt_level=pick(self.opt_level, base.opt_level),
-            num_worker_warps=pick(self.num_worker_warps, base.num_worker_warps))
-
-    def as_dict(self) -> Dict[str, Any]:
-        """A JSON-able form (the disk cache keeps default-space winners this way)."""
-        d = {n: getattr(self, n) for n in _OPTION_NAMES if getattr(self, n) is not None}
-        if self.tile is not None:
-            d["tile"] = list(self.tile)
-        if self.constants:
-            d["constants"] = dict(self.constants)
-        return d
-
-    @classmethod
-    def from_dict(cls, d: Dict[str, Any]) -> "Config":
-        return cls(d.get("tile"), **{n: d[n] for n in _OPTION_NAMES if n in d},
-                   **d.get("constants", {}))
-
-    def __repr__(self) -> str:
-        parts = [f"tile={self.tile}"] if self.tile is not None else []
-        parts += [f"{n}={getattr(self, n)}" for n in _OPTION_NAMES if getattr(self, n) is not None]
-        parts += [f"{k}={v!r}" for k, v in self.constants.items()]
-        return f"Config({', '.join(parts)})"
 
 
 #: Near-ties re-timed side by side: configs within SETTLE_WITHIN of the best first median, at

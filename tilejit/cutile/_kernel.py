@@ -92,6 +92,11 @@ class Kernel(_TileKernel):
                  num_worker_warps=None):
         self._hints = {"num_ctas": num_ctas, "occupancy": occupancy, "opt_level": opt_level,
                        "num_worker_warps": num_worker_warps}
+        for name, v in self._hints.items():
+            if not (v is None or isinstance(v, ByTarget) or
+                    (isinstance(v, int) and not isinstance(v, bool) and v >= 0)):
+                raise TypeError(f"ct.kernel: {name} must be a non-negative int or a "
+                                f"ct.ByTarget, got {v!r}")
         level = _for_target(opt_level, None)
         super().__init__(pyfunc, occupancy=_for_target(occupancy, None),
                          num_ctas=_for_target(num_ctas, None),
@@ -367,6 +372,10 @@ def _stream_of(obj) -> Stream:
         raise TypeError(f"ct.launch() needs a stream, got {obj!r}: pass "
                         f"torch.cuda.current_stream(), a CuPy stream, an int CUstream handle or "
                         f"a tile.Stream")
+    if isinstance(obj, int) and obj < 0:
+        raise ValueError(f"ct.launch(): stream handle {obj} is negative: pass a CUstream "
+                         f"handle (0 is the default stream), a torch or CuPy stream, or a "
+                         f"tile.Stream")
     handle = _stream_handle(obj)
     key = (handle, getattr(obj, "device_index", None) if type(getattr(
         obj, "cuda_stream", None)) is int else _object_device(obj))

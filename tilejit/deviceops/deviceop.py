@@ -41,8 +41,21 @@ from ..tracebacks import hide_frames_of_user_errors as __tracebackhide__  # noqa
 RAN_SLOT = "_ran"
 
 
+_TENSOR_ATTRIBUTES = frozenset({"to_numpy", "numpy", "shape", "dtype", "partition", "ndim",
+                                "strides", "nbytes", "device", "to", "copy_to_host", "item"})
+
+
 class DeviceOp:
     """Base class of lazy GPU work. Subclasses implement ``_execute(ctx)``."""
+
+    def __getattr__(self, name):
+        # only reached for attributes the op does not have: a tensor's, asked of the lazy op
+        # that would make it (api.zeros(n).to_numpy() without .sync())
+        if name in _TENSOR_ATTRIBUTES:
+            raise AttributeError(
+                f"'{type(self).__name__}' object has no attribute '{name}': it is a lazy "
+                f"DeviceOp, not a tensor yet; run it first: op.sync().{name}")
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     # one slot and no per-instance dict here, so a subclass may keep its hot state in __slots__
     # (KernelLaunch, which the C launcher fills and reads by offset); subclasses without

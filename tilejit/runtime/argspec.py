@@ -635,9 +635,13 @@ def grid_from_partitions(infos, grid=None, names: Optional[Sequence[str]] = None
         return normalize_grid(grid)
     parts = [(k, i) for k, i in enumerate(infos) if i.kind == "partition"]
     if not parts:
-        raise LaunchError("cannot infer the launch grid: no argument is a partition. Pass the "
-                          "output as t.partition(tile_shape) or give the grid explicitly with "
-                          "kernel(...).grid((gx, gy, gz))")
+        host = any(getattr(i, "host", None) is not None for i in infos)
+        how = ("t.partition(tile_shape) for a tilejit tensor, tile.partition(array, tile_shape) "
+               "for a NumPy or other array (NumPy's own ndarray.partition sorts the array)"
+               if host else "t.partition(tile_shape)")
+        raise LaunchError(f"cannot infer the launch grid: no argument is a partition. Pass the "
+                          f"output as {how}, or give the grid explicitly with "
+                          f"kernel(...).grid((gx, gy, gz))")
     k0, i0 = parts[0]
     g = i0.grid
     for k, i in parts[1:]:

@@ -124,7 +124,25 @@ def writable_host_array(obj, what: str) -> np.ndarray:
         kind = "NumPy array" if arr is obj else type(obj).__name__
         raise TensorError(f"{what}: this {kind} is read-only, so the kernel's results could not "
                           f"be written back into it; pass a writable {kind} (e.g. a copy)")
+    if _elements_overlap(arr):
+        raise TensorError(f"{what}: the elements of this array overlap in memory (strides "
+                          f"{arr.strides} for shape {arr.shape}, e.g. a view made by "
+                          f"np.broadcast_to): results written through its elements would overwrite "
+                          f"each other; write into np.zeros(shape) instead and combine the "
+                          f"overlapping elements yourself (np.add.at semantics need that)")
     return arr
+
+
+def _elements_overlap(arr: np.ndarray) -> bool:
+    """Whether two elements of ``arr`` may share memory: with the axes of extent > 1 in order
+    of stride, each stride must step over the whole extent of the axis before it."""
+    dims = sorted((abs(st), n) for st, n in zip(arr.strides, arr.shape) if n > 1)
+    span = arr.itemsize
+    for st, n in dims:
+        if st < span:
+            return True
+        span = st * n
+    return False
 
 
 def output_array(obj, what: str):

@@ -562,10 +562,24 @@ def _merge_error(constraint, infer, func_ir, pyfunc) -> CompileError:
     return TypingError(msg, source_location(constraint.loc, pyfunc.__name__))
 
 
-def plain_error(e, pyfunc) -> CompileError:
+def plain_error(e, pyfunc, func_ir=None) -> CompileError:
     """Errors raised outside constraints (undefined globals, unresolved types)."""
     loc = source_location(getattr(e, "loc", None), pyfunc.__name__)
     text = strip_ansi(str(e))
+    m = re.search(r"Type of variable '([^']+)' cannot be determined", text)
+    if m and func_ir is not None:
+        # no assignment reaches any use (one under `if CONSTANT:` that is False here): say so
+        # at the first use, which Numba does not locate
+        name = m.group(1)
+        for block in func_ir.blocks.values():
+            for stmt in block.body:
+                if any(v.name == name for v in stmt.list_vars()) and not (
+                        isinstance(stmt, ir.Assign) and stmt.target.name == name):
+                    return TypingError(
+                        f"variable '{user_name(name)}' is used but never assigned on this "
+                        f"specialization's path (for example it is assigned only under an `if` "
+                        f"on a constant that is False here); assign it before the `if`",
+                        source_location(stmt.loc, pyfunc.__name__))
     m = UNTYPED_GLOBAL.search(text)
     if m:
         name = m.group(1)

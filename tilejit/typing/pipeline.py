@@ -433,7 +433,7 @@ def _infer(func_ir, arg_types: Dict[str, types.Type], pyfunc):
     except CompileError:
         raise
     except numba_errors.TypingError as e:
-        raise diag.plain_error(e, pyfunc) from None
+        raise diag.plain_error(e, pyfunc, func_ir) from None
     return dict(typemap), restype, dict(calltypes)
 
 

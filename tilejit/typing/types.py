@@ -195,67 +195,65 @@ class TensorPartitionViewType(types.Type):
         return self.source.writable
 
 
-class DTypeType(types.Callable):
+class _CallableValue(types.Callable):
+    """A compile-time value that can be called in a kernel (a dtype, an enum class): the call
+    is typed by ``_call_type``; nothing of Numba's lowering is involved (tilejit lowers it)."""
+
+    def get_call_type(self, context, args, kws):
+        return signature(self._call_type(args, kws), *args)
+
+    def get_call_signatures(self):
+        return (), True
+
+    def get_impl_key(self, sig):
+        return type(self)
+
+    @property
+    def typing_key(self):
+        return self.value
+
+
+class DTypeType(_CallableValue):
     """The type of a dtype value such as ``tile.float16`` or ``x.dtype``; calling it converts
     (``tile.uint32(3)`` is a uint32 scalar, not a weak Python int; ``tile.float32(t)`` is
     ``t.astype(tile.float32)``)."""
 
     def __init__(self, dtype: DType):
-        self.dtype = dtype
+        self.dtype = self.value = dtype
         super().__init__(name=f"DType[{dtype.name}]")
 
     @property
     def key(self):
         return self.dtype.name
 
-    def get_call_type(self, context, args, kws):
+    def _call_type(self, args, kws):
         from .diagnostics import TileTypingError, describe_type
         if kws or len(args) != 1:
             raise TileTypingError(f"{self.dtype.name}(x) takes one value")
         (x,) = args
         if isinstance(x, TileType):
-            return signature(x.copy(dtype=self.dtype), x)
+            return x.copy(dtype=self.dtype)
         if is_scalar(x):
-            return signature(scalar_type(self.dtype), x)
+            return scalar_type(self.dtype)
         raise TileTypingError(f"{self.dtype.name}(x) converts a number or a tile, got "
                               f"{describe_type(x)}")
 
-    def get_call_signatures(self):
-        return (), True
 
-    def get_impl_key(self, sig):
-        return type(self)
-
-    @property
-    def typing_key(self):
-        return self.dtype
-
-
-class EnumClassType(types.Callable):
+class EnumClassType(_CallableValue):
     """The type of an enum class of the language (``tile.PaddingMode``); calling it with a
     constant (``Color(0)``) gives a member."""
 
     def __init__(self, enum_cls):
-        self.enum_cls = enum_cls
+        self.enum_cls = self.value = enum_cls
         super().__init__(name=f"EnumClass[{enum_cls.__name__}]")
 
     @property
     def key(self):
         return self.enum_cls
 
-    def get_call_type(self, context, args, kws):
+    def _call_type(self, args, kws):
         from .templates.misc import enum_call_type
-        return signature(enum_call_type(self.enum_cls, args, kws), *args)
-
-    def get_call_signatures(self):
-        return (), True
-
-    def get_impl_key(self, sig):
-        return type(self)
-
-    @property
-    def typing_key(self):
-        return self.enum_cls
+        return enum_call_type(self.enum_cls, args, kws)
 
 
 class EnumMemberType(types.Type):

@@ -82,6 +82,8 @@ def _loop_values(func_ir, defs, arg_types, call, funcname):
                                    "compile-time constant ints (literals, tile.Constant "
                                    "parameters, globals); for a runtime bound use range()",
                                    loc)
+        if len(bounds) == 3 and bounds[2] == 0:
+            raise UnsupportedError("tile.static_range: the step must not be zero", loc)
         r = range(*bounds)
         if len(r) > 4096:
             raise UnsupportedError(f"tile.static_range unrolls {len(r)} copies of the loop body; "

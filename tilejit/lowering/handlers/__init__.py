@@ -78,5 +78,5 @@ def and_user_mask(lw, args, mask: TV, shape) -> TV:
 import importlib as _importlib  # noqa: E402
 
 for _family in ("grid", "memory", "atomics", "creation", "elementwise", "dtype", "shape",
-                "reduction", "matmul", "misc", "random", "tiled_view"):
+                "reduction", "matmul", "misc", "random", "tiled_view", "assembly"):
     _importlib.import_module(f"{__name__}.{_family}")

@@ -16,7 +16,8 @@ Importing this package registers every template in ``tilejit.typing.context.regi
 ``misc``        printf, assert_, assume_divisible_by, static_assert, enum members
 ``random``      randint4x, randint, rand, randn
 ``tiled_view``  ``x.tiled_view(...)`` (cuTile's TiledView): load, store, num_tiles, atomics
+``assembly``    astile, insert, pack_to_bytes, unpack_from_bytes
 ==============  ===================================================================
 """
 from . import (operators, grid, memory, atomics, creation, elementwise, reduction,  # noqa: F401
-               matmul, shape, dtype, misc, random, tiled_view)
+               matmul, shape, dtype, misc, random, tiled_view, assembly)

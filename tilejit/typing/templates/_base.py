@@ -30,6 +30,7 @@ from numba.core.typing.templates import AbstractTemplate, AttributeTemplate, Sig
 
 from ... import envvars, language
 from ...dtypes import DType
+from ...errors import CompileError
 from ..context import TILE_METADATA, registry
 from ..diagnostics import TileTypingError, describe_type
 from ..arg_types import constant_type
@@ -126,6 +127,8 @@ def _guard(op: str, rule, *a):
         return rule(*a)
     except NumbaTypingError:
         raise
+    except CompileError as e:       # a user error found typing a nested kernel function
+        raise TileTypingError(e.message) from None
     except Exception as e:          # a bug in a rule: still report it at the user's line
         if _DEBUG:
             raise
@@ -300,7 +303,9 @@ def unknown_attribute_error(typ, attr: str) -> TileTypingError:
         mod = typ.pymod
         if mod.__name__ in ("tilejit", "tilejit.language"):
             names = [n for n in dir(language) if not n.startswith("_")]
-            hint = _did_you_mean(attr, names)
+            import tilejit
+            other = getattr(tilejit, "_OTHER_NAMES", {}).get(attr)      # Triton's spellings
+            hint = f" (tilejit spells it {other})" if other else _did_you_mean(attr, names)
             return TileTypingError(f"tilejit has no kernel function or attribute '{attr}'{hint}; "
                                    f"the kernel language is listed in help(tilejit.language) "
                                    f"and the docs' language reference")

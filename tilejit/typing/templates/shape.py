@@ -132,8 +132,8 @@ def _item(b):
     for e in t.shape:
         n *= e
     if n != 1:
-        raise TileTypingError(f"item(): the tile has shape {t.shape} ({n} elements); item() "
-                              f"takes a tile of one element")
+        raise TileTypingError(f"item(): Cannot reshape {t.shape} to (): the tile has {n} "
+                              f"elements; item() takes a tile of one element")
     return t.copy(shape=())
 
 
@@ -225,7 +225,12 @@ def _extract(b):
     for s, full in zip(shape, t.shape):
         if full % s:
             raise TileTypingError(f"extract: shape {shape} does not tile {t.shape}")
-    index_arg(b.index, t.ndim, "extract: index")
+    items = index_arg(b.index, t.ndim, "extract: index")
+    for axis, (ty, full, s) in enumerate(zip(items, t.shape, shape)):
+        i = static_value(ty)
+        if isinstance(i, int) and not 0 <= i < full // s:
+            raise TileTypingError(f"extract: index {i} is out of bounds along axis {axis}: the "
+                                  f"tile has {full // s} sub-tiles of {s} there")
     return t.copy(shape=shape)
 
 
