@@ -62,6 +62,9 @@ CASES = [
     ("test_x.py:10: in test_y\n    b = get_bytecode(k, args)\nutil.py:44: in get_bytecode\n"
      "    if not isinstance(kernel, ct.kernel):\nE   TypeError: isinstance() arg 2 must be a type",
      "cuTile internals", "TypeError: isinstance() arg 2 must be a type"),
+    ("test_x.py:9: in test_y\n    assert mock.call_count == 1\nE   AssertionError: assert 0 == 1\n"
+     "E    +  where 0 = <MagicMock name='compile_tile' id='1'>.call_count",
+     "cuTile internals", "AssertionError: assert 0 == 1"),
     ("E   Failed: Timeout >120.0s", "simulator limit", "Failed: Timeout >120.0s"),
     ("pytest process died (exit -9) in this test", "simulator limit",
      "pytest process died (exit -9) in this test"),

@@ -410,7 +410,7 @@ def bad_undefined(z, x, n):
 
 
 def test_possibly_undefined_variable():
-    check(bad_undefined, [P1, T1, I64], "variable 't' may be used before it is assigned",
+    check(bad_undefined, [P1, T1, I64], "'t' may be used before it is assigned",
           "loop", exc=tile.TypingError, struct=True)
 
 

@@ -167,3 +167,20 @@ def test_a_variable_assigned_only_under_a_false_constant_if_is_located():
     with pytest.raises(tile.TypingError, match="'v' is used but never assigned") as e:
         k(tile.atomic(api.zeros((1,), tile.int32).sync()), False).grid((1, 1, 1)).sync()
     assert e.value.loc is not None and "unknown location" not in str(e.value)
+
+
+def test_a_variable_assigned_in_one_branch_and_used_in_the_other():
+    # Numba's SSA left the else branch's use pointing at the then branch's value: invalid Tile IR
+    @tile.entry
+    def k(z, a):
+        t = a.load((0, 0), (2, 2))
+        if tile.bid(0) == 0:
+            acc = tile.zeros((2, 2), tile.float32)
+            acc = tile.mma(t, t, acc)
+        else:
+            acc = tile.mma(t, t, acc)     # noqa: F821 (the point)
+        z.store(acc)
+
+    z = api.zeros((4, 2)).sync()
+    with pytest.raises(tile.TypingError, match="undefined variable: 'acc' may be used before"):
+        k(z.partition((2, 2)), np.ones((4, 2), np.float32)).sync()

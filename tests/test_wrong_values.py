@@ -267,3 +267,16 @@ def test_helper_chosen_at_run_time_is_a_clear_error():
     out = api.zeros((1,), tile.int32).sync()
     with pytest.raises(tile.UnsupportedError, match="names a different function on different"):
         ns["k"](tile.atomic(out), 1).grid((1, 1, 1)).sync()
+
+
+@ct.kernel
+def _ct_transpose_method(x, y):
+    t = ct.load(x, index=(0, 0, 0), shape=(2, 4, 8))
+    ct.store(y, index=(0, 0, 0), tile=t.transpose(axis0=2, axis1=1))
+
+
+def test_cutile_transpose_method_with_axis_keywords():
+    x = np.arange(64, dtype=np.float32).reshape(2, 4, 8)
+    y = api.zeros((2, 8, 4), tile.float32).sync()
+    ct.launch(tile.Device(0).new_stream(), (1,), _ct_transpose_method, (x, tile.atomic(y)))
+    assert np.array_equal(y.to_numpy(), np.swapaxes(x, 1, 2))

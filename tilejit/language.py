@@ -101,6 +101,8 @@ class Constant:
 def _is_constant_annotation(ann) -> bool:
     if ann is inspect.Parameter.empty:
         return False
+    if ann is Constant:             # bare `x: Constant` (cuTile allows it): a constant of any type
+        return True
     if isinstance(ann, str):
         # An annotation that could not be evaluated (``from __future__ import annotations`` with a
         # name that is not global): recognise the spelling.

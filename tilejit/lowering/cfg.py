@@ -289,8 +289,20 @@ class CFG:
             for phi in self.phis(label):
                 if any(v is ir.UNDEFINED for v in phi.value.incoming_values):
                     self._raise_undefined(phi)
+        # a use no definition dominates: the variable is assigned on other paths only (Numba's
+        # SSA leaves such a use pointing at the one definition there is)
+        doms = self.cfg().dominators()
+        defs = self.def_blocks()
+        for label in sorted(self.blocks):
+            for stmt in self.blocks[label].body:
+                if _is_phi(stmt):
+                    continue
+                for v in _uses(stmt):
+                    d = defs.get(v.name)
+                    if d is not None and d != label and d not in doms.get(label, ()):
+                        self._raise_undefined(ir.Assign(v, v, stmt.loc), stmt.loc)
 
-    def _raise_undefined(self, phi):
+    def _raise_undefined(self, phi, where=None):
         from ..typing.diagnostics import user_name
         name = user_name(phi.target.name)
         # report at the first ordinary use of this value
@@ -305,14 +317,16 @@ class CFG:
                         users.add(s.target.name)
                         changed = True
         loc = phi.loc
-        for label in sorted(self.blocks):
+        for label in sorted(self.blocks) if where is None else ():
             hit = next((s for s in self.blocks[label].body if not _is_phi(s) and
                         any(v.name in users for v in _uses(s))), None)
             if hit is not None:
                 loc = hit.loc
                 break
+        loc = where or loc
         raise TypingError(
-            f"variable '{name}' may be used before it is assigned: on some path to this use it "
+            f"undefined variable: '{name}' may be used before it is assigned: on some path to "
+            f"this use it "
             f"was never assigned (for example it is only assigned inside a loop that may run zero "
             f"times, or in only one branch of an if). Assign '{name}' before the loop or the if "
             f"(e.g. {name} = tile.zeros(shape, dtype)); tilejit does not invent a value for it",

@@ -493,7 +493,7 @@ def constraint_error(constraint, exc, infer, func_ir, pyfunc, texts: "ExprText",
     if error_class is not TypingError:          # its message names the expression itself
         expr_text = None
     text = f"in `{expr_text}`: {msg}" if expr_text and expr_text != "…" else msg
-    lines = operand_lines(operands)
+    lines = operand_lines(operands) if error_class is TypingError else []
     target = getattr(constraint, "target", None)
     lines += _inline_chain(target if isinstance(target, str) else None, sites)
     if lines:

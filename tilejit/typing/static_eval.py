@@ -21,7 +21,7 @@ from typing import Optional
 
 from numba.core import types
 
-from ..errors import StaticEvalError
+from ..errors import StaticEvalError, UnsupportedError
 
 #: the name the rewritten source calls; bound as a closure variable of the rewritten function
 STUB_NAME = "__tilejit_static_eval__"
@@ -124,13 +124,13 @@ class _Rewriter(ast.NodeTransformer):
             return node
         where = f"{self.pyfunc.__code__.co_filename}:{node.lineno + 0}"
         if len(node.args) != 1 or node.keywords:
-            raise StaticEvalError(f"static_eval() expects a single expression, got "
-                                  f"{len(node.args)} arguments ({where})")
+            raise UnsupportedError(f"static_eval() expects a single expression, got "
+                                   f"{len(node.args)} arguments ({where})")
         expr = node.args[0]
         for sub in ast.walk(expr):
             if isinstance(sub, ast.NamedExpr):
-                raise StaticEvalError(f"static_eval() expression attempted to modify a local "
-                                      f"variable '{sub.target.id}' ({where})")
+                raise UnsupportedError(f"static_eval() expression attempted to modify a local "
+                                       f"variable '{sub.target.id}' ({where})")
             if isinstance(sub, ast.Call) and self._is_static_eval(sub.func):
                 raise StaticEvalError(f"static_eval() cannot be used inside static_eval(). "
                                       f"({where})")
@@ -161,12 +161,13 @@ class _Rewriter(ast.NodeTransformer):
 class Symbol:
     """A kernel variable known only by its type inside a ``static_eval`` expression."""
 
-    __slots__ = ("index", "nbtype", "name")
+    __slots__ = ("index", "nbtype", "name", "path")
 
-    def __init__(self, index: int, nbtype, name: str):
-        self.index = index
+    def __init__(self, index: int, nbtype, name: str, path: tuple = ()):
+        self.index = index          # which variable; ``path``: the element of a tuple it is
         self.nbtype = nbtype
         self.name = name
+        self.path = path
 
     def __getattr__(self, attr):
         from .types import PartitionType, TensorType, TileType, dtype_of, is_scalar
@@ -314,7 +315,10 @@ def static_type(value, context, values_types) -> Optional[types.Type]:
     from ..dtypes import DType
     import enum
     if isinstance(value, Symbol):
-        return values_types[object.__getattribute__(value, "index")]
+        ty = values_types[object.__getattribute__(value, "index")]
+        for k in object.__getattribute__(value, "path"):
+            ty = ty.types[k]
+        return ty
     if isinstance(value, _Method):
         raise StaticEvalError(f"static_eval() returned the method '{value.attr}' of a run-time "
                               f"value: tilejit cannot pass methods as values yet; call it "
@@ -337,12 +341,21 @@ def static_type(value, context, values_types) -> Optional[types.Type]:
 
 
 def argument_values(names, value_types, static_value, not_static):
-    """The values ``evaluate`` binds: each variable's constant, or a :class:`Symbol`."""
-    out = []
-    for i, (name, ty) in enumerate(zip(names, value_types)):
+    """The values ``evaluate`` binds: each variable's constant, the Python function a helper
+    variable holds, a tuple of those, or a :class:`Symbol`."""
+    from .types import TileFunctionType
+
+    def one(ty, index, name, path):
         v = static_value(ty)
-        out.append(Symbol(i, ty, name) if v is not_static else v)
-    return out
+        if v is not not_static:
+            return v
+        if isinstance(ty, TileFunctionType):        # f = global_func: call its Python source
+            return ty.function.py_func
+        if isinstance(ty, types.BaseTuple):         # (1, t, 3): elements one by one
+            return tuple(one(t, index, f"{name}[{k}]", path + (k,))
+                         for k, t in enumerate(ty.types))
+        return Symbol(index, ty, name, path)
+    return [one(ty, i, name, ()) for i, (name, ty) in enumerate(zip(names, value_types))]
 
 
 # --------------------------------------------------------------------------------------------------

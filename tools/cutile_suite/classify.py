@@ -10,7 +10,8 @@ its first ``E   `` line; ``the innermost frame`` the last ``path:N: in f`` of th
    (``shim.Placeholder``) or a ``<placeholder cuda.tile._X>``; an import error names
    ``cuda.tile._*``, ``cuda.tile_internal``, ``cutile_cache`` or a private name (``cannot import
    name '_tune'``); a private attribute is missing (``'Kernel' object has no attribute
-   '_pyfunc'``); or the traceback passes through
+   '_pyfunc'``); a mock of one reports (``<MagicMock name='compile_tile'``: the test patched
+   ``cuda.tile._compile.compile_tile``); or the traceback passes through
    ``get_bytecode``/``filecheck`` (util.py's IR dumps: ``get_bytecode`` fails at once, on
    ``isinstance(kernel, ct.kernel)``, a class in cuTile). Not tilejit's concern; left out of
    "concerning tilejit".
@@ -121,7 +122,7 @@ def classify(case: Case):
             or re.search(r"(No module named|cannot import name .* from) "
                          r"'(?:cuda\.tile(?:_internal|\._)|cutile_cache)", text)
             or re.search(r"cannot import name '_\w+' from '(?:cuda\.tile|tilejit\.cutile)", text)
-            or re.search(r"object has no attribute '_[a-z]\w*'", exc)
+            or re.search(r"object has no attribute '_[a-z]\w*'", exc) or "<MagicMock name=" in text
             or {"get_bytecode", "filecheck"} & funcs):
         return "cuTile internals", _short(exc)
     m = _MISSING.search(text)

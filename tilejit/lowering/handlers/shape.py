@@ -24,6 +24,9 @@ def _permute(lw, info, args, rty):
 @handles(L.transpose, "Tile.transpose")
 def _transpose(lw, info, args, rty):
     t = lw.tv(lw.arg(args, "t"))
+    swap = tuple(lw.arg(args, n) for n in ("axis0", "axis1"))       # t.transpose(axis0=, axis1=)
+    if swap != (None, None):
+        return lw.em.permute(t, swap_permutation(*swap, len(t.shape)))
     axes = lw.arg(args, "axes")                  # *axes: a tuple; tile.transpose: one value
     return lw.em.permute(t, transpose_axes(axes if isinstance(axes, tuple) else (axes,),
                                            len(t.shape)))

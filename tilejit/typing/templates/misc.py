@@ -7,7 +7,7 @@ from numba.core.typing.templates import AttributeTemplate
 from ... import dtypes as dt
 from ... import language
 from ..context import TILE_METADATA, registry
-from ...errors import StaticEvalError
+from ...errors import StaticEvalError, UnsupportedError
 from ..diagnostics import TileTypingError, describe_type
 from ..types import (EnumClassType, EnumMemberType, TileType, dtype_of, enum_member_type,
                      is_scalar)
@@ -77,10 +77,16 @@ def _assume_div(b):
     return types.unliteral(x)
 
 
+class _SyntaxTypingError(TileTypingError):
+    error_class = UnsupportedError
+
+
 @function_rule(language.static_eval)
 def _static_eval_direct(b):
-    raise TileTypingError("static_eval() must be used directly: write static_eval(expr) (or "
-                          "ct.static_eval(expr)) in the kernel, not through another name")
+    raise _SyntaxTypingError(
+        "static_eval() must be used directly: write static_eval(expr) (or ct.static_eval(expr)) "
+        "in the kernel, not through another name, in a kernel whose source tilejit can read (a "
+        "file or a notebook cell, not exec() of a string)")
 
 
 class _StaticEvalTypingError(TileTypingError):

@@ -100,14 +100,20 @@ function_rule(language.permute)(_permute)
 method_rule(TileType, "permute", language.permute)(_permute)
 
 
-def _transpose_method_sig(t, *axes):
-    """t.transpose(*axes)"""
+def _transpose_method_sig(t, *axes, axis0=None, axis1=None):
+    """t.transpose(*axes) (NumPy's), or t.transpose(axis0=i, axis1=j) (cuTile's: a swap)"""
 
 
 def _transpose(b):
     t = _tile(b.t, "transpose")
     axes = b.axes if isinstance(b.axes, tuple) else (b.axes,)      # *axes, or the one argument
     vals = tuple(static_value(ty) for ty in axes)
+    swap = tuple(static_value(getattr(b, n, types.none)) for n in ("axis0", "axis1"))
+    if swap != (None, None):
+        if vals not in ((), (None,)):
+            raise TileTypingError("transpose: give the axes, or axis0= and axis1=, not both")
+        perm = swap_permutation(*swap, t.ndim)
+        return t.copy(shape=tuple(t.shape[a] for a in perm))
     if vals not in ((), (None,)):
         one = vals[0] if len(vals) == 1 and isinstance(vals[0], tuple) else vals
         if not all(isinstance(a, int) and not isinstance(a, bool) for a in one):
