@@ -19,8 +19,12 @@ tilejit's defaults (NaN in ``max``/``min``, int32 scalar parameters), this modul
 ``docs/language/porting.md`` lists the equivalents and the differences.
 """
 from ..dtypes import (DType, bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-                      float16, bfloat16, float32, float64, tfloat32, float8_e4m3fn, float8_e5m2)
+                      float16, bfloat16, float32, float64, tfloat32, float8_e4m3fn, float8_e5m2,
+                      float8_e8m0fnu, float4_e2m1fn)
+# cuTile's exception names. A bad value or a failed static assertion is a TypingError in
+# tilejit (the program is refused while it is typed), so those two names are TypingError.
 from ..errors import (CompileError as TileError, TypingError as TileTypeError,
+                      TypingError as TileValueError, TypingError as TileStaticAssertionError,
                       UnsupportedError as TileSyntaxError,
                       UnsupportedError as TileUnsupportedFeatureError,
                       ToolchainError as TileCompilerExecutionError,
@@ -38,6 +42,7 @@ __all__ = (["tune", "launch", "kernel", "function", "Kernel", "ByTarget", "Const
             "ScalarInt64", "MemoryOrder", "MemoryScope", "PaddingMode", "RoundingMode", "DType",
             "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
             "float16", "bfloat16", "float32", "float64", "tfloat32", "float8_e4m3fn",
-            "float8_e5m2", "TileError", "TileTypeError", "TileSyntaxError",
+            "float8_e5m2", "float8_e8m0fnu", "float4_e2m1fn", "TileError", "TileTypeError",
+            "TileValueError", "TileStaticAssertionError", "TileSyntaxError",
             "TileUnsupportedFeatureError", "TileCompilerExecutionError", "TileStaticEvalError"]
            + list(_language.__all__))
