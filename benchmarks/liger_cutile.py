@@ -408,24 +408,25 @@ def _flsce(E, M):
                 E.tol((6e-5, 6e-5), (8e-2, 5e-2)))
 
 
-@case("geglu")
-def _geglu(E, M):
-    torch = E.torch
-    BT, I = E.size((6, 160), (4096, 4096), (8192, 14336))
-    a0, b0, dy = E.randn(BT, I), E.randn(BT, I), E.randn(BT, I)
+def _gated(function: str, activation):
+    """A gated MLP activation case (geglu, swiglu): y = activation(a) * b, and its gradients."""
+    def build(E, M):
+        BT, I = E.size((6, 160), (4096, 4096), (8192, 14336))
+        a0, b0, dy = E.randn(BT, I), E.randn(BT, I), E.randn(BT, I)
 
-    def call(g):
-        a, b = _leaves(a0, b0)
-        y = M.LigerGELUMulFunction.apply(a, b)
-        y.backward(g)
-        return [y] + _grads(a, b)
+        def run(fn, g):
+            a, b = _leaves(a0, b0)
+            y = fn(a, b)
+            y.backward(g)
+            return [y] + _grads(a, b)
+        return Case(dy.clone, lambda g: run(getattr(M, function).apply, g),
+                    lambda: run(lambda a, b: activation(E.torch, a) * b, dy),
+                    ["y", "da", "db"], E.tol((1e-5, 1e-5), (1e-2, 1e-2)))
+    return build
 
-    def ref():
-        a, b = _leaves(a0, b0)
-        y = torch.nn.functional.gelu(a, approximate="tanh") * b
-        y.backward(dy)
-        return [y] + _grads(a, b)
-    return Case(dy.clone, call, ref, ["y", "da", "db"], E.tol((1e-5, 1e-5), (1e-2, 1e-2)))
+
+case("geglu")(_gated("LigerGELUMulFunction",
+                     lambda torch, a: torch.nn.functional.gelu(a, approximate="tanh")))
 
 
 @case("group_norm")
@@ -763,24 +764,7 @@ def _sparsemax(E, M):
     return Case(dy.clone, call, ref, ["y", "dx"], E.tol((1e-5, 1e-5), (5e-2, 5e-2)))
 
 
-@case("swiglu")
-def _swiglu(E, M):
-    torch = E.torch
-    BT, I = E.size((6, 160), (4096, 4096), (8192, 14336))
-    a0, b0, dy = E.randn(BT, I), E.randn(BT, I), E.randn(BT, I)
-
-    def call(g):
-        a, b = _leaves(a0, b0)
-        y = M.LigerSiLUMulFunction.apply(a, b)
-        y.backward(g)
-        return [y] + _grads(a, b)
-
-    def ref():
-        a, b = _leaves(a0, b0)
-        y = torch.nn.functional.silu(a) * b
-        y.backward(dy)
-        return [y] + _grads(a, b)
-    return Case(dy.clone, call, ref, ["y", "da", "db"], E.tol((1e-5, 1e-5), (1e-2, 1e-2)))
+case("swiglu")(_gated("LigerSiLUMulFunction", lambda torch, a: torch.nn.functional.silu(a)))
 
 
 @case("tiled_mlp")
