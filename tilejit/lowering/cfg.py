@@ -300,11 +300,9 @@ class CFG:
                 for v in _uses(stmt):
                     d = defs.get(v.name)
                     if d is not None and d != label and d not in doms.get(label, ()):
-                        self._raise_undefined(ir.Assign(v, v, stmt.loc), stmt.loc)
+                        self._undefined(v.name, stmt.loc)
 
-    def _raise_undefined(self, phi, where=None):
-        from ..typing.diagnostics import user_name
-        name = user_name(phi.target.name)
+    def _raise_undefined(self, phi):
         # report at the first ordinary use of this value
         users = {phi.target.name}
         changed = True
@@ -317,13 +315,18 @@ class CFG:
                         users.add(s.target.name)
                         changed = True
         loc = phi.loc
-        for label in sorted(self.blocks) if where is None else ():
+        for label in sorted(self.blocks):
             hit = next((s for s in self.blocks[label].body if not _is_phi(s) and
                         any(v.name in users for v in _uses(s))), None)
             if hit is not None:
                 loc = hit.loc
                 break
-        loc = where or loc
+        self._undefined(phi.target.name, loc)
+
+    def _undefined(self, var: str, loc):
+        """The error for ``var``, which no assignment reaches on some path to ``loc``."""
+        from ..typing.diagnostics import user_name
+        name = user_name(var)
         raise TypingError(
             f"undefined variable: '{name}' may be used before it is assigned: on some path to "
             f"this use it "
@@ -567,14 +570,12 @@ class CFG:
         for h in sorted(self.blocks):
             blk = self.blocks[h]
             t = blk.terminator
-            if not isinstance(t, ir.Branch) or not any(
-                    isinstance(s, ir.Assign) and isinstance(s.value, ir.Expr) and
-                    s.value.op == "iternext" for s in blk.body):
+            at = next((i for i, s in enumerate(blk.body) if isinstance(s, ir.Assign) and
+                       isinstance(s.value, ir.Expr) and s.value.op == "iternext"), None)
+            if at is None or not isinstance(t, ir.Branch):
                 continue
             # with no back edge the header was merged into the block before it: split the code
             # before the loop off, so that it runs once and the entry is no loop header
-            at = next(i for i, s in enumerate(blk.body) if isinstance(s, ir.Assign) and
-                      isinstance(s.value, ir.Expr) and s.value.op == "iternext")
             if any(not _is_phi(s) for s in blk.body[:at]):
                 head = self.new_block(t.loc)
                 self.blocks[head].body = blk.body[at:]
@@ -646,17 +647,25 @@ class CFG:
         hloc = self.blocks[lp.header].loc
         edges = self._exit_edges(lp, body)
         targets = list(dict.fromkeys(x for _, x in edges))       # in edge order, no repeats
+        self.loop_exit[lp.header] = self.merge_exits(body, edges, targets, hloc)
+
+    def merge_exits(self, body, edges, targets, loc) -> int:
+        """Route the exit ``edges`` of the blocks ``body`` to a new block ``E`` (returned): a
+        selector phi says which of ``targets`` each edge was for, phis carry the targets'
+        incoming values and the values ``body`` defines that are used after it (closed SSA),
+        and ``E`` dispatches to the targets. A loop's exit block and a multi-exit branch's
+        join."""
         doms = self.cfg().dominators()
         defs = self.def_blocks()
-        E = self.new_block(hloc)
-        self.loop_exit[lp.header] = E
-        sources = self._route_exits_to(E, edges, hloc)
-        sel, e_phis = self._exit_selector(sources, targets, hloc)
-        target_phis, values = self._target_phis(sources, targets, hloc)
+        E = self.new_block(loc)
+        sources = self._route_exits_to(E, edges, loc)
+        sel, e_phis = self._exit_selector(sources, targets, loc)
+        target_phis, values = self._target_phis(sources, targets, loc)
         e_phis += target_phis
-        e_phis += self._close_escaping_values(body, E, sources, defs, doms, hloc)
-        dispatch_of = self._dispatch_exits(E, e_phis, sel, targets, hloc)
+        e_phis += self._close_escaping_values(body, E, sources, defs, doms, loc)
+        dispatch_of = self._dispatch_exits(E, e_phis, sel, targets, loc)
         self._take_target_phis_from_dispatch(targets, sources, dispatch_of, values)
+        return E
 
     def _exit_edges(self, lp, body):
         """The loop's exit edges ``(u, x)``; an endless loop is an error (it would hang)."""

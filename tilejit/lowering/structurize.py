@@ -131,17 +131,8 @@ class _Structurizer(CFG):
         loc = self.blocks[b].terminator.loc
         edges = [(u, x) for u in sorted(region) for x in _succs(self.blocks[u])
                  if x in targets]
-        doms = self.cfg().dominators()
-        defs = self.def_blocks()
-        J = self.new_block(loc)
+        J = self.merge_exits(region - {b}, edges, targets, loc)    # b itself dominates J
         self.join_owner[J] = b
-        sources = self._route_exits_to(J, edges, loc)
-        sel, j_phis = self._exit_selector(sources, targets, loc)
-        target_phis, values = self._target_phis(sources, targets, loc)
-        j_phis += target_phis
-        j_phis += self._close_escaping_values(region - {b}, J, sources, defs, doms, loc)
-        dispatch_of = self._dispatch_exits(J, j_phis, sel, targets, loc)
-        self._take_target_phis_from_dispatch(targets, sources, dispatch_of, values)
 
     def _split_join(self, J, inside, owner):
         loc = self.blocks[J].loc
