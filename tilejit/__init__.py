@@ -34,17 +34,8 @@ from .deviceops.graph import CudaGraph
 from . import api
 
 
-#: names from Triton and Numba-CUDA that users reach for, and tilejit's spelling
-_OTHER_NAMES = {"program_id": "tile.bid(axis)", "num_programs": "tile.num_blocks(axis)",
-                "constexpr": "tile.Constant[int]", "jit": "@tile.entry (kernels) or "
-                "@tile.function (helpers)", "kernel": "@tile.entry", "to": "t.astype(dtype)",
-                "dot": "tile.mma(a, b, acc) or a @ b", "num_warps": "num_worker_warps=",
-                "grid": "kernel(...).grid((gx, gy, gz))", "threadIdx": "tile.bid(axis) (tiles, not "
-                "threads: a block works on whole tiles)", "blockIdx": "tile.bid(axis)"}
-
-
 def __getattr__(name):
-    hint = _OTHER_NAMES.get(name)
+    hint = language.OTHER_SPELLINGS.get(name)
     if hint is not None:
         raise AttributeError(f"module 'tilejit' has no attribute '{name}'; tilejit spells it "
                              f"{hint}")

@@ -187,6 +187,17 @@ def cdiv(a, b):
 cdiv.__tile_stub__ = "cdiv"     # also a kernel-language function (typed like the stubs)
 
 
+#: names from Triton and Numba-CUDA that users reach for, and tilejit's spelling (the module's
+#: AttributeError and the kernel typing's unknown-attribute error say it)
+OTHER_SPELLINGS = {
+    "program_id": "tile.bid(axis)", "num_programs": "tile.num_blocks(axis)",
+    "constexpr": "tile.Constant[int]", "jit": "@tile.entry (kernels) or @tile.function (helpers)",
+    "kernel": "@tile.entry", "to": "t.astype(dtype)", "dot": "tile.mma(a, b, acc) or a @ b",
+    "num_warps": "num_worker_warps=", "grid": "kernel(...).grid((gx, gy, gz))",
+    "threadIdx": "tile.bid(axis) (tiles, not threads: a block works on whole tiles)",
+    "blockIdx": "tile.bid(axis)"}
+
+
 def static_assert(cond, msg=None):
     """Compile-time assertion. ``cond`` must be a compile-time constant inside a kernel.
 

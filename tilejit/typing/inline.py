@@ -29,7 +29,7 @@ _site_ids = itertools.count(1)
 
 def _static_callee(defs: Dict[str, ir.Assign], var: ir.Var, depth: int = 0):
     """The Python object a call's function variable certainly holds, or None (also when it is
-    assigned more than once with different objects: see :func:`_callee_choices`)."""
+    assigned more than once with different objects: see :func:`_reaching_callees`)."""
     stmt = defs.get(var.name)
     if stmt is None or depth > 8:
         return None

@@ -27,7 +27,7 @@ from ..errors import StaticEvalError, UnsupportedError
 STUB_NAME = "__tilejit_static_eval__"
 _rewritten: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 #: the names an expression may read besides the kernel's variables (its function's globals and
-#: closure values), by the key the rewritten call passes
+#: closure values: (globals dict, closure dict)), by the key the rewritten call passes
 _ENVS: dict = {}
 
 
@@ -61,12 +61,11 @@ def _rewrite(pyfunc):
     closure = dict(zip(pyfunc.__code__.co_freevars,
                        (c.cell_contents for c in pyfunc.__closure__ or ())))
     local_names = _local_names(fdef)
-    env = {**pyfunc.__globals__, **closure}
     key = len(_ENVS)
-    _ENVS[key] = env
+    _ENVS[key] = (pyfunc.__globals__, closure)
     fdef.decorator_list = []
-    rewriter = _Rewriter(env, local_names, pyfunc, key)
-    rewriter.visit(fdef)
+    rewriter = _Rewriter(pyfunc.__globals__, closure, local_names, pyfunc, key)
+    rewriter.generic_visit(fdef)        # the kernel's body; nested functions keep their calls
     if not rewriter.found:
         return None
     params = list(closure) + [STUB_NAME]
@@ -102,8 +101,8 @@ def _local_names(fdef) -> set:
 
 
 class _Rewriter(ast.NodeTransformer):
-    def __init__(self, env, local_names, pyfunc, key):
-        self.env = env
+    def __init__(self, globals_, closure, local_names, pyfunc, key):
+        self.globals, self.closure = globals_, closure
         self.key = key
         self.locals = local_names
         self.pyfunc = pyfunc
@@ -113,7 +112,7 @@ class _Rewriter(ast.NodeTransformer):
         from .. import language         # ct.static_eval is the same function
         try:
             value = eval(compile(ast.Expression(node), "<static_eval>", "eval"),  # noqa: S307
-                         self.env)
+                         self.globals, self.closure)
         except Exception:  # noqa: BLE001  (a local name or anything else: not ours)
             return False
         return value is language.static_eval
@@ -149,10 +148,7 @@ class _Rewriter(ast.NodeTransformer):
         return ast.copy_location(call, node)
 
     def visit_FunctionDef(self, node):
-        # nested functions keep their own static_eval calls (rewritten when they are compiled)
-        if node.name != self.pyfunc.__name__ or self.found:
-            return node
-        self.generic_visit(node)
+        # a nested function keeps its own static_eval calls (rewritten when it is compiled)
         return node
 
 
@@ -171,7 +167,7 @@ class Symbol:
 
     def __getattr__(self, attr):
         from .types import PartitionType, TensorType, TileType, dtype_of, is_scalar
-        ty = object.__getattribute__(self, "nbtype")
+        ty = self.nbtype
         if attr == "dtype" and dtype_of(ty) is not None:
             return dtype_of(ty)
         if isinstance(ty, TileType):
@@ -188,12 +184,12 @@ class Symbol:
         return _Method(self, attr)
 
     def __repr__(self):
-        return f"<{object.__getattribute__(self, 'nbtype')}>"
+        return f"<{self.nbtype}>"
 
     def _runtime(self, what):
         raise _Dynamic(f"static_eval() expression used the run-time value of "
-                       f"'{object.__getattribute__(self, 'name')}' "
-                       f"({object.__getattribute__(self, 'nbtype')}) in {what}; only what its "
+                       f"'{self.name}' "
+                       f"({self.nbtype}) in {what}; only what its "
                        f"type says (shape, dtype, ndim) is known at compile time")
 
     def __bool__(self):
@@ -260,7 +256,8 @@ def evaluate(key: int, src: str, names, values):
     computed at compile time."""
     import builtins
     # one namespace (names inside comprehensions resolve there too), kernel ops refused
-    scope = {k: _guard(v) for k, v in _ENVS[key].items()}
+    globals_, closure = _ENVS[key]
+    scope = {k: _guard(v) for env in (globals_, closure) for k, v in env.items()}
     scope["__builtins__"] = builtins
     scope.update(zip(names, values))
     try:
@@ -315,8 +312,8 @@ def static_type(value, context, values_types) -> Optional[types.Type]:
     from ..dtypes import DType
     import enum
     if isinstance(value, Symbol):
-        ty = values_types[object.__getattribute__(value, "index")]
-        for k in object.__getattribute__(value, "path"):
+        ty = values_types[value.index]
+        for k in value.path:
             ty = ty.types[k]
         return ty
     if isinstance(value, _Method):

@@ -49,8 +49,8 @@ def _static_eval(lw, info, args, rty):
 
     def unwrap(x):
         if isinstance(x, se.Symbol):             # one of the kernel's variables, as it is
-            v = lw.value(operands[object.__getattribute__(x, "index")])
-            for k in object.__getattribute__(x, "path"):
+            v = lw.value(operands[x.index])
+            for k in x.path:
                 v = v[k]
             return v
         return tuple(unwrap(i) for i in x) if isinstance(x, tuple) else x

@@ -303,8 +303,7 @@ def unknown_attribute_error(typ, attr: str) -> TileTypingError:
         mod = typ.pymod
         if mod.__name__ in ("tilejit", "tilejit.language"):
             names = [n for n in dir(language) if not n.startswith("_")]
-            import tilejit
-            other = getattr(tilejit, "_OTHER_NAMES", {}).get(attr)      # Triton's spellings
+            other = language.OTHER_SPELLINGS.get(attr)                  # Triton's spellings
             hint = f" (tilejit spells it {other})" if other else _did_you_mean(attr, names)
             return TileTypingError(f"tilejit has no kernel function or attribute '{attr}'{hint}; "
                                    f"the kernel language is listed in help(tilejit.language) "

@@ -4,6 +4,8 @@ immutable, so item assignment is an error).
 """
 from __future__ import annotations
 
+import math
+
 import operator
 
 from numba.core import types
@@ -134,9 +136,7 @@ def _item_sig(t):
 @method_rule(TileType, "item", _item_sig, op="Tile.item")
 def _item(b):
     t = _tile(b.t, "item")
-    n = 1
-    for e in t.shape:
-        n *= e
+    n = math.prod(t.shape)
     if n != 1:
         raise TileTypingError(f"item(): Cannot reshape {t.shape} to (): the tile has {n} "
                               f"elements; item() takes a tile of one element")
