@@ -23,7 +23,7 @@ from ..errors import TensorError
 from . import backend as _backend
 from . import foreign as _foreign
 from .device import Device
-from .hostarrays import lowp_view, without_grad
+from .hostarrays import host_view, without_grad
 from .memory import Storage
 from .partition import Partition
 from .stream import Stream
@@ -369,12 +369,9 @@ def _host_array(obj) -> np.ndarray:
     those is viewed, not copied)."""
     obj = without_grad(obj)
     try:
-        return np.from_dlpack(obj)
+        return host_view(obj)
     except (BufferError, RuntimeError, TypeError):
         pass
-    view = lowp_view(obj)
-    if view is not None:
-        return view
     owner, data, shape, strides, dtype = _open_capsule(_call_dlpack(obj, None))
     span = _layout.span_elements(shape, strides) * dtype.itemsize
     raw = np.ctypeslib.as_array((ctypes.c_uint8 * span).from_address(data)) if span else \
