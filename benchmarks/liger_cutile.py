@@ -490,25 +490,26 @@ def _grpo(E, M):
     return Case(setup, call, ref, ["loss", "kl", "dlogits"], E.tol((1e-5, 1e-5), (5e-2, 5e-1)))
 
 
+def _scalar_loss(E, x0, liger, reference, names):
+    """A loss of one input (jsd, kl_div): the loss and its gradient, from ``liger(x)`` and
+    ``reference(x)``."""
+    def run(fn):
+        x, = _leaves(x0)
+        loss = fn(x)
+        loss.backward()
+        return [loss, x.grad]
+    return Case(lambda: None, lambda _: run(liger), lambda: run(reference), names,
+                E.tol((1e-6, 1e-5), (1e-2, 5e-2)))
+
+
 @case("jsd")
 def _jsd(E, M):
     torch = E.torch
     BT, V = E.size((6, 200), (4096, 32000), (8192, 128256))
     x0 = E.randn(BT, V, dtype=torch.float32).log_softmax(-1).to(E.dtype)
     t0 = E.randn(BT, V, dtype=torch.float32).log_softmax(-1).to(E.dtype)
-
-    def call(_):
-        x, = _leaves(x0)
-        loss = M.LigerJSDFunction.apply(x, t0, None, 0.5, -100)
-        loss.backward()
-        return [loss, x.grad]
-
-    def ref():
-        x, = _leaves(x0)
-        loss = _jsd_ref(torch, x, t0, 0.5)
-        loss.backward()
-        return [loss, x.grad]
-    return Case(lambda: None, call, ref, ["loss", "dx"], E.tol((1e-6, 1e-5), (1e-2, 5e-2)))
+    return _scalar_loss(E, x0, lambda x: M.LigerJSDFunction.apply(x, t0, None, 0.5, -100),
+                        lambda x: _jsd_ref(torch, x, t0, 0.5), ["loss", "dx"])
 
 
 @case("kl_div")
@@ -517,19 +518,10 @@ def _kl_div(E, M):
     BT, V = E.size((6, 200), (4096, 32000), (8192, 128256))
     p0 = E.randn(BT, V, dtype=torch.float32).log_softmax(-1).to(E.dtype)
     t0 = E.randn(BT, V, dtype=torch.float32).softmax(-1).to(E.dtype)
-
-    def call(_):
-        p, = _leaves(p0)
-        loss = M.LigerKLDivLossFunction.apply(p, t0, "batchmean", False, 1e-10)
-        loss.backward()
-        return [loss, p.grad]
-
-    def ref():
-        p, = _leaves(p0)
-        loss = torch.nn.functional.kl_div(p, t0, reduction="batchmean", log_target=False)
-        loss.backward()
-        return [loss, p.grad]
-    return Case(lambda: None, call, ref, ["loss", "dy_pred"], E.tol((1e-6, 1e-5), (1e-2, 5e-2)))
+    return _scalar_loss(
+        E, p0, lambda p: M.LigerKLDivLossFunction.apply(p, t0, "batchmean", False, 1e-10),
+        lambda p: torch.nn.functional.kl_div(p, t0, reduction="batchmean", log_target=False),
+        ["loss", "dy_pred"])
 
 
 @case("layer_norm")
