@@ -1,7 +1,7 @@
 """Liger-Kernel's cuTile kernels, unchanged, on tilejit.cutile: imports? runs? correct? time.
 
     python benchmarks/liger_cutile.py PATH_TO_LIGER_CHECKOUT [--quick] [--simulator]
-        [--only OP[,OP...]] [--dtype float32|bfloat16] [--reps N] [--no-cutile]
+        [--only OP[,OP...]] [--dtype float32|bfloat16] [--reps N] [--no-cutile] [--together]
 
 Liger's ``src/liger_kernel/ops/cutile/ops/*.py`` import ``cuda.tile as ct`` (and
 ``cuda.tile.tune``); here ``sys.modules`` maps ``cuda``, ``cuda.tile`` and ``cuda.tile.tune`` to
@@ -21,6 +21,10 @@ GPU: ``--quick`` or full sizes, the time is the median of ``--reps`` forward+bac
 between CUDA events (inputs made outside the timed region; Liger's host code and the launches'
 host time are in it, as a training step sees them); with ``cuda.tile`` importable (and not
 ``--no-cutile``) the same ops run under real cuTile Python in a subprocess for a second column.
+
+``--together`` runs cuTile Python in the same process (each op module imported once per
+implementation, ``cuda.tile`` switched around each call) and interleaves the two timings round by
+round, so clocks and allocator state are the same for both: use it for ratios.
 
 Exit status 0 when every op imports, runs and is correct, 1 otherwise.
 """
@@ -837,6 +841,98 @@ def time_gpu_ms(torch, c: Case, reps: int) -> float:
     return statistics.median(times)
 
 
+class ActiveCuTile:
+    """Which ``cuda.tile`` the op modules see: the real one or tilejit.cutile. Each op module binds
+    ``ct`` when imported, so the modules are imported once per implementation (``import_ops``); the
+    switch is also made around each call, for anything cuTile imports lazily."""
+
+    def __init__(self):
+        import cuda.tile as real
+        import tilejit.cutile as tct
+        self.mods = {"cutile": (real, sys.modules.get("cuda.tile.tune")), "tilejit": (tct, tct.tune)}
+
+    @contextlib.contextmanager
+    def __call__(self, impl: str):
+        tile, tune = self.mods[impl]
+        saved = sys.modules.get("cuda.tile"), sys.modules.get("cuda.tile.tune")
+        sys.modules["cuda.tile"], sys.modules["cuda.tile.tune"] = tile, tune
+        sys.modules["cuda"].tile = tile
+        try:
+            yield
+        finally:
+            sys.modules["cuda.tile"], sys.modules["cuda.tile.tune"] = saved
+            sys.modules["cuda"].tile = saved[0]
+
+
+def import_ops(active: ActiveCuTile, impl: str, modules: List[str]) -> Dict[str, object]:
+    """A fresh copy of each op module (and of Liger's cuTile ``utils``) bound to ``impl``."""
+    for k in [k for k in sys.modules if k.startswith(PKG + ".")]:
+        del sys.modules[k]
+    out: Dict[str, object] = {}
+    with active(impl):
+        for m in modules:
+            try:
+                out[m] = importlib.import_module(f"{PKG}.{m}")
+            except Exception as e:  # noqa: BLE001
+                out[m] = e
+    return out
+
+
+def run_together(args, names) -> Dict[str, Dict[str, dict]]:
+    """Both implementations in one process, their timings interleaved round by round (the same
+    GPU clocks, allocator and Liger host code for both): ``{"tilejit": {...}, "cutile": {...}}``."""
+    import torch
+    import cuda.tile  # noqa: F401  (the real one, before the shim replaces it)
+    active = ActiveCuTile()
+    install_tilejit_shim()
+    E = Env(torch, "cuda", getattr(torch, args.dtype), False, args.quick)
+    needed = sorted({CASES[n][0] for n in names})
+    mods = {impl: import_ops(active, impl, needed) for impl in ("cutile", "tilejit")}
+    results: Dict[str, Dict[str, dict]] = {"cutile": {}, "tilejit": {}}
+    for label in names:
+        module, build = CASES[label]
+        cases = {}
+        for impl in ("cutile", "tilejit"):
+            r = results[impl][label] = {"module": module, "imports": None, "runs": None,
+                                        "correct": None, "time_ms": None, "error": ""}
+            M = mods[impl][module]
+            r["imports"] = not isinstance(M, Exception)
+            if not r["imports"]:
+                r["error"] = _first_line(M)
+                continue
+            torch.manual_seed(1234)
+            try:
+                with active(impl):
+                    c = build(E, M)
+                    r["note"] = c.note
+                    got = c.call(c.setup())
+                    torch.cuda.synchronize()
+            except Exception as e:  # noqa: BLE001
+                r["runs"], r["error"] = False, _first_line(e)
+                continue
+            r["runs"] = True
+            try:
+                bad = compare(torch, got, c.ref(), c.names, c.tol)
+            except Exception as e:  # noqa: BLE001
+                bad = [f"reference failed: {_first_line(e)}"]
+            r["correct"], r["error"] = not bad, "; ".join(bad)
+            cases[impl] = c
+        times: Dict[str, List[float]] = {impl: [] for impl in cases}
+        rounds = 5
+        for k in range(rounds):
+            order = sorted(cases) if k % 2 else sorted(cases, reverse=True)
+            for impl in order:
+                with active(impl):
+                    times[impl].append(time_gpu_ms(torch, cases[impl],
+                                                   max(1, args.reps // rounds)))
+        for impl, ts in times.items():
+            results[impl][label]["time_ms"] = statistics.median(ts)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(results, f, indent=1)
+    return results
+
+
 def run_ops(args, names) -> Dict[str, dict]:
     import torch
     sim = args.simulator
@@ -956,6 +1052,8 @@ def main(argv=None) -> int:
     ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
     ap.add_argument("--reps", type=int, default=20, help="timed runs per op on a GPU")
     ap.add_argument("--no-cutile", action="store_true", help="no real cuTile Python column")
+    ap.add_argument("--together", action="store_true",
+                    help="cuTile Python in this process too, timings interleaved round by round")
     ap.add_argument("--cutile-timeout", type=float, default=600.0,
                     help="seconds the cuTile Python subprocess may take")
     ap.add_argument("--impl", default="tilejit", choices=["tilejit", "cutile"],
@@ -972,13 +1070,24 @@ def main(argv=None) -> int:
         from tilejit.runtime import backend
         if backend.current() != backend.CUDA:
             args.simulator = True
-        install_tilejit_shim()
+        if not (args.together and not args.simulator):
+            install_tilejit_shim()
     ops_dir = install_liger_packages(args.checkout)
     present = set(op_modules(ops_dir))
     wanted = [s.strip() for s in args.only.split(",") if s.strip()]
     names = [n for n, (m, _) in CASES.items()
              if not wanted or n in wanted or m in wanted]
     missing = sorted(present - {m for m, _ in CASES.values()})
+
+    if args.together and not args.simulator:
+        both = run_together(args, names)
+        results, peer = both["tilejit"], both["cutile"]
+        import torch
+        print(f"Liger-Kernel cuTile ops, tilejit.cutile and cuTile Python in one process, "
+              f"timings interleaved ({torch.cuda.get_device_name()}, {args.dtype}"
+              f"{', quick' if args.quick else ''}); checkout {args.checkout}")
+        print_table(results, peer, False)
+        return 0 if all(r["correct"] for r in results.values()) else 1
 
     results = run_ops(args, names)
     if args.json:

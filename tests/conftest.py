@@ -7,6 +7,7 @@ import tempfile
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from skip_summary import pytest_terminal_summary  # noqa: E402,F401  (skips grouped by reason)
 # test bodies shared by several test modules: their asserts explain failures as test modules' do
 pytest.register_assert_rewrite("multidevice_cases")
 

@@ -125,7 +125,7 @@ def test_int_and_float_annotations_are_cutile_scalars():
     x = np.zeros(8, np.float32)
     ct.launch(0, (1,), add_scalar, (x, 5, 0.5, 8))
     np.testing.assert_array_equal(x, 5.5)
-    assert "n: int32, f: float32" in add_scalar.inspect_types(x, 5, 0.5, 8)
+    assert "n: Tile[int32, ()], f: Tile[float32, ()]" in add_scalar.inspect_types(x, 5, 0.5, 8)
     with pytest.raises(OverflowError, match="out of bounds for int32"):
         ct.launch(0, (1,), add_scalar, (x, 2 ** 31, 0.5, 8))
 
@@ -395,3 +395,23 @@ def test_use_fast_acc_reaches_the_mma(fast):
     assert ("fast_acc" in line) is fast
     ct.launch(0, (1,), fp8_mma_fast, (a, b, c, fast))
     np.testing.assert_array_equal(c, a.astype(np.float32) @ b.astype(np.float32))
+
+
+@ct.kernel
+def unchecked_rows(a, c, TILE: ct.Constant[int], CHECK: ct.Constant[bool]):
+    cols = ct.arange(TILE, dtype=ct.int32)
+    v = ct.gather(a, (ct.bid(0), cols), check_bounds=CHECK, padding_value=0.0, latency=2)
+    ct.scatter(c, (ct.bid(0), cols), v * 2.0, check_bounds=CHECK)
+
+
+def test_gather_scatter_check_bounds_false_drops_the_bounds_masks():
+    """Liger's kernels pass ``check_bounds=False`` on aligned rows: the accesses lose their
+    bounds compares and masks, as in cuTile (tilejit.cutile dropped the argument)."""
+    a = np.arange(32, dtype=np.float32).reshape(4, 8)
+    c = np.zeros_like(a)
+    ct.launch(tile.Device(0).new_stream(), (4,), unchecked_rows, (a, tile.atomic(c), 8, False))
+    tile.Device(0).synchronize()
+    np.testing.assert_array_equal(c, 2 * a)
+    ir = unchecked_rows.inspect_tileir(a, tile.atomic(c), 8, False)
+    assert "cmpi" not in ir and "xi1>" not in ir and "latency = 2" in ir
+    assert "cmpi" in unchecked_rows.inspect_tileir(a, tile.atomic(c), 8, True)

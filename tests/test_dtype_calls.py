@@ -66,3 +66,31 @@ def test_item_of_a_tile_of_several_elements_is_refused():
     z = api.zeros((1,), tile.float32).sync()
     with pytest.raises(tile.TypingError, match=r"item\(\): Cannot reshape \(4,\) to \(\)"):
         k(tile.atomic(z)).grid((1, 1, 1)).sync()
+
+
+@ct.kernel
+def _narrow_constants(x):
+    ct.scatter(x, 0, ct.float16(0.2))
+    ct.scatter(x, 1, ct.float64(ct.float8_e8m0fnu(0.2)))     # rounds to the power of two 0.25
+    ct.scatter(x, 2, ct.float64(ct.bfloat16(0.2)))
+    ct.scatter(x, 3, ct.float64(ct.float8_e4m3fn(0.2)))
+
+
+def test_constants_of_dtypes_without_a_scalar_type_are_zero_d_tiles():
+    """cuTile's ``test_strictly_typed_float_constant_rounding``: bfloat16 and float8 calls on a
+    constant were internal errors (no Numba scalar for those dtypes)."""
+    import ml_dtypes
+    x = np.zeros(4, np.float64)
+    ct.launch(tile.Device(0).new_stream(), (1,), _narrow_constants, (tile.atomic(x),))
+    tile.Device(0).synchronize()
+    assert x.tolist() == [float(np.float16(0.2)), 0.25, float(ml_dtypes.bfloat16(0.2)),
+                          float(ml_dtypes.float8_e4m3fn(0.2))]
+
+
+def test_a_negative_e8m0_constant_is_refused():
+    @ct.kernel
+    def k():
+        ct.float8_e8m0fnu(-0.2)
+
+    with pytest.raises(ct.TileValueError, match="Negative values cannot be represented"):
+        ct.launch(tile.Device(0).new_stream(), (1,), k, ())

@@ -29,6 +29,11 @@ EXAMPLES = sorted(f[:-3] for f in os.listdir(os.path.join(ROOT, "examples"))
 TUTORIALS_DIR = os.path.join(ROOT, "examples", "triton_tutorials")
 TRITON_TUTORIALS = sorted(f"triton_tutorials/{f[:-3]}" for f in os.listdir(TUTORIALS_DIR)
                           if re.fullmatch(r"t\d\d_\w+\.py", f))
+#: the Liger-Kernel ops written in tilejit (examples/liger/<op>.py, helpers start with "_"), as
+#: "liger/<op>": each prints "<op>: ... ok"
+LIGER_DIR = os.path.join(ROOT, "examples", "liger")
+LIGER = sorted(f"liger/{f[:-3]}" for f in os.listdir(LIGER_DIR)
+               if f.endswith(".py") and not f.startswith("_")) if os.path.isdir(LIGER_DIR) else []
 
 
 def example_outcome(name: str, returncode: int, stdout: str):
@@ -56,7 +61,7 @@ def test_example_outcome_reads_skips_as_skips():
     assert example_outcome("t", 0, "")[0] == "failed"
 
 
-@pytest.mark.parametrize("name", EXAMPLES + TRITON_TUTORIALS)
+@pytest.mark.parametrize("name", EXAMPLES + TRITON_TUTORIALS + LIGER)
 def test_example_runs_and_checks_its_result(name):
     """Every gallery script runs on the simulator and reports its own check as ok (or says why it
     cannot run here: a skip)."""
@@ -91,7 +96,7 @@ def test_quickstart_runs():
 @pytest.mark.parametrize("script", ["launch_overhead.py", "launch_breakdown.py", "kernels.py",
                                     "profile_launch.py",
                                     "vs_cutile.py", "autotune_time.py", "default_space.py",
-                                    "explore.py"])
+                                    "explore.py", "liger.py"])
 def test_benchmarks_say_there_is_nothing_to_measure_without_a_gpu(script):
     r = _run(f"benchmarks/{script}", TILEJIT_SIMULATE="1")
     assert r.returncode == 0, r.stdout + r.stderr

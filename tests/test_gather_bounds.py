@@ -54,3 +54,78 @@ def test_the_bounds_check_is_one_unsigned_compare():
                                   np.zeros(8, np.int32))
     assert ir.count("cmpi less_than") == 2 and ir.count("unsigned") >= 2, ir
     assert "greater_than_or_equal" not in ir, ir
+
+
+@tile.entry
+def unchecked_copy(out, x, mask_src, N: tile.Constant[int], CHECK: tile.Constant[bool]):
+    i = tile.arange(N) + tile.bid(0) * N
+    m = mask_src.load((tile.bid(0),), (N,)) != 0
+    v = tile.gather(x, i, mask=m, other=-1.0, check_bounds=CHECK, latency=3)
+    tile.scatter(out, i, v * 2.0, mask=m, check_bounds=CHECK)
+
+
+def test_check_bounds_false_drops_the_bounds_mask():
+    """cuTile's ``check_bounds=False``: the kernel promises every index is in bounds, so the
+    accesses carry no bounds compare (only the user's mask) and the load its latency hint."""
+    x = np.arange(64, dtype=np.float32)
+    m = np.ones(64, np.int8)
+    m[5] = 0
+    out = np.zeros(64, np.float32)
+    unchecked_copy(tile.atomic(out), x, m, 16, False).grid(4).sync()
+    np.testing.assert_array_equal(out, np.where(m != 0, 2 * x, 0.0))
+    unchecked = unchecked_copy.inspect_tileir(tile.atomic(out), x, m, 16, False)
+    checked = unchecked_copy.inspect_tileir(tile.atomic(out), x, m, 16, True)
+    assert unchecked.count("cmpi") == checked.count("cmpi") - 2     # one bounds compare each
+    assert "latency = 3" in unchecked and "assert" not in unchecked
+
+
+def test_a_broken_check_bounds_promise_is_an_error_on_the_simulator():
+    x = np.arange(64, dtype=np.float32)
+    m = np.ones(80, np.int8)
+    out = np.zeros(64, np.float32)
+    from tilejit.simulator import DeviceAssertionError
+    with pytest.raises(DeviceAssertionError, match="check_bounds=False promised"):
+        unchecked_copy(tile.atomic(out), x, m, 16, False).grid(5).sync()
+    # masked-off indices past the end are no broken promise
+    m[64:] = 0
+    unchecked_copy(tile.atomic(out), x, m, 16, False).grid(5).sync()
+    np.testing.assert_array_equal(out, 2 * x)
+
+
+@tile.entry
+def unchecked_scatter(out, x, N: tile.Constant[int]):
+    i = tile.arange(N) + tile.bid(0) * N
+    tile.scatter(out, i, tile.gather(x, i, check_bounds=False) + 1.0, check_bounds=False)
+
+
+def test_check_bounds_false_without_a_mask_has_no_mask():
+    x = np.arange(32, dtype=np.float32)
+    out = np.zeros(32, np.float32)
+    unchecked_scatter(tile.atomic(out), x, 16).grid(2).sync()
+    np.testing.assert_array_equal(out, x + 1)
+    ir = unchecked_scatter.inspect_tileir(tile.atomic(out), x, 16)
+    assert "cmpi" not in ir and "xi1>" not in ir
+
+
+def test_check_bounds_must_be_a_constant():
+    @tile.entry
+    def k(out, x, flag):
+        tile.scatter(out, tile.arange(4), tile.gather(x, tile.arange(4), check_bounds=flag))
+
+    with pytest.raises(tile.TypingError, match="check_bounds must be a compile-time constant"):
+        k(tile.atomic(np.zeros(4, np.float32)), np.ones(4, np.float32), True).grid(1).sync()
+
+
+@tile.entry
+def bool_gather(out, x, OTHER: tile.Constant[int]):
+    tile.store(out, (0,), tile.gather(x, tile.arange(8), other=OTHER))
+
+
+@pytest.mark.parametrize("other", [0, 1])
+def test_a_bool_gather_pads_with_the_default_zero_or_one(other):
+    """cuTile's ``ct.gather(bool_array, ...)`` pads with 0 by default: False (it was refused as
+    an int padding for a bool array)."""
+    x = np.array([True, False, False, True], np.bool_)
+    out = np.zeros(8, np.bool_)
+    bool_gather(tile.atomic(out), x, other).grid(1).sync()
+    np.testing.assert_array_equal(out, list(x) + [bool(other)] * 4)

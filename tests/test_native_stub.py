@@ -355,7 +355,7 @@ def _restore_torch():
     ext = native.ext()
     ext.set_torch_exchange(None, None, {})
     foreign._readers.clear()
-    if "torch" in sys.modules:
+    if sys.modules.get("torch") is not None:      # (None: torch blocked, as in a no-torch run)
         foreign.reader_for(sys.modules["torch"].Tensor)
 
 
@@ -435,3 +435,51 @@ def test_packing_edges_and_driver_selection(stub):
         with pytest.raises(OSError, match="missing entry points"):
             ext.use_driver(libc)
     ext.use_driver(None)
+
+
+def test_cutile_python_scalars_are_strong_and_classified_in_c(stub, fake_torch, stream,
+                                                              monkeypatch):
+    """``ct.launch`` of a cuTile kernel replayed in C (csrc/cutile.c): its Python scalars take
+    the strong plans of scalars.annotated_plans (cuTile's int32 / float32 / bool_ values, the
+    keys Python computes), a read-only torch tensor of an annotated parameter is still read in
+    C, and the bytes are those Python packs."""
+    import tilejit.cutile as ct
+    from tilejit import dispatcher, keys
+    calls = []
+
+    def counting(v, ann=None, stream=None):
+        calls.append(v)
+        return argspec.classify(v, ann, stream)
+    monkeypatch.setattr(dispatcher, "classify", counting)
+
+    @ct.kernel
+    def ct_scaled(x, z, a, n, f, TILE: ct.Constant[int]):
+        t = ct.load(x, index=(ct.bid(0),), shape=(TILE,)) * a + n
+        ct.store(z, index=(ct.bid(0),), tile=ct.where(f, t, -t))
+
+    s = stream
+    x = api.from_numpy(np.arange(64, dtype=np.float32)).sync_on(s)
+    z = api.zeros((64,)).sync_on(s)
+    ct.launch(s, (2,), ct_scaled, (x, z, 0.5, 3, True, 32))         # compiles on the simulator
+    s.synchronize()
+    np.testing.assert_array_equal(z.to_numpy(), np.arange(64) * 0.5 + 3)
+    (bound,) = ct_scaled._bound_by_key.values()
+    assert [k for k in bound._cache][0][0][2:] == (
+        keys.scalar_key("float32", False), keys.scalar_key("int32", False),
+        keys.scalar_key("bool_", False))
+    xt = FakeTorch(x)
+    with stub_cuda.installed(bound) as stubs:
+        (exe,) = stubs.values()
+        for args in [(0.25, 7, False), (-3.4e38, -2 ** 31, True),
+                     (float("nan"), 2 ** 31 - 1, True)]:
+            native.reset_stats()
+            calls.clear()
+            full = (xt, z) + args + (32,)
+            ct.launch(s, (2,), ct_scaled, full)
+            assert native.stats() == {"launches": 1, "fallbacks": {}}
+            assert exe.python_launches == 0
+            assert calls == [], calls
+            _, values = ct_scaled._plain_launch(full)
+            assert stub_cuda.last()[3:] == exe.expected(_python_params(bound, values, s))
+        with pytest.raises(OverflowError, match="out of bounds for int32"):
+            ct.launch(s, (2,), ct_scaled, (xt, z, 0.5, 2 ** 31, True, 32))

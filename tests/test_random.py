@@ -98,3 +98,30 @@ def test_tileiras_accepts_the_random_functions(monkeypatch):
     offs = api.zeros((256,), tile.int64).sync()
     assert C.words.compile(*(t.partition((256,)) for t in z), 3, offs, arch="sm_90")[:4] == \
         b"\x7fELF"
+
+
+@pytest.mark.parametrize("seed", [-1, -(2 ** 63), 2 ** 64])
+def test_a_constant_seed_out_of_range_is_a_compile_error(seed):
+    """api.rand takes seeds in [0, 2**64); a kernel's constant seed is held to the same."""
+    with pytest.raises(ValueError, match=r"seed must be in \[0, 2\*\*64\)"):
+        api.rand((16,), seed=seed)
+    import linecache
+    src = f"@tile.entry\ndef k(u):\n    u.store(tile.rand({seed}, tile.arange(16)))\n"
+    fn = f"<seed {seed}>"
+    linecache.cache[fn] = (len(src), None, src.splitlines(True), fn)
+    g = {"tile": tile}
+    exec(compile(src, fn, "exec"), g)
+    u = api.zeros((16,)).sync()
+    with pytest.raises(tile.TypingError, match=rf"tile.rand: seed {seed} is out of range: seeds "
+                                               rf"are ints in \[0, 2\*\*64\), as in api.rand"):
+        g["k"](u.partition((16,))).sync()
+
+
+def test_a_negative_seed_argument_is_refused_at_the_call():
+    with pytest.raises(OverflowError, match="Python integer -1 out of bounds for uint64"):
+        C.draw(-1, 1024)
+    top = 2 ** 64 - 1                # the largest seed: a Python int beyond int64 travels too
+    u, _ = C.draw(top, 1024)
+    np.testing.assert_array_equal(u, api.rand((1024,), seed=top).sync().to_numpy())
+    u, _ = C.draw(5, 1024)
+    np.testing.assert_array_equal(u, api.rand((1024,), seed=5).sync().to_numpy())

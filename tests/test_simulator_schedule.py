@@ -269,3 +269,70 @@ def test_tokens_join_and_resolve_to_the_latest_dependency(wm, dev):
     wm.mode = NOW
     joined = Tok(0, (a, Tok(9), b))
     assert wm.resolve(joined) == 9 and wm.clock == 2 and joined.deps is None
+
+
+@pytest.mark.parametrize("schedule", ["serial", "shuffle"])
+def test_a_lock_nobody_gives_back_stops_one_block_schedules_too(monkeypatch, schedule):
+    """One block at a time: the spinning block is the only one that could change anything."""
+    _use(monkeypatch, schedule, 3)
+    monkeypatch.setattr(sched, "STEP_LIMIT", 100)
+    locks = api.ones((2,), tile.int32).sync()
+    with pytest.raises(SimulatorHangError) as info:
+        spin_forever(tile.atomic(locks)).grid((3, 1, 1)).sync()
+    msg = str(info.value)
+    assert f"TILEJIT_SIM_SCHEDULE={schedule}" in msg and "repeated 100 memory operations" in msg
+    assert "spinning on a lock" in msg and "TILEJIT_SIM_SCHEDULE=interleave" in msg
+    assert "kernel 'spin_forever'" in msg and "atomic_cas_tko" in msg
+    assert "while tile.atomic_cas(locks" in msg                      # the spinning line
+    assert info.value.block is not None and len(info.value.block) == 3
+
+
+@tile.entry
+def spin_on_a_flag(flag, z):
+    n = 0
+    while tile.load(flag, (0,), (1,)).item() == 0:         # read with a plain load
+        n += 1
+    z.store(tile.full((1,), 1, tile.int32))
+
+
+def test_a_flag_nobody_sets_stops_the_default_schedule(monkeypatch):
+    monkeypatch.delenv("TILEJIT_SIM_SCHEDULE", raising=False)
+    monkeypatch.setattr(sched, "STEP_LIMIT", 50)
+    flag, z = api.zeros((1,), tile.int32).sync(), api.zeros((1,), tile.int32).sync()
+    with pytest.raises(SimulatorHangError, match="TILEJIT_SIM_SCHEDULE=serial") as info:
+        spin_on_a_flag(flag, z.partition((1,))).sync()
+    assert "spin_on_a_flag" in str(info.value) and info.value.block == (0, 0, 0)
+
+
+@tile.entry
+def lock_then_add(acc, locks, x, BN: tile.Constant[int]):
+    g = tile.bid(0) % locks.shape[0]
+    t = x.load((tile.bid(0), 0), (1, BN))
+    while tile.atomic_cas(locks, g, 0, 1, memory_order=tile.MemoryOrder.ACQUIRE) == 1:
+        pass
+    cur = acc.partition((1, BN)).load((g, 0))
+    acc.partition((1, BN)).store((g, 0), cur + t)
+    tile.atomic_xchg(locks, g, 0, memory_order=tile.MemoryOrder.RELEASE)
+
+
+@tile.entry
+def while_over_new_data(z, x):
+    acc = tile.zeros((16,), tile.float32)
+    j = 0
+    while j < x.shape[0] // 16:
+        acc += x.load((j,), (16,))
+        j += 1
+    z.store(acc)
+
+
+@pytest.mark.parametrize("schedule", ["serial", "shuffle"])
+def test_locks_given_back_and_long_loops_are_not_hangs(monkeypatch, schedule):
+    _use(monkeypatch, schedule, 1)
+    monkeypatch.setattr(sched, "STEP_LIMIT", 5)
+    acc, locks = api.zeros((4, 16)).sync(), api.zeros((4,), tile.int32).sync()
+    lock_then_add(tile.atomic(acc), tile.atomic(locks), api.ones((32, 16)).sync(),
+                  16).grid((32, 1, 1)).sync()
+    assert (acc.to_numpy() == 8).all()
+    z = api.zeros((32,)).sync()
+    while_over_new_data(z.partition((16,)), api.ones((16 * 64,)).sync()).sync()
+    np.testing.assert_array_equal(z.to_numpy(), 64.0)

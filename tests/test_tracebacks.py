@@ -79,3 +79,47 @@ def test_user_traceback_drops_tilejit_frames_only():
         n += 1
         full = full.tb_next
     assert n > len(files)                                                 # the original is intact
+
+
+SCRIPT = textwrap.dedent('''
+    import tilejit as tile
+    from tilejit import api
+
+    @tile.entry
+    def bad(z, x):
+        t = tile.load_tile_like(x, z)
+        z.store(t + 'oops')
+
+    x = api.zeros((8,)).sync()
+    z = api.zeros((8,)).sync()
+    if KIND == "kernel":
+        bad(z.partition((4,)), x).sync()
+    raise ValueError("not tilejit's")
+''')
+
+
+def _script(tmp_path, kind, **env):
+    path = tmp_path / "script.py"
+    path.write_text(f"KIND = {kind!r}\n" + SCRIPT)
+    e = {k: v for k, v in os.environ.items() if k != "TILEJIT_FULL_TRACEBACK"}
+    e.update(TILEJIT_SIMULATE="1", TILEJIT_CACHE_DIR=str(tmp_path / "c"),
+             PYTHONPATH=os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p),
+             **env)
+    r = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, cwd=tmp_path,
+                       env=e, timeout=300)
+    assert r.returncode == 1, r.stdout + r.stderr
+    return r.stderr
+
+
+def test_a_script_shows_the_users_frames_and_the_message_only(tmp_path):
+    err = _script(tmp_path, "kernel")
+    assert "bad(z.partition((4,)), x).sync()" in err                     # the user's call
+    assert "in `t + 'oops'`" in err and "z.store(t + 'oops')" in err     # the message
+    assert "dispatcher.py" not in err and "deviceop.py" not in err, err
+    assert err.count('  File "') == 1, err                                # the call, nothing else
+
+
+def test_a_script_keeps_every_frame_on_request_and_of_other_errors(tmp_path):
+    assert "dispatcher.py" in _script(tmp_path, "kernel", TILEJIT_FULL_TRACEBACK="1")
+    err = _script(tmp_path, "other")
+    assert "ValueError: not tilejit's" in err and 'raise ValueError("not tilejit' in err

@@ -16,6 +16,9 @@ __version__ = "0.1.0"
 from .runtime import (Device, current_device, Stream, Event, Tensor, Partition, ForeignPartition,
                       partition, atomic, from_dlpack, Module,
                       Function, load_module_from_ptx, load_module_from_file)
+#: ``tile.writable(x)``: ``x`` as a writable tensor argument, for stores, scatters and atomics;
+#: ``tile.atomic(x)`` is the same class under its first name (which reads as "only for atomics")
+writable = atomic
 from .deviceops import (DeviceOp, DeviceFuture, ExecutionContext, value, shared, zip, with_context,
                   SchedulingPolicy, StreamPoolRoundRobin, SingleStream, set_default_policy,
                   LaunchConfig, AsyncKernelLaunch)

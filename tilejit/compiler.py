@@ -202,12 +202,15 @@ def bytecode_version(target: str):
 
 
 def front_end(pyfunc, keys: Sequence, constants: dict, target: str, options: CompileOptions,
-              const_grid=None, name: Optional[str] = None, version=None, grid_ones=None):
+              const_grid=None, name: Optional[str] = None, version=None, grid_ones=None,
+              for_gpu: bool = False):
     """Typing, structurizing, lowering and verifying: ``(typed, module, timings)``. An
-    exception that is not a tilejit error is a bug in tilejit: an :class:`InternalError`."""
+    exception that is not a tilejit error is a bug in tilejit: an :class:`InternalError`.
+    ``for_gpu``: the module a GPU would get even for the simulator target (no checks of the
+    kernel's promises; what ``inspect_tileir`` shows)."""
     try:
         return _front_end(pyfunc, keys, constants, target, options, const_grid, name, version,
-                          grid_ones)
+                          grid_ones, for_gpu)
     except TileJitError:
         raise
     except Exception as e:      # noqa: BLE001  (reported, with the original chained)
@@ -217,7 +220,8 @@ def front_end(pyfunc, keys: Sequence, constants: dict, target: str, options: Com
             f"kernel's source (TILEJIT_FULL_TRACEBACK=1 shows where it happened)") from e
 
 
-def _front_end(pyfunc, keys, constants, target, options, const_grid, name, version, grid_ones):
+def _front_end(pyfunc, keys, constants, target, options, const_grid, name, version, grid_ones,
+               for_gpu):
     ti = time.perf_counter()
     from .lowering.lower import lower_kernel, opt_hints_for
     from .lowering.structurize import structurize
@@ -232,7 +236,8 @@ def _front_end(pyfunc, keys, constants, target, options, const_grid, name, versi
     bc_version = version if version is not None else bytecode_version(target)
     module = lower_kernel(structurize(typed), name=symbol(name or pyfunc.__name__), arch=arch,
                           bytecode_version=bc_version, hints=options.hints(),
-                          const_grid=const_grid, grid_ones=grid_ones or (False, False, False))
+                          const_grid=const_grid, grid_ones=grid_ones or (False, False, False),
+                          simulated=target == SIM_TARGET and not for_gpu)
     optimize_module(module, fma=options.fma)
     # last: the optimizations make loads (a permute of a load becomes a transposed load)
     carried_loads_off_tma(module, lambda d: opt_hints_for(d, bc_version, arch))

@@ -501,7 +501,8 @@ class Kernel:
         from .tileir import print_module
         keys, consts, ones = self._keys_for(args, generics)
         _, module, _ = _compiler.front_end(self.py_func, keys, consts, _compiler.SIM_TARGET,
-                                           self.options, name=self.__name__, grid_ones=ones)
+                                           self.options, name=self.__name__, grid_ones=ones,
+                                           for_gpu=True)
         return _compiler.parameter_comment(self.py_func, keys, consts) + "\n" + \
             print_module(module)
 
@@ -518,7 +519,7 @@ class Kernel:
         version = tileiras.max_bytecode_version() if tileiras.available() else LATEST
         _, module, _ = _compiler.front_end(self.py_func, keys, consts, _compiler.SIM_TARGET,
                                            self.options, name=self.__name__, version=version,
-                                           grid_ones=ones)
+                                           grid_ones=ones, for_gpu=True)
         return write_bytecode(module, version)
 
     def compile(self, *args, arch: Optional[str] = None, **generics) -> bytes:

@@ -40,8 +40,8 @@ __all__ = [
     # annotations, decorators, host helpers
     "Constant", "function", "TileFunction", "cdiv", "static_assert", "static_eval", "constant_parameters",
     "constant_annotations", "static_range", "static_iter",
-    # enums
-    "PaddingMode", "RoundingMode", "MemoryOrder", "MemoryScope",
+    # enums and warnings
+    "PaddingMode", "RoundingMode", "MemoryOrder", "MemoryScope", "TransposeWarning",
     # grid
     "bid", "num_blocks",
     # memory
@@ -289,6 +289,14 @@ class MemoryScope(enum.Enum):
     SYS = "sys"
 
 
+class TransposeWarning(UserWarning):
+    """Warned when a kernel compiles: an explicit permutation given to ``transpose`` is the
+    identity (``t.transpose(0, 1)`` on a 2-d tile). ``transpose`` follows NumPy (the complete new
+    order of the axes), not torch or cuTile (two axes to swap), so that call does nothing; the
+    swap is ``tile.swapaxes(t, 0, 1)``, the reversal ``t.transpose()`` or ``t.T``. The warning
+    points at the call's file and line."""
+
+
 # --------------------------------------------------------------------------------------------------
 # Grid
 @_stub
@@ -363,25 +371,29 @@ def store(target, index, t, order=None, memory_order=MemoryOrder.WEAK, memory_sc
 
 @_stub
 def gather(x, indices, mask=None, other=0, padding_value=None, memory_order=MemoryOrder.WEAK,
-           memory_scope=None):
+           memory_scope=None, check_bounds=True, latency=None):
     """Element-wise load: ``x[indices]`` for a tile (1-D ``x``) or tuple of tiles of indices.
 
     Index tiles broadcast together; the result has their broadcast shape and ``x.dtype``.
     Elements where ``mask`` is False or the index is out of bounds read as ``other``
     (``padding_value``, cuTile's name, is the same; give one of them).
-    ``memory_order``/``memory_scope`` as for :func:`load`.
+    ``memory_order``/``memory_scope`` as for :func:`load`. ``check_bounds=False`` (a constant)
+    promises every index is in bounds and drops the bounds mask (an out-of-bounds index is then
+    undefined behaviour on the GPU and an error on the simulator); ``latency`` as for
+    :func:`load`.
     """
 
 
 @_stub
 def scatter(target, indices, values, mask=None, memory_order=MemoryOrder.WEAK,
-            memory_scope=None):
+            memory_scope=None, check_bounds=True, latency=None):
     """Element-wise store ``target[indices] = values`` into a partition's tensor or a writable tensor.
 
     ``indices`` index the whole underlying tensor (not the block's tile). ``values`` broadcasts to
     the indices' shape and must have ``target.dtype`` (weak scalars adopt it). Out-of-bounds and
     masked-off elements are skipped. Blocks writing the same element race.
-    ``memory_order``/``memory_scope`` as for :func:`store`.
+    ``memory_order``/``memory_scope`` as for :func:`store`; ``check_bounds`` and ``latency`` as
+    for :func:`gather`.
     """
 
 
@@ -454,7 +466,10 @@ def randint4x(seed, offsets):
     """The four 32-bit words of Philox-4x32-10 (Salmon et al., SC'11) for each offset: a tuple
     of four ``uint32`` tiles of ``offsets``' shape.
 
-    ``seed`` is an integer scalar (its 64 bits are the key, low word first); ``offsets`` an
+    ``seed`` is an integer scalar (its 64 bits are the key, low word first). Like ``api.rand``'s,
+    a seed is an int in [0, 2**64): a constant outside is a compile error, a Python int argument
+    outside raises ``OverflowError`` at the call; a seed of a signed dtype computed in the kernel
+    (or passed as a NumPy int) is taken as its 64-bit two's complement. ``offsets`` an
     integer tile or scalar (taken as 64 bits, low word first: the counter is
     ``(lo, hi, 0, 0)``). The same seed and offsets give the same numbers on the GPU and on the
     simulator; ``api.rand(shape, seed=s)`` is ``rand(s, arange(n))`` over the flat elements.

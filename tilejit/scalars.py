@@ -2,7 +2,8 @@
 
 A Python ``int``/``float``/``bool`` kernel argument is *weak*: it takes the dtype of the tile it
 meets. It travels exactly (``int`` as ``i64``, ``float`` as ``f64``, ``bool`` as ``i32``; see
-:data:`PYTHON_SCALARS`) and the kernel converts it where it meets a tile, once, as NumPy converts
+:data:`PYTHON_SCALARS`; an ``int`` in [2**63, 2**64) as ``u64``, as NumPy 2 takes
+``uint64_array + 2**63``) and the kernel converts it where it meets a tile, once, as NumPy converts
 it. What NumPy does with a value that does not fit that dtype happens at the call:
 
 * an ``int`` out of the dtype's range raises ``OverflowError("Python integer 1000 out of bounds
@@ -35,6 +36,10 @@ PYTHON_SCALARS = {
 }
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+UINT64_MAX = (1 << 64) - 1
+#: A Python int beyond int64 but within uint64: weak, so it still adopts a tile's dtype (a
+#: uint64 tile takes it; an int64 one raises NumPy's OverflowError at the call).
+_WIDE_INT = (scalar_key("uint64", True), "u64")
 
 
 # --- checked slots ---------------------------------------------------------------------------
@@ -59,8 +64,8 @@ def needs_check(param_dtype: _dt.DType, into: _dt.DType) -> bool:
     """Whether converting a weak scalar parameter of ``param_dtype`` into ``into`` is checked at
     the call: a Python int (int64) into a narrower integer range, a Python float (float64) into a
     narrower float range. (A parameter annotated with another dtype is converted on the host.)"""
-    if param_dtype is _dt.int64:
-        return into.is_integer and into is not _dt.int64
+    if param_dtype in (_dt.int64, _dt.uint64):
+        return into.is_integer and into is not param_dtype
     return param_dtype is _dt.float64 and into.is_float and into.bits < 64
 
 
@@ -85,7 +90,7 @@ def slot_range(slot: str):
     if slot_abi(slot) == "f64":
         hi = min(_float_limit(d) for d in intos)
         return 2, -hi, hi
-    lo, hi = INT64_MIN, INT64_MAX
+    lo, hi = (0, UINT64_MAX) if slot_abi(slot) == "u64" else (INT64_MIN, INT64_MAX)
     for d in intos:
         info = np.iinfo(d.np_dtype)
         lo, hi = max(lo, int(info.min)), min(hi, int(info.max))
@@ -126,11 +131,11 @@ def constant_for(value, d: _dt.DType):
 
 def python_scalar(value) -> Optional[tuple]:
     """``(key, slot)`` of a Python scalar argument, or None when it is not one (or an int beyond
-    int64, which the caller refuses with a message)."""
+    uint64 or below int64, which the caller refuses with a message)."""
     hit = PYTHON_SCALARS.get(type(value))
-    if hit is None or (type(value) is int and not INT64_MIN <= value <= INT64_MAX):
-        return None
-    return hit
+    if hit is None or type(value) is not int or INT64_MIN <= value <= INT64_MAX:
+        return hit
+    return _WIDE_INT if INT64_MAX < value <= UINT64_MAX else None
 
 
 def annotated_plans() -> dict:
@@ -155,8 +160,52 @@ def annotated_plans() -> dict:
             hi = _float_limit(d)
             float_plan = (key, -hi, hi)
         out[d] = (int_plan, float_plan, bool_plan)
+    out.update(_strong_plans(out))
+    return out
+
+
+# --- strong scalars (cuTile's rule) ----------------------------------------------------------
+class StrongScalar:
+    """A launcher annotation (``Kernel._anns``): a Python scalar passed to this parameter is a
+    *strong* value, a rank-0 tile of one dtype, as cuTile Python types its run-time scalar
+    arguments (``x_f16 + y`` with ``y = 5.0`` computes in float32). ``dtype`` when set (the
+    value converted to it, as a dtype annotation converts), else by the value's type
+    (:data:`STRONG_DEFAULTS`); a NumPy scalar keeps its own dtype. One object per dtype
+    (:func:`strong`): the C launcher finds its plans by identity."""
+
+    __slots__ = ("dtype",)
+
+    def __repr__(self) -> str:
+        return f"strong({self.dtype.name if self.dtype else ''})"
+
+
+#: cuTile's dtypes of unannotated Python scalars (an int outside int32 raises OverflowError)
+STRONG_DEFAULTS = {bool: _dt.bool_, int: _dt.int32, float: _dt.float32}
+_STRONG: dict = {}
+
+
+def strong(dtype: Optional[_dt.DType] = None) -> StrongScalar:
+    """The :class:`StrongScalar` annotation for ``dtype`` (None: by the value's type)."""
+    s = _STRONG.get(dtype)
+    if s is None:
+        s = object.__new__(StrongScalar)
+        s.dtype = dtype
+        s = _STRONG.setdefault(dtype, s)
+    return s
+
+
+def _strong_plans(weak: dict) -> dict:
+    """annotated_plans' entries for the :class:`StrongScalar` annotations: the weak plans' ranges
+    under strong keys; ``strong()`` takes each plan from its type's default dtype."""
+    def strong_plan(plan):
+        return None if plan is None else (scalar_key(plan[0].dtype, False),) + plan[1:]
+
+    out = {strong(d): tuple(strong_plan(p) for p in plans) for d, plans in weak.items()}
+    out[strong()] = tuple(strong_plan(weak[STRONG_DEFAULTS[t]][i])
+                          for i, t in enumerate((int, float, bool)))
     return out
 
 
 __all__ = ["PYTHON_SCALARS", "annotated_plans", "checked_slot", "slot_abi", "slot_intos", "needs_check",
-           "slot_range", "out_of_range", "check_int_fits", "constant_for", "python_scalar"]
+           "slot_range", "out_of_range", "check_int_fits", "constant_for", "python_scalar",
+           "StrongScalar", "STRONG_DEFAULTS", "strong"]

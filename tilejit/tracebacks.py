@@ -9,12 +9,16 @@ it only bury that message, in notebooks especially. So:
   frames (:func:`install` puts the method on ``TileJitError``; ``errors`` stays free of
   imports);
 * pytest hides the frames of every module whose ``__tracebackhide__`` is
-  :func:`hide_frames_of_user_errors`, and that function says yes for user errors.
+  :func:`hide_frames_of_user_errors`, and that function says yes for user errors;
+* plain scripts print an uncaught exception through ``sys.excepthook``: :func:`install` wraps
+  the hook in place at import, to print a user error's traceback without tilejit's frames and
+  pass everything else on unchanged.
 
-``TILEJIT_FULL_TRACEBACK=1`` keeps every frame in both.
+``TILEJIT_FULL_TRACEBACK=1`` keeps every frame in all three.
 """
 from __future__ import annotations
 
+import sys
 import types
 
 from .envvars import flag
@@ -66,9 +70,29 @@ def hide_frames_of_user_errors(excinfo) -> bool:
     return bool(getattr(exc, "user_error", False)) and not full_traceback()
 
 
+def _keep_every_frame() -> bool:
+    try:
+        return full_traceback()
+    except Exception:  # noqa: BLE001  (a bad TILEJIT_FULL_TRACEBACK must not hide the error)
+        return False
+
+
+def _script_hook(previous):
+    def tilejit_excepthook(tp, value, tb):
+        if isinstance(value, TileJitError) and value.user_error and not _keep_every_frame():
+            tb = user_traceback(tb) or tb
+            value = value.with_traceback(tb)     # Python's hook prints the value's own
+        previous(tp, value, tb)
+    tilejit_excepthook.previous = previous
+    return tilejit_excepthook
+
+
 def install() -> None:
-    """IPython's ``_render_traceback_`` hook on every tilejit error."""
+    """IPython's ``_render_traceback_`` hook on every tilejit error, and the scripts' one
+    (``sys.excepthook``, wrapped once whatever it was)."""
     TileJitError._render_traceback_ = ipython_traceback
+    if getattr(sys.excepthook, "__name__", "") != "tilejit_excepthook":
+        sys.excepthook = _script_hook(sys.excepthook)
 
 
 install()

@@ -273,9 +273,11 @@ int classify_arg(Launcher *self, Arg *a, PyObject *v, PyObject *ann, StreamInfo 
         if (r == 0) r = foreign_arg(self, a, v, pos, si, S_kind_tensor, Py_False);
         if (r != 0) return r;
         reset_arg(a);
-    } else {
+    } else {        /* an annotation speaks for scalars only (cuTile's annotate them all) */
         int r = annotated_scalar(a, v, ann);
+        if (r == 0) r = foreign_arg(self, a, v, pos, si, S_kind_tensor, Py_False);
         if (r != 0) return r;
+        reset_arg(a);
     }
     int isop = PyObject_IsInstance(v, self->deviceop_type);
     if (isop) return isop < 0 ? -1 : give_up(R_DEVICEOP);

@@ -15,7 +15,8 @@ on a GPU or on tilejit's CPU simulator::
 
 Every ``ct.*`` function of the kernel language is tilejit's own op or a thin adapter over it
 (``_language.py``); the launch side is ``_kernel.py``. Where cuTile's semantics differ from
-tilejit's defaults (NaN in ``max``/``min``, int32 scalar parameters), this module keeps cuTile's.
+tilejit's defaults (NaN in ``max``/``min``; run-time Python scalars are strong int32 / float32 /
+bool values, not NumPy's weak scalars; ``a and b`` is a bool), this module keeps cuTile's.
 ``docs/language/porting.md`` lists the equivalents and the differences.
 """
 from ..dtypes import (DType, bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
@@ -35,7 +36,8 @@ from ._language import *  # noqa: F401,F403  (the kernel language: load, store, 
 from ._kernel import ByTarget, Kernel, function, kernel, launch
 from . import tune
 
-#: ``x: ct.ScalarInt64`` annotates an int64 scalar parameter (Python ints are int32 otherwise)
+#: ``x: ct.ScalarInt64`` annotates an int64 scalar parameter (Python ints are int32 otherwise;
+#: one beyond int32 raises OverflowError)
 ScalarInt64 = int64
 
 __all__ = (["tune", "launch", "kernel", "function", "Kernel", "ByTarget", "Constant",

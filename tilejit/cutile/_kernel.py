@@ -2,10 +2,11 @@
 ``ct.launch(stream, grid, kernel, args)``.
 
 A ``ct.kernel`` is a :class:`tilejit.Kernel` compiled with cuTile's rules: undecorated Python
-functions it calls are inlined (``CompileOptions.plain_helpers``), ``int``/``float``
-annotations of scalar parameters mean int32/float32 (cuTile's scalar types; a ``bool``
-parameter takes the argument's own type, as in cuTile), and hints may
-be :class:`ByTarget` values (resolved for each architecture it compiles for).
+functions it calls are inlined (``CompileOptions.plain_helpers``), run-time Python scalars are
+strong values as in cuTile (a bool is ``bool_``, an int ``int32``, a float ``float32``, whatever
+the annotation says, except a dtype's such as ``ct.ScalarInt64``: ``x_f16 + y`` with ``y=5.0``
+computes in float32; ``scalars.StrongScalar``), and hints may be :class:`ByTarget` values
+(resolved for each architecture it compiles for).
 
 ``ct.launch`` stores into arrays as cuTile does, without partitions: the kernel's source says
 which array parameters it stores into (``_writes.written_parameters``, read once per kernel
@@ -16,14 +17,17 @@ others stay read-only. Arrays may be torch or CuPy arrays, tilejit tensors or Nu
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import operator
 import re
+import typing
 from typing import Optional
 
 import numpy as np
 
 from .. import dtypes as D
 from .. import keys as _keys
+from .. import scalars as _scalars
 from ..dispatcher import Kernel as _TileKernel
 from .. import native as _native
 from ..dispatcher import _NATIVE_LAYOUT, _native_launcher
@@ -77,9 +81,19 @@ def _for_target(value, target: Optional[str]):
     return value.resolve(target) if isinstance(value, ByTarget) else value
 
 
-# cuTile's scalar parameter types for Python annotations. ``bool`` is left out: cuTile takes
-# the argument's own type there (an int passed to ``c: bool`` stays that int, 5 and not True)
-_SCALAR_ANNOTATIONS = {int: D.int32, float: D.float32}
+
+
+def _strong_annotation(ann):
+    """A parameter annotation as the launcher's (scalars.strong): a dtype's, cuTile's defaults
+    otherwise; ``tuple[A, B]`` one per item (a tuple), ``tuple[A, ...]`` ``(A's, ...)``."""
+    if isinstance(ann, D.DType):
+        return _scalars.strong(ann)
+    if typing.get_origin(ann) is tuple and typing.get_args(ann):
+        items = typing.get_args(ann)
+        if len(items) == 2 and items[1] is Ellipsis:
+            return (_strong_annotation(items[0]), Ellipsis)
+        return tuple(_strong_annotation(a) for a in items)
+    return _scalars.strong()
 
 
 class Kernel(_TileKernel):
@@ -125,13 +139,12 @@ class Kernel(_TileKernel):
 
     @staticmethod
     def _scalar_annotations(pyfunc):
-        out = {}
-        for name, ann in getattr(pyfunc, "__annotations__", {}).items():
-            if isinstance(ann, D.DType):
-                out[name] = ann
-            elif ann in _SCALAR_ANNOTATIONS:
-                out[name] = _SCALAR_ANNOTATIONS[ann]
-        return out
+        # cuTile types a run-time Python scalar strongly, by its type (bool, int32, float32;
+        # ``int``/``float``/``bool`` annotations change nothing: an int passed to ``c: bool``
+        # stays that int), or as a dtype annotation says (ct.ScalarInt64): scalars.strong
+        anns = getattr(pyfunc, "__annotations__", {})
+        return {name: _strong_annotation(anns.get(name))
+                for name in inspect.signature(pyfunc).parameters}
 
     def _compile(self, keys, consts, target, options, *args, **kwargs):
         if self._by_target and options == self.options:

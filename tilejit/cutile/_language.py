@@ -20,6 +20,7 @@ from __future__ import annotations
 import inspect
 
 from .. import language as L
+from ..implicit_casts import implicit_cast as _implicit_cast
 from ..language import MemoryOrder, MemoryScope, PaddingMode, RoundingMode, TileFunction
 
 _WEAK, _ACQ_REL, _DEVICE = MemoryOrder.WEAK, MemoryOrder.ACQ_REL, MemoryScope.DEVICE
@@ -122,21 +123,31 @@ def num_tiles(array, /, axis, shape, order="C"):
 def gather(array, indices, /, *, mask=None, padding_value=0, check_bounds=True, latency=None):
     """``ct.gather``: ``array[indices]`` element-wise; out-of-bounds and masked-off elements
     read as ``padding_value``."""
-    return L.gather(array, indices, mask=mask, other=padding_value)
+    return L.gather(array, indices, mask=mask, other=padding_value, check_bounds=check_bounds,
+                    latency=latency)
 
 
 @_helper
 def scatter(array, indices, value, /, *, mask=None, check_bounds=True, latency=None):
     """``ct.scatter``: ``array[indices] = value`` element-wise (converted to the array's dtype);
     out-of-bounds and masked-off elements are skipped."""
-    L.scatter(array, indices, L.astype(value, array.dtype), mask=mask)
+    L.scatter(array, indices, L.astype(value, array.dtype), mask=mask,
+              check_bounds=check_bounds, latency=latency)
+
+
+_BITWISE = ("atomic_and", "atomic_or", "atomic_xor")
 
 
 def _atomic(core):
+    name = core.__name__
+    exact = name in _BITWISE
+
     def adapter(array, indices, update, /, *, check_bounds=True, memory_order=_ACQ_REL,
                 memory_scope=_DEVICE):
-        return core(array, indices, update, memory_order=memory_order,
-                    memory_scope=memory_scope)
+        return core(array, indices, _implicit_cast(update, array.dtype, "Update is "
+                                                   "incompatible with the target dtype", exact,
+                                                   name),
+                    memory_order=memory_order, memory_scope=memory_scope)
     adapter.__name__ = adapter.__qualname__ = core.__name__
     adapter.__doc__ = f"``ct.{core.__name__}``: {core.__doc__}"
     return _helper(adapter)
@@ -156,8 +167,12 @@ def atomic_cas(array, indices, expected, desired, /, *, check_bounds=True,
                memory_order=_ACQ_REL, memory_scope=_DEVICE):
     """``ct.atomic_cas``: where ``array[indices] == expected`` store ``desired``; returns the
     old values."""
-    return L.atomic_cas(array, indices, expected, desired, memory_order=memory_order,
-                        memory_scope=memory_scope)
+    return L.atomic_cas(array, indices,
+                        _implicit_cast(expected, array.dtype, "Expected value is incompatible "
+                                       "with the target dtype", False, "atomic_cas"),
+                        _implicit_cast(desired, array.dtype, "Desired value is incompatible "
+                                       "with the target dtype"),
+                        memory_order=memory_order, memory_scope=memory_scope)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ _WRITES_FIRST = frozenset([L.store, L.scatter, L.atomic_add, L.atomic_max, L.ato
                            L.atomic_and, L.atomic_or, L.atomic_xor, L.atomic_xchg, L.atomic_cas])
 _STATIC_ATTRS = frozenset({"shape", "dtype", "ndim", "strides"})
 _VIEW_READS = frozenset({"load", "num_tiles", "tile_shape", "ndim", "dtype",
-                         "traversal_steps"})
+                         "traversal_steps", "load_offset"})
 
 # function -> indices of its parameters it may write (None while being analysed: recursion)
 _memo: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -104,7 +104,7 @@ def _is_read(name: ast.Name, parents, fn) -> bool:
     if isinstance(parent, ast.Attribute) and parent.value is name:
         if parent.attr in _STATIC_ATTRS:
             return True
-        if parent.attr in ("partition", "tiled_view"):   # x.partition(s).load(...) and such
+        if parent.attr in ("partition", "tiled_view", "get_raw_memory"):  # x.partition(s).load()
             call = parents.get(id(parent))
             if isinstance(call, ast.Call) and call.func is parent:
                 use = parents.get(id(call))

@@ -32,6 +32,7 @@ from ..typing.templates._base import NOT_STATIC, static_value
 from ..typing.types import DTypeType, EnumClassType, TileType as NbTile, dtype_of
 from . import narrow
 from . import regions as R
+from .sink_continues import sink_continues
 from .abi import ArrayParam, ScalarParam, ViewRef, build_entry, select_item
 from .control import ControlFlow, _is_static_type
 from .handlers import handler_of
@@ -73,8 +74,12 @@ class Lowering(ControlFlow):
 
     def __init__(self, structured: R.StructuredKernel, *, name: Optional[str] = None,
                  arch: str = "sm_90", bytecode_version=(13, 4), hints: Optional[dict] = None,
-                 const_grid: Optional[tuple] = None, grid_ones=(False, False, False)):
+                 const_grid: Optional[tuple] = None, grid_ones=(False, False, False),
+                 simulated: bool = False):
         self.sk = structured
+        # for the simulator: check what a kernel promised (check_bounds=False) where the GPU
+        # takes it on trust
+        self.simulated = simulated
         self.const_grid = const_grid
         # grid axes of extent 1 (known at specialization): their block index is 0
         self.grid_ones = tuple(grid_ones) if const_grid is None else \
@@ -534,6 +539,9 @@ class Lowering(ControlFlow):
         ``uint32(-1)`` wraps, ``bool_(5)`` is True), a run-time value cast."""
         v = self.value(arg)
         if isinstance(v, (bool, int, float, np.number, np.bool_)):
+            if d.name == "float8_e8m0fnu" and v < 0:
+                raise self.error(f"float8_e8m0fnu({v}): Negative values cannot be represented "
+                                 f"in an unsigned float format")
             with np.errstate(all="ignore"):
                 c = np.array(v).astype(d.np_dtype)[()].item() if not d.is_bool else bool(v)
             return self.em.const(c, d)
@@ -628,9 +636,10 @@ class Lowering(ControlFlow):
             d["allow_tma"] = False
         return self.opt_hints(d) if d else None
 
-    def element_pointers(self, arr: ArrayParam, indices, shape) -> Tuple[Value, TV]:
+    def element_pointers(self, arr: ArrayParam, indices, shape,
+                         bounds: bool = True) -> Tuple[Value, Optional[TV]]:
         """Pointers to ``arr[indices]`` (index tiles broadcast to ``shape``) and the in-bounds
-        mask."""
+        mask (None without ``bounds``)."""
         em = self.em
         idx_dt = arr.index_dtype
         if not isinstance(indices, tuple):
@@ -646,12 +655,14 @@ class Lowering(ControlFlow):
             offset = term if offset is None else em.binary("+", offset, term, idx_dt)
             # 0 <= t < shape[i] as one unsigned compare (shapes are never negative; a negative
             # index reads as a huge unsigned one), as cuTile does: half the mask's work
+            if not bounds:
+                continue
             ok = TV(self.b.cmpi("less_than", t.value, em.broadcast(arr.shape[i], shape).value,
                                 "unsigned"), D.bool_)
             mask = ok if mask is None else em.binary("&", mask, ok, D.bool_)
         base = self.b.broadcast(self.b.reshape(arr.base, (1,) * len(shape)), shape) if shape else arr.base
         if offset is None:          # a 0-d array, no index tiles: its one element, in bounds
-            return base, em.const(True, D.bool_, shape)
+            return base, em.const(True, D.bool_, shape) if bounds else None
         ptrs = self.b.offset(base, offset.value)
         return ptrs, mask
 
@@ -677,6 +688,7 @@ def lower_kernel(structured: R.StructuredKernel, **kw) -> Module:
     """Lower a structured, typed kernel to a Tile IR module (one entry function)."""
     # float4 / e8m0 tiles are float32 on targets without them: decided before any type is made
     token = narrow.carry_for(kw.get("arch", "sm_90"))
+    sink_continues(structured)
     try:
         return Lowering(structured, **kw).run()
     finally:

@@ -32,7 +32,8 @@ from ..keys import Facts, array_slots, scalar_slot
 from . import foreign as _foreign
 from .. import layout as _layout
 from ..memo import BoundedMemo
-from .hostarrays import output_array, writable_host_array
+from .hostarrays import (broadcast_axes, broadcast_input, one_per_run, output_array,
+                         run_strides, writable_host_array)
 from .partition import ForeignPartition, HostPartition, Partition
 from .tensor import Tensor
 
@@ -40,9 +41,10 @@ MAX_GRID_DIM = 1 << 24          # grid dims must be < 2^24 (tileiras / driver li
 
 
 class atomic:
-    """``tile.atomic(x)``: pass ``x`` (a Tensor, DLPack/CAI object or NumPy array) as a *writable*
-    tensor, e.g. for ``tile.atomic_add`` inside the kernel. NumPy arrays are copied back after the
-    launch.
+    """``tile.writable(x)``, also spelled ``tile.atomic(x)``: pass ``x`` (a Tensor, DLPack/CAI
+    object or NumPy array) as a *writable* tensor, which the kernel may store into at any index
+    (``tile.store``, ``tile.scatter``) and update with atomics (``tile.atomic_add``). NumPy arrays
+    are copied back after the launch.
 
     Args:
         value: The array the kernel may write (JAX and read-only arrays are refused).
@@ -146,14 +148,31 @@ class TupleInfo(_LightInfo):
     extent = None
 
 
-def _tuple_info(value: tuple, stream) -> TupleInfo:
+def _item_annotations(annotation, n: int) -> tuple:
+    """The annotations of a tuple argument's ``n`` items: a StrongScalar one applies to each
+    (cuTile's rule for its items); a tuple gives one per item (``(a, Ellipsis)``: ``a`` for
+    each); anything else none."""
+    if type(annotation) is _scalars.StrongScalar:
+        return (annotation,) * n
+    if type(annotation) is tuple:
+        if len(annotation) == 2 and annotation[1] is Ellipsis:
+            return (annotation[0],) * n
+        if len(annotation) != n:
+            raise TypeError(f"Received a tuple of length {n} for a parameter annotated as a "
+                            f"tuple of length {len(annotation)}")
+        return annotation
+    return (None,) * n
+
+
+def _tuple_info(value: tuple, stream, annotation=None) -> TupleInfo:
+    anns = _item_annotations(annotation, len(value))
     items = []
     for j, v in enumerate(value):
         if type(v) in (Partition, ForeignPartition, tuple, list):
             raise TypeError(f"a tuple argument holds tensors and scalars; element {j} is a "
                             f"{type(v).__name__}: pass partitions (and nested tuples) as separate "
                             f"arguments")
-        items.append(classify(v, None, stream))
+        items.append(classify(v, anns[j], stream))
     info = TupleInfo()
     info.items = tuple(items)
     info.key = _keys.tuple_key([i.key for i in items])
@@ -280,18 +299,20 @@ def _partition_info(p: Partition) -> ArgInfo:
 
 
 # --- NumPy arrays (copied in, and out when writable) --------------------------------------------------
-# (NumPy dtype, shape, writable or tile) -> (DType, key, slots, grid)
+# (NumPy dtype, shape, writable or tile, broadcast axes) -> (DType, key, slots, grid)
 _numpy_keys = BoundedMemo("argspec.numpy_keys", 4096)
 
 
 def _numpy_info(arr: np.ndarray, writable: bool, value, tile=None) -> ArgInfo:
     """A NumPy argument: copied in; copied back when ``writable`` (tile.atomic) or an output
-    partition (``tile``: tile.partition(array, tile))."""
+    partition (``tile``: tile.partition(array, tile)). An input's broadcast axes (stride 0)
+    stay stride 0 on the device: one element is copied per repeated run."""
     shape = arr.shape
-    memo = (arr.dtype, shape, writable if tile is None else tile)
+    rep = () if writable else broadcast_axes(arr)
+    memo = (arr.dtype, shape, writable if tile is None else tile, rep)
     hit = _numpy_keys.get(memo)
     if hit is None:
-        hit = _numpy_keys.put(memo, _numpy_key(arr, writable, tile))
+        hit = _numpy_keys.put(memo, _numpy_key(arr, writable, tile, rep))
     dt, key, slots, grid = hit
     if writable and not arr.flags.writeable:
         raise TensorError("tile.atomic(array) needs a writable NumPy array (it is copied back after "
@@ -299,12 +320,12 @@ def _numpy_info(arr: np.ndarray, writable: bool, value, tile=None) -> ArgInfo:
     info = ArgInfo("tensor" if tile is None else "partition", key, None, slots, value=value,
                    writable=writable, host=arr, tile_shape=tile, grid=grid)
 
-    def prepare(stream, info=info, dt=dt):
+    def prepare(stream, info=info, dt=dt, rep=rep):
         from .stream_transfers import upload
-        t = upload(info.host, stream, dt, staged=True)
+        t = upload(one_per_run(info.host, rep), stream, dt, staged=True)
         info.tensor = t
         info.storage = t._storage
-        info.params = (t.device_pointer,) + t.shape + t.strides
+        info.params = (t.device_pointer,) + info.host.shape + run_strides(t.strides, rep)
 
     def finish(stream, info=info, writable=writable):
         # after the launch is queued: copy back (tile.atomic), then the buffer may serve the
@@ -321,13 +342,13 @@ def _numpy_info(arr: np.ndarray, writable: bool, value, tile=None) -> ArgInfo:
     return info
 
 
-def _numpy_key(arr: np.ndarray, writable: bool, tile=None):
+def _numpy_key(arr: np.ndarray, writable: bool, tile=None, rep=()):
     try:
         dt = _dt.from_numpy(arr.dtype)
     except TypeError as e:
         raise TypeError(f"cannot pass a NumPy array of dtype {arr.dtype} to a kernel: {e}") from None
     shape = tuple(arr.shape)
-    strides = _layout.contiguous_strides(shape)
+    strides = run_strides(_layout.contiguous_strides(one_per_run(arr, rep).shape), rep)
     facts = Facts.of(0, shape, strides, dt.itemsize)          # the device copy is 256-byte aligned
     slots = array_slots(len(shape), facts[0])
     if tile is None:
@@ -348,12 +369,14 @@ def _light_scalar(key, slot, value, param) -> ScalarInfo:
 
 
 def _scalar_info(value, annotation):
+    if type(annotation) is _scalars.StrongScalar:
+        return _strong_scalar_info(value, annotation.dtype)
     if annotation is None:
         hit = _scalars.python_scalar(value)
         if hit is not None:             # weak: travels exactly (tilejit.scalars)
             return _light_scalar(hit[0], (hit[1],), value, value)
-        if type(value) is int:
-            _scalars.check_int_fits(value, _dt.int64)
+        if type(value) is int:          # beyond every int dtype: NumPy's words
+            _scalars.check_int_fits(value, _dt.int64 if value < 0 else _dt.uint64)
     if annotation is not None:
         dt = _dt.as_dtype(annotation)
     elif isinstance(value, (bool, np.bool_)):
@@ -369,6 +392,23 @@ def _scalar_info(value, annotation):
     # Python scalars are weak (they adopt a tile's dtype), NumPy scalars strong (NEP 50)
     weak = not isinstance(value, np.generic)
     return _light_scalar(_keys.scalar_key(dt.name, weak), (scalar_slot(dt),), value,
+                         _scalar_value(value, dt))
+
+
+def _strong_scalar_info(value, dt):
+    """A scalar passed where Python scalars are strong (``scalars.StrongScalar``: cuTile's
+    rule): a rank-0 tile of ``dt``, or of the value's default dtype when ``dt`` is None."""
+    if dt is None:
+        if isinstance(value, np.generic):
+            dt = _dt.from_numpy(value.dtype)
+        else:
+            dt = _scalars.STRONG_DEFAULTS[bool if isinstance(value, bool) else
+                                          int if isinstance(value, int) else float]
+    if dt is _dt.int32 and isinstance(value, int) and not -2 ** 31 <= value < 2 ** 31:
+        raise OverflowError(f"Python integer {value} out of bounds for int32: a cuTile kernel "
+                            f"takes a Python int argument as int32; annotate the parameter "
+                            f"ct.ScalarInt64 to pass it as int64")
+    return _light_scalar(_keys.scalar_key(dt.name, False), (scalar_slot(dt),), value,
                          _scalar_value(value, dt))
 
 
@@ -430,7 +470,7 @@ def classify(value, annotation=None, stream=None) -> ArgInfo:
     if tp is bool or tp is int or tp is float or isinstance(value, (np.generic, bool, int, float)):
         return _scalar_info(value, annotation)
     if tp is tuple:
-        return _tuple_info(value, stream)
+        return _tuple_info(value, stream, annotation)
     if isinstance(value, np.ndarray):
         return _numpy_info(value, False, value)
     if tp is HostPartition:                 # tile.partition(np_array, tile): copied in and out
@@ -443,7 +483,7 @@ def classify(value, annotation=None, stream=None) -> ArgInfo:
         if view.device >= 0:
             return foreign_info(view, False, value, stream)
     if hasattr(value, "__dlpack__") or hasattr(value, "__cuda_array_interface__"):
-        t = _wrap_foreign(value, stream)
+        t = _wrap_foreign(value, stream, read_only=True)
         return _tensor_info(t, False, value)
     raise TypeError(f"cannot pass {type(value).__name__} to a kernel: expected a tile.Tensor, a "
                     f"partition (t.partition(shape)), a DLPack / __cuda_array_interface__ array, a "
@@ -527,11 +567,12 @@ def _dlpack_on_host(obj) -> bool:
         return False
 
 
-def _wrap_foreign(obj, stream) -> Tensor:
+def _wrap_foreign(obj, stream, read_only: bool = False) -> Tensor:
     from .dlpack import from_dlpack
     if isinstance(obj, np.ndarray):
         raise TypeError("internal: NumPy arrays are copied, not wrapped")
-    return from_dlpack(obj, stream=stream)
+    t = broadcast_input(obj, stream) if read_only else None     # a CPU torch .expand()
+    return from_dlpack(obj, stream=stream) if t is None else t
 
 
 def fixed_params(infos, names) -> Tuple[tuple, list]:

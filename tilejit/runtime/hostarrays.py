@@ -145,6 +145,39 @@ def _elements_overlap(arr: np.ndarray) -> bool:
     return False
 
 
+def broadcast_axes(arr: np.ndarray) -> tuple:
+    """The axes along which a host input repeats its elements (stride 0, as
+    ``np.broadcast_to`` and ``torch.expand`` make): copied once, not expanded (2**31 float32
+    ones would be 8 GiB on the device)."""
+    return tuple(i for i, (st, n) in enumerate(zip(arr.strides, arr.shape)) if st == 0 and n > 1)
+
+
+def one_per_run(arr: np.ndarray, axes: tuple) -> np.ndarray:
+    """``arr`` with each of the broadcast ``axes`` cut to extent 1 (a view): what is copied."""
+    if not axes:
+        return arr
+    return arr[tuple(slice(0, 1) if i in axes else slice(None) for i in range(arr.ndim))]
+
+
+def run_strides(strides: tuple, axes: tuple) -> tuple:
+    """The device copy's ``strides`` with 0 on the broadcast ``axes`` again."""
+    return tuple(0 if i in axes else st for i, st in enumerate(strides)) if axes else strides
+
+
+def broadcast_input(obj, stream):
+    """A read-only device tensor for the host DLPack input ``obj`` (a CPU torch tensor) that
+    has broadcast axes: one element per run copied, stride 0 kept; None for any other input."""
+    if isinstance(obj, np.ndarray) or not in_host_memory(obj):
+        return None
+    from .dlpack import _copy_from_host, _host_array
+    arr = _host_array(obj)
+    axes = broadcast_axes(arr)
+    if not axes:
+        return None
+    t = _copy_from_host(one_per_run(arr, axes), stream)
+    return t._derive(arr.shape, run_strides(t.strides, axes), 0)
+
+
 def output_array(obj, what: str):
     """What a host output is written back through (a writable NumPy array), or ``obj`` itself
     when it lives on a GPU; JAX arrays and read-only host arrays are refused."""
@@ -169,4 +202,5 @@ def float64_hint(message: str, infos, names) -> str:
 
 
 __all__ = ["is_jax_array", "in_host_memory", "without_grad", "lowp_view", "host_view",
-           "refuse_jax", "writable_host_array", "output_array", "float64_hint"]
+           "refuse_jax", "writable_host_array", "output_array", "float64_hint", "broadcast_axes",
+           "one_per_run", "run_strides", "broadcast_input"]

@@ -110,8 +110,8 @@ class SimulatorUnsupportedError(SimulatorError):
 
 
 class SimulatorHangError(SimulatorError):
-    """Under the interleave schedule the running blocks stopped making progress (they spin on a
-    lock or flag that no block will change)."""
+    """The running blocks stopped making progress (they spin on a lock or flag that no block
+    will change), under any schedule (:mod:`.schedule`)."""
 
 
 class KernelFault(Exception):

@@ -48,6 +48,8 @@ class Compiler:
     def __init__(self, kernel_name: str, interleave: bool = False):
         self.kernel_name = kernel_name
         self.interleave = interleave       # memory ops in their weak-memory form
+        self.loops = 0                     # depth of the 'loop' ops being prepared
+        self.has_loop = False              # serial launches then watch for spins
         self._slots: Dict[Value, int] = {}
         self.template: List[object] = [None] * RESERVED
 
@@ -80,6 +82,8 @@ class Compiler:
                 fn = build(op, self)
                 if self.interleave:
                     fn = interleave_form(op, self, fn)
+                elif self.loops and op.name in _schedule.MEMORY_OPS:
+                    fn = _schedule.spin_form(op, fn)
             except SimulatorError:
                 raise
             except Exception as e:
@@ -145,6 +149,7 @@ class SimKernel:
         self._arg_types = [str(a.type) for a in fn.args]
         self._body = c.block(fn.body)
         self._template = c.template
+        self._has_loop = c.has_loop
         self._fn = fn
         self._interleaved = None           # (body, template), prepared on first use
 
@@ -173,9 +178,17 @@ class SimKernel:
             env0[LAUNCH] = Launch(it.wm)
             it.run()
             return
-        env0[LAUNCH] = Launch(memory)
+        if not self._has_loop:
+            env0[LAUNCH] = Launch(memory)
+            with np.errstate(all="ignore"):
+                for bid in blocks:
+                    run_block(bid)
+            return
+        watch = _schedule.SpinWatch(memory, sched)
+        env0[LAUNCH] = Launch(watch)
         with np.errstate(all="ignore"):
             for bid in blocks:
+                watch.block_started()
                 run_block(bid)
 
     def _interleave_form(self):

@@ -51,6 +51,7 @@ def map2(op, c, fn) -> Callable:
 
     def run(env):
         env[o] = fn(env[i], env[j])
+    run.pure = fn           # the element-wise function itself (reduce's combiners call it)
     return run
 
 

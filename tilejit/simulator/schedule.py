@@ -15,6 +15,11 @@ block finished in between. When every running block has repeated :data:`STEP_LIM
 they all wait for something no block will do: the launch stops with
 :class:`SimulatorHangError` instead of hanging. (A block that works through new data never
 repeats, however long it runs.)
+
+Under ``serial`` and ``shuffle`` one block runs at a time, so nothing but the block itself can
+end its spin: :class:`SpinWatch` applies the same rule to that block's memory operations inside
+``loop`` ops (Python's ``while``: the only loops that need not end), at no cost to kernels
+without them.
 """
 from __future__ import annotations
 
@@ -25,10 +30,12 @@ from typing import Callable, Iterable, List, Optional, Sequence
 import numpy as np
 
 from .errors import KernelFault, SimulatorHangError
-from .weak_memory import Agent, WeakMemory
+from .registry import LAUNCH
+from .weak_memory import MEMORY_OPS, Agent, WeakMemory, _fingerprint
 
 WIDTH = 16            # blocks resident at once (a GPU runs a limited number too)
 STEP_LIMIT = 10_000   # repeated accesses of every running block: a hang
+SEEN_LIMIT = 100_000  # distinct accesses a serial block's hang check remembers
 
 
 def block_order(grid3, schedule: str, seed: int) -> Iterable[tuple]:
@@ -172,8 +179,87 @@ class Interleaver:
                 f"atomic or memory_order=ACQUIRE)")
 
 
+class SpinWatch:
+    """The launch's memory under ``serial``/``shuffle`` for a kernel with ``loop`` ops: it
+    passes every access through, and for the memory ops inside loops (:func:`spin_form`) notes
+    what they touched and whether a store changed memory, for the hang rule of the module
+    docstring applied to the one running block."""
+
+    def __init__(self, memory, schedule: str):
+        self.mem = memory
+        self.schedule = schedule
+        self.watching = False           # a memory op inside a loop is running
+        self.access = 0                 # its fingerprint: addresses and values
+        self.progress = 0               # memory changes and blocks started
+        self.epoch = -1
+        self.seen: set = set()
+        self.idle = 0
+
+    def __getattr__(self, name):
+        return getattr(self.mem, name)
+
+    def block_started(self) -> None:
+        self.progress += 1
+
+    def load(self, addrs, np_dtype, mask=None, other=0):
+        out = self.mem.load(addrs, np_dtype, mask=mask, other=other)
+        if self.watching:
+            self.access = _fingerprint(addrs, out)
+        return out
+
+    def store(self, addrs, values, np_dtype, mask=None) -> None:
+        if not self.watching:           # outside loops a store cannot be part of a spin
+            self.mem.store(addrs, values, np_dtype, mask=mask)
+            self.progress += 1
+            return
+        before = self.mem.load(addrs, np_dtype, mask=mask)
+        self.mem.store(addrs, values, np_dtype, mask=mask)
+        if self.mem.load(addrs, np_dtype, mask=mask).tobytes() != before.tobytes():
+            self.progress += 1
+        self.access = _fingerprint(addrs, values)
+
+    def account(self, key) -> None:
+        """After a memory op inside a loop: a repeat since the last progress counts towards a
+        hang (the ``seen`` set is bounded: a block that keeps reading new data never repeats)."""
+        if self.epoch != self.progress:
+            self.epoch, self.idle = self.progress, 0
+            self.seen.clear()
+        access = (key, self.access)
+        if access not in self.seen:
+            if len(self.seen) < SEEN_LIMIT:
+                self.seen.add(access)
+            return
+        self.idle += 1
+        if self.idle > STEP_LIMIT:
+            raise KernelFault(
+                f"TILEJIT_SIM_SCHEDULE={self.schedule}: the tile block repeated {STEP_LIMIT} "
+                f"memory operations (same addresses, same values) in a loop while no memory "
+                f"changed: it is stuck, spinning on a lock no block gives back or a flag no "
+                f"block sets. This schedule runs one block at a time, so a block waiting for "
+                f"another block of the launch waits forever here; TILEJIT_SIM_SCHEDULE="
+                f"interleave runs blocks side by side", cls=SimulatorHangError)
+
+
+def spin_form(op, inner):
+    """``inner``, the runner of memory op ``op`` inside a loop, watched by the launch's
+    :class:`SpinWatch`."""
+    key = id(op)
+
+    def run(env):
+        watch = env[LAUNCH].memory
+        watch.watching = True
+        try:
+            sig = inner(env)
+        finally:
+            watch.watching = False
+        watch.account(key)
+        return sig
+    return run
+
+
 def run_interleaved(run_block: Callable, blocks: Sequence[tuple], seed: int, memory) -> None:
     Interleaver(run_block, blocks, seed, memory).run()
 
 
-__all__ = ["block_order", "run_interleaved", "Interleaver", "WIDTH", "STEP_LIMIT"]
+__all__ = ["block_order", "run_interleaved", "Interleaver", "SpinWatch", "spin_form",
+           "MEMORY_OPS", "WIDTH", "STEP_LIMIT"]

@@ -90,7 +90,12 @@ def _for(op, c):
 @impl("loop")
 def _loop(op, c):
     region = op.regions[0]
-    body = c.block(region)
+    c.has_loop = True
+    c.loops += 1                # its memory ops are watched for spins (schedule.SpinWatch)
+    try:
+        body = c.block(region)
+    finally:
+        c.loops -= 1
     carried = [c.slot(a) for a in region.args]
     inits = [c.slot(v) for v in op.group("initValues")]
     res = [c.slot(r) for r in op.results]

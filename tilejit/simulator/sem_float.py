@@ -223,15 +223,39 @@ def _minmax(is_max: bool, propagate: bool):
         if np.any(z):
             neg_a = np.signbit(a)
             r = np.where(z, np.where(neg_a, b, a) if is_max else np.where(neg_a, a, b), r)
-        return np.where(np.isnan(r), np.array(np.nan, r.dtype), r)
+        nan = np.isnan(r)
+        return np.where(nan, np.array(np.nan, r.dtype), r) if nan.any() else r
     return fn
+
+
+def _minmax_reduce(is_max: bool, propagate: bool):
+    """``fn`` of :func:`_minmax` folded over axis 0 in one NumPy reduce: max and min pick an
+    element, so the order of a tree does not matter once signed zeros and NaNs are settled."""
+    pick = (np.maximum if is_max else np.minimum) if propagate else (np.fmax if is_max else np.fmin)
+
+    def reduce(x):
+        r = pick.reduce(x, axis=0)
+        z = r == 0
+        if np.any(z):
+            zeros = x == 0
+            winner = (zeros & (np.signbit(x) != is_max)).any(axis=0)   # +0 for max, -0 for min
+            plus, minus = np.array(0.0, r.dtype), np.array(-0.0, r.dtype)
+            best = (plus if is_max else minus)
+            r = np.where(z, np.where(winner, best, minus if is_max else plus), r)
+        nan = np.isnan(r)
+        return np.where(nan, np.array(np.nan, r.dtype), r) if nan.any() else r
+    return reduce
 
 
 @impl("maxf", "minf")
 def _maxminf(op, c):
     elem = elem_of(op.result)
-    fn = _minmax(op.name == "maxf", "propagate_nan" in op.attrs)
-    return map2(op, c, _wrap_math(fn, elem, _ftz(op, elem)))
+    is_max, propagate = op.name == "maxf", "propagate_nan" in op.attrs
+    ftz = _ftz(op, elem)
+    run = map2(op, c, _wrap_math(_minmax(is_max, propagate), elem, ftz))
+    if elem in _NATIVE and not ftz:
+        run.pure_reduce = _minmax_reduce(is_max, propagate)
+    return run
 
 
 @impl("cmpf")

@@ -18,10 +18,45 @@ import numpy as np
 
 from .elements import storage
 from .errors import KernelFault
-from .registry import YIELD, bind, impl
+from .registry import IMPLS, YIELD, bind, impl
+
+
+def _direct(op, c):
+    """``(combine, whole)`` without interpreting the region, when it is one element-wise op of
+    the two arguments and a ``yield`` of its result (``max``, ``sum``...): ``combine`` is the
+    op's own function on the array halves (the same arithmetic in the same tree, a fraction of
+    the time); ``whole(x)`` folds axis 0 in one NumPy reduce where the order cannot matter
+    (max/min), else None. None when the region is anything else."""
+    region = op.regions[0]
+    ops = region.ops
+    if len(region.args) != 2 or len(ops) != 2 or ops[1].name != "yield" or \
+            list(ops[1].operands) != [ops[0].results[0]] or len(ops[0].results) != 1 or \
+            ops[0].regions:
+        return None
+    first = ops[0]
+    operands = list(first.operands)
+    e, a = region.args
+    if operands not in ([e, a], [a, e]):
+        return None
+    build = IMPLS.get(first.name)
+    run = build(first, c) if build is not None else None
+    fn = getattr(run, "pure", None)
+    if fn is None:
+        return None
+    swap = operands == [a, e]
+
+    def combine(env, elems, accs):
+        r = fn(accs[0], elems[0]) if swap else fn(elems[0], accs[0])
+        return [r if np.shape(r) == np.shape(accs[0]) else np.broadcast_to(r, np.shape(accs[0]))]
+    return combine, getattr(run, "pure_reduce", None)
 
 
 def _combiner(op, c):
+    """``(combine, whole)``: ``combine(env, elems, accs)`` evaluates the combiner region on
+    array halves; ``whole`` is :func:`_direct`'s one-reduce form or None."""
+    direct = _direct(op, c) if not c.interleave else None
+    if direct is not None:
+        return direct
     region = op.regions[0]
     body = c.block(region)
     args = [c.slot(a) for a in region.args]
@@ -35,11 +70,11 @@ def _combiner(op, c):
             raise KernelFault(f"the {op.name} combiner region must end with 'yield'")
         shape = np.shape(accs[0])
         return [np.broadcast_to(y, shape) for y in sig[1]]
-    return combine
+    return combine, None
 
 
 def _operands(op, c):
-    """Input slots, result slots, result storage dtypes and the combiner of a reduce/scan."""
+    """Input slots, result slots, result storage dtypes and the combiner pair of a reduce/scan."""
     return ([c.slot(v) for v in op.operands], [c.slot(r) for r in op.results],
             [storage(r.type.element) for r in op.results], _combiner(op, c))
 
@@ -47,10 +82,13 @@ def _operands(op, c):
 @impl("reduce")
 def _reduce(op, c):
     dim = int(op.attrs["dim"])
-    ins, outs, dts, combine = _operands(op, c)
+    ins, outs, dts, (combine, whole) = _operands(op, c)
 
     def run(env):
         xs = [np.moveaxis(np.asarray(env[s]), dim, 0) for s in ins]
+        if whole is not None:
+            env[outs[0]] = np.asarray(whole(xs[0])).astype(dts[0], copy=False)
+            return
         n = xs[0].shape[0]
         while n > 1:
             h = n // 2
@@ -67,7 +105,7 @@ def _reduce(op, c):
 def _scan(op, c):
     dim = int(op.attrs["dim"])
     reverse = bool(op.attrs.get("reverse", False))
-    ins, outs, dts, combine = _operands(op, c)
+    ins, outs, dts, (combine, _) = _operands(op, c)
 
     def run(env):
         xs = [np.moveaxis(np.asarray(env[s]), dim, 0) for s in ins]

@@ -181,10 +181,21 @@ class DiskCache:
 
 def _open_lock(path: Path) -> Optional[int]:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        return _in_own_dir(path, lambda: os.open(path, os.O_RDWR | os.O_CREAT, 0o644))
     except OSError:
         return None
+
+
+def _in_own_dir(path: Path, make):
+    """``make()``, a file's creation in ``path``'s folder, made first; once more if a
+    :func:`trim` removed the folder, empty, in between."""
+    for attempt in (0, 1):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            return make()
+        except FileNotFoundError:
+            if attempt:
+                raise
 
 
 def _flock(fd: int, wait: float) -> bool:
@@ -236,7 +247,8 @@ def _lock_is_free(path: Path) -> bool:
 def trim(root, limit: int) -> int:
     """Remove the least recently used of everything stored under ``root`` (cubins, index
     entries, autotune results) until it fits in ``limit`` bytes, then the index entries whose
-    cubin is gone, stale temporary files and abandoned locks. Returns the bytes removed."""
+    cubin is gone, stale temporary files, abandoned locks and the folders left empty. Returns
+    the bytes removed."""
     remove_stale_temps(Path(root))
     entries = layout.scan(root)
     stored = sorted((e for e in entries if e.kind in layout.STORED), key=lambda e: e.mtime)
@@ -259,6 +271,7 @@ def trim(root, limit: int) -> int:
     for e in entries:
         if e.kind == "lock" and now - e.mtime >= STALE_TEMP_AGE and _lock_is_free(e.path):
             discard(e.path)
+    layout.remove_empty_dirs(root)      # writers make their folder again (_in_own_dir)
     return freed
 
 
@@ -337,8 +350,7 @@ def write_atomic(path: Path, data: bytes) -> bool:
     a partial file); False, with nothing left behind, when the write fails."""
     tmp = None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        fd, tmp = _in_own_dir(path, lambda: tempfile.mkstemp(dir=path.parent, prefix=".tmp-"))
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, path)

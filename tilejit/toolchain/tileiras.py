@@ -7,6 +7,7 @@ to its own installation root.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
@@ -16,6 +17,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Tuple
@@ -232,7 +234,7 @@ def compile_bytecode(bytecode: bytes, arch: str, *, opt_level: int = 3, lineinfo
     if not re.fullmatch(r"sm_\d+[a-z]?", arch):
         raise ToolchainError(f"bad target architecture {arch!r}; expected e.g. 'sm_90'")
     limit = time_limit() if timeout is None else timeout
-    with tempfile.TemporaryDirectory(prefix="tilejit-") as tmp:
+    with _sigterm_unwinds(), tempfile.TemporaryDirectory(prefix="tilejit-") as tmp:
         src = os.path.join(tmp, f"{name}.tileirbc")
         out = os.path.join(tmp, f"{name}.cubin")
         with open(src, "wb") as f:
@@ -285,23 +287,65 @@ def _failed(what: str, r: Optional[subprocess.CompletedProcess], cmd, src: str, 
 
 
 def run_tool(cmd, env, timeout) -> subprocess.CompletedProcess:
-    """Run ``cmd`` in a session of its own; on timeout, kill the whole process group (tileiras
-    starts ptxas and friends, which must not outlive it) and raise TimeoutExpired."""
+    """Run ``cmd`` in a session of its own (so a terminal's Ctrl-C reaches only Python); on
+    timeout, or when the wait is interrupted (``KeyboardInterrupt``, SIGTERM through
+    :func:`_sigterm_unwinds`), kill the whole process group (tileiras starts ptxas and friends,
+    which must not outlive it) and re-raise."""
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                           start_new_session=True) as p:
         try:
             out, err = p.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except OSError:
-                pass
+            _kill_group(p)
             try:        # a process that left the group may still hold the pipes: do not wait on it
                 p.communicate(timeout=5)
             except subprocess.TimeoutExpired:
                 p.kill()
             raise
+        except BaseException:
+            _kill_group(p)
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+            raise
     return subprocess.CompletedProcess(cmd, p.returncode, out, err)
+
+
+def _kill_group(p: subprocess.Popen) -> None:
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+class _Terminated(BaseException):
+    """SIGTERM arrived while a tool ran (raised by :func:`_sigterm_unwinds`' handler)."""
+
+
+@contextlib.contextmanager
+def _sigterm_unwinds():
+    """While the block runs a tool, SIGTERM unwinds it like Ctrl-C (the tool's process group is
+    killed, its temporary folder removed) and then ends the process as SIGTERM would have. Only
+    in the main thread (the only one Python delivers signals to), and only over the default
+    handler: a handler of the program's own is left alone."""
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+
+    def unwind(signum, frame):
+        raise _Terminated()
+
+    signal.signal(signal.SIGTERM, unwind)
+    try:
+        yield
+    except _Terminated:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _keep(bytecode: bytes, name: str) -> str:
@@ -325,15 +369,16 @@ def disassemble(bytecode: bytes) -> str:
     dis = tc.tileirdisasm
     if dis is None:
         raise ToolchainError("tileirdisasm was not found next to tileiras. " + INSTALL_HINT)
-    with tempfile.NamedTemporaryFile(suffix=".tileirbc", delete=False) as f:
-        f.write(bytecode)
-        path = f.name
-    try:
-        r = run_tool([dis, path], tc.env(), time_limit())
-    except subprocess.TimeoutExpired:
-        raise ToolchainError(_hung([dis, path], time_limit()), command=[dis, path]) from None
-    finally:
-        os.unlink(path)
+    with _sigterm_unwinds():
+        with tempfile.NamedTemporaryFile(suffix=".tileirbc", delete=False) as f:
+            f.write(bytecode)
+            path = f.name
+        try:
+            r = run_tool([dis, path], tc.env(), time_limit())
+        except subprocess.TimeoutExpired:
+            raise ToolchainError(_hung([dis, path], time_limit()), command=[dis, path]) from None
+        finally:
+            os.unlink(path)
     if r.returncode != 0:
         raise ToolchainError(f"tileirdisasm rejected the bytecode:\n{r.stderr.strip()}",
                              stderr=r.stderr)

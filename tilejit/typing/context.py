@@ -29,7 +29,8 @@ from numba.core.typing.context import BaseContext
 from .. import dtypes as _dtypes
 from .. import language
 from .diagnostics import Collector, TileTypingError, describe_type
-from .types import DTypeType, EnumClassType, TileFunctionType, enum_member_type
+from .types import (DTypeType, EnumClassType, TileFunctionType, WideIntLiteral,
+                    enum_member_type)
 
 TARGET_NAME = "tilejit"
 
@@ -147,6 +148,8 @@ class TileTypingContext(BaseContext):
             return EnumClassType(val)
         if isinstance(val, enum.Enum):
             return enum_member_type(val)
+        if type(val) is int and not -(1 << 63) <= val < (1 << 64):
+            return WideIntLiteral(val)
         return super().resolve_value_type(val)
 
     def resolve_module_constants(self, typ, attr):

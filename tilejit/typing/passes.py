@@ -121,11 +121,20 @@ def freeze_constants(func_ir, constants: dict) -> None:
 _REWRITES = (RewriteConstGetitems, RewriteConstSetitems, DetectStaticBinops, RewritePrintCalls)
 
 
+def _calls_print(func_ir) -> bool:
+    """Whether the function names the ``print`` builtin at all: RewritePrintCalls tries to infer
+    every callee as a constant, and each failure builds a Numba error with its source excerpt
+    (a third of a small kernel's typing time)."""
+    return any(isinstance(st, ir.Assign) and isinstance(st.value, (ir.Global, ir.FreeVar)) and
+               st.value.value is print for b in func_ir.blocks.values() for st in b.body)
+
+
 def apply_rewrites(func_ir) -> None:
     state = SimpleNamespace(func_ir=func_ir, typemap=None, calltypes=None, typingctx=None,
                             targetctx=None, args=None, return_type=None)
     blocks = func_ir.blocks
-    for rewrite_cls in _REWRITES:
+    rewrites = _REWRITES if _calls_print(func_ir) else _REWRITES[:-1]
+    for rewrite_cls in rewrites:
         rewrite = rewrite_cls(state)
         work = list(blocks.items())
         while work:

@@ -4,7 +4,8 @@
 
     type_kernel(pyfunc, arg_keys, constants) -> TypedKernel
 
-    RejectUnsupported (source)      reject.check_source      lists, try, with, closures ... (ast)
+    RejectUnsupported (source)      reject.check_source      lists, try, closures ... (ast)
+    source rewrites                 static_eval, sugar       static_eval(...), with, tuple(genexpr)
     TranslateByteCode + IRProcessing                         Numba interpreter + PostProcessor
     FreezeConstexprArgs             passes.freeze_constants  BM = arg(3)  ->  BM = const(64)
     lambdas, nested functions       closures                 -> global @tile.function helpers
@@ -38,6 +39,8 @@ from ..errors import CompileError, TypingError, UnsupportedError
 from . import diagnostics as diag
 from .context import TileTarget, get_context
 from .diagnostics import Collector, ExprText, describe_type
+from .types import WideIntLiteral
+from .templates.shape import warn_identity_transposes
 from .closures import materialize_closures
 from .unroll import unroll_static_loops
 from .inline import inline_helpers
@@ -306,8 +309,8 @@ class _Interpreter(interpreter.Interpreter):
         self._cfa = cfa
 
 
-def _translate(pyfunc):
-    pyfunc = static_eval.rewrite(pyfunc)
+def _translate(pyfunc, cutile: bool = False):
+    pyfunc = static_eval.rewrite(pyfunc, cutile)
     func_id = bytecode.FunctionIdentity.from_function(pyfunc)
     try:
         func_ir = _Interpreter(func_id).interpret(bytecode.ByteCode(func_id=func_id))
@@ -346,7 +349,8 @@ def _prune_constant_branches(func_ir) -> None:
 def _build_untyped(pyfunc, entry: bool, constants: Optional[dict], stack: List,
                    arg_types: Optional[dict] = None) -> ir.FunctionIR:
     check_source(pyfunc, entry)
-    func_ir = _translate(pyfunc)
+    state = _build.stack[-1] if _build.stack else {}
+    func_ir = _translate(pyfunc, state.get("plain_helpers", False))
     freeze_constants(func_ir, constants)
     static_eval.fold_constant_calls(func_ir)
     _prune_constant_branches(func_ir)
@@ -356,7 +360,6 @@ def _build_untyped(pyfunc, entry: bool, constants: Optional[dict], stack: List,
     def build_helper(fn, st):
         return _build_untyped(fn, False, None, st)
 
-    state = _build.stack[-1] if _build.stack else {}
     sites = state.setdefault("sites", {}) if _build.stack else None
     if inline_helpers(func_ir, build_helper, stack, pyfunc.__name__, sites,
                       plain=state.get("plain_helpers", False)):
@@ -409,11 +412,32 @@ class _BuildState(threading.local):
 _build = _BuildState()
 
 
+def _wide_int(value) -> bool:
+    """An int beyond int64 and uint64: Numba cannot make a literal of it, NumPy 2 compares with
+    one (``types.WideIntLiteral``)."""
+    return type(value) is int and not -(1 << 63) <= value < (1 << 64)
+
+
+class _TileTypeInferer(TypeInferer):
+    def typeof_const(self, inst, target, const):
+        if _wide_int(const):
+            self.add_type(target.name, WideIntLiteral(const), loc=inst.loc)
+            return
+        super().typeof_const(inst, target, const)
+
+    def typeof_global(self, inst, target, gvar):
+        if _wide_int(gvar.value):
+            self.lock_type(target.name, WideIntLiteral(gvar.value), loc=inst.loc)
+            self.assumed_immutables.add(inst)
+            return
+        super().typeof_global(inst, target, gvar)
+
+
 def _infer(func_ir, arg_types: Dict[str, types.Type], pyfunc):
     ctx = get_context()
     if len(_build.stack) <= 1:
         ctx._condensed.clear()
-    infer = TypeInferer(ctx, func_ir, numba_errors.WarningsFixer(numba_errors.NumbaWarning))
+    infer = _TileTypeInferer(ctx, func_ir, numba_errors.WarningsFixer(numba_errors.NumbaWarning))
     infer.constraints = net = _RecordingNetwork()
     seeded = [(i, n) for i, n in enumerate(func_ir.arg_names) if n in arg_types]
     argtys = tuple(arg_types[n] for _, n in seeded)
@@ -458,6 +482,7 @@ def _run(pyfunc, params, is_kernel: bool, plain_helpers: bool = False) -> TypedK
     finally:
         _build.stack.pop()
     timings.update(untyped=t1 - t0, ssa=t2 - t1, typing=t3 - t2, total=t3 - t0)
+    warn_identity_transposes(func_ir, typemap)
     if is_kernel and restype not in (types.none, types.void):
         raise TypingError(f"tile kernels cannot return values, but '{pyfunc.__name__}' returns "
                           f"{describe_type(restype)}; write results through a partition "

@@ -25,7 +25,8 @@ arguments, loop indices, ``tile.bid()``, Python constants). Categories order ``b
    ``tilejit/scalars.py``). Otherwise the result is the scalar's dtype, where Python int
    constants count as ``int32`` and Python float constants and arguments (``float64``) as
    ``float32`` (so ``int_tile * 0.5`` is ``float32``). Comparisons with an int outside the
-   tile's dtype are exact, as in NumPy 2 (``uint32_tile > -1`` is True): the lowering compares
+   tile's dtype are exact, as in NumPy 2 (``uint32_tile > -1`` is True, ``int64_tile == 2**64``
+   False: constants beyond int64/uint64 are ``types.WideIntLiteral``): the lowering compares
    them so (``Emitter.compare_values``).
 
 3. **weak with weak** (``i + 1``, ``alpha * 2.0``): rule 1 on the scalars' dtypes, except that a
@@ -49,7 +50,7 @@ from numba.core import types
 from .. import dtypes as dt
 from ..dtypes import DType
 from .diagnostics import TileTypingError
-from .types import TileType, dtype_of, is_scalar, value_type
+from .types import TileType, WideIntLiteral, dtype_of, is_scalar, value_type
 
 BOOL, INT, FLOAT = 0, 1, 2
 COMPARISONS = frozenset(("<", "<=", ">", ">=", "==", "!="))
@@ -140,13 +141,22 @@ def weak_default(ty) -> DType:
     return d
 
 
-def _check_fits(value: int, d: DType, op: str) -> None:
+def _check_fits(value: int, d: DType, op: str, whose: str = "the other operand") -> None:
     if d.is_integer:
         info = np.iinfo(d.np_dtype)
         if not (info.min <= value <= info.max):
             where = f" in '{op}'" if op else ""
             raise TileTypingError(f"the constant {value}{where} does not fit in {d}, the dtype of "
-                                  f"the other operand; convert explicitly with .astype(...)")
+                                  f"{whose} (NumPy 2 raises OverflowError: Python "
+                                  f"integer {value} out of bounds for {d}); convert explicitly "
+                                  f"with .astype(...)")
+
+
+def check_wide_int(ty, d: DType, op: str) -> None:
+    """A constant beyond int64 and uint64 (``WideIntLiteral``) converted into ``d``: an error
+    for an int ``d`` (NumPy 2 raises OverflowError), fine for a float or bool one."""
+    if isinstance(ty, WideIntLiteral) and d.is_integer:
+        _check_fits(ty.literal_value, d, op, "the result")
 
 
 def promote_weak(strong: DType, weak_ty, op: str = "") -> DType:

@@ -155,9 +155,12 @@ class _Visitor(ast.NodeVisitor):
     visit_TryStar = visit_Try
 
     def visit_With(self, node):
-        self.fail("with", node)
+        # with over a @contextmanager function: rewritten (typing/sugar.py), which explains
+        # the forms it cannot take
+        self.generic_visit(node)
 
-    visit_AsyncWith = visit_With
+    def visit_AsyncWith(self, node):
+        self.fail("with", node)
 
     def visit_Raise(self, node):
         self.fail("raise", node)
@@ -236,6 +239,10 @@ class _Visitor(ast.NodeVisitor):
         if (isinstance(f, ast.Name) and f.id == "static_eval") or \
                 (isinstance(f, ast.Attribute) and f.attr == "static_eval"):
             return      # plain Python, run at compile time (typing/static_eval.py)
+        if isinstance(f, ast.Name) and f.id == "tuple" and len(node.args) == 1 and \
+                not node.keywords and isinstance(node.args[0], ast.GeneratorExp):
+            self.generic_visit(node.args[0])     # a tuple comprehension: typing/sugar.py
+            return
         if any(isinstance(a, ast.Starred) for a in node.args) or \
                 any(k.arg is None for k in node.keywords):
             self.fail("star_call", node)
@@ -247,6 +254,8 @@ _source_checked = weakref.WeakKeyDictionary()   # code object -> entry flags alr
 
 def check_source(pyfunc, entry: bool) -> bool:
     """Reject unsupported constructs in ``pyfunc``'s source. False when no source is available."""
+    if getattr(pyfunc, "__tilejit_rewritten__", False):
+        return True     # made from checked source (typing/sugar.py); its file says otherwise
     code = pyfunc.__code__
     done = _source_checked.get(code)
     if done is not None and (entry in done):

@@ -156,8 +156,9 @@ def _fold_reachable(func_ir: ir.FunctionIR, arg_types) -> int:
             v = value(node.value, at, depth)
             return (not v) if _foldable(v) else _UNKNOWN
         if op == "build_tuple":
-            items = tuple(value(i, at, depth) for i in node.items)
-            return items if all(_foldable(i) for i in items) else _UNKNOWN
+            # items stay unknown one by one: indexing a known item of a tuple holding a tile
+            # (an unrolled enumerate's (index, tile) pair) folds; the whole tuple does not
+            return tuple(value(i, at, depth) for i in node.items)
         if op == "exhaust_iter":                    # BM, BN = c.shape
             base = value(node.value, at, depth)
             return base if isinstance(base, tuple) and len(base) == node.count else _UNKNOWN

@@ -33,22 +33,27 @@ _ENVS: dict = {}
 
 # --------------------------------------------------------------------------------------------------
 # Source rewriting
-def rewrite(pyfunc):
+def rewrite(pyfunc, cutile: bool = False):
     """``pyfunc``, or a copy compiled from its source with every ``static_eval(...)`` call
-    replaced (same globals, closure values, defaults and line numbers)."""
-    if "static_eval" not in pyfunc.__code__.co_names and \
-            "static_eval" not in pyfunc.__code__.co_freevars:
+    replaced and ``sugar``'s rewrites made (``cutile``: a ``ct.kernel``'s; same globals, closure
+    values, defaults and line numbers)."""
+    from . import sugar
+    if getattr(pyfunc, "__tilejit_rewritten__", False):
+        return pyfunc                   # made by sugar: its file holds other source
+    static = "static_eval" in pyfunc.__code__.co_names or \
+        "static_eval" in pyfunc.__code__.co_freevars
+    if not static and not sugar.wanted(pyfunc, cutile):
         return pyfunc
-    done = _rewritten.get(pyfunc)
-    if done is not None:
-        return done
-    out = _rewrite(pyfunc) or pyfunc
-    _rewritten[pyfunc] = out
+    done = _rewritten.setdefault(pyfunc, {})
+    out = done.get(cutile)
+    if out is None:
+        out = done[cutile] = _rewrite(pyfunc, cutile) or pyfunc
     return out
 
 
-def _rewrite(pyfunc):
+def _rewrite(pyfunc, cutile: bool = False):
     from .. import language
+    from . import sugar
     try:
         lines, start = inspect.getsourcelines(pyfunc)
     except (OSError, TypeError):
@@ -60,14 +65,17 @@ def _rewrite(pyfunc):
         return None
     closure = dict(zip(pyfunc.__code__.co_freevars,
                        (c.cell_contents for c in pyfunc.__closure__ or ())))
+    fdef.decorator_list = []
+    env: dict = {}                      # the helpers sugar's rewrites call
+    changed = sugar.transform(fdef, pyfunc, cutile, env, start - 1)
     local_names = _local_names(fdef)
     key = len(_ENVS)
     _ENVS[key] = (pyfunc.__globals__, closure)
-    fdef.decorator_list = []
     rewriter = _Rewriter(pyfunc.__globals__, closure, local_names, pyfunc, key)
     rewriter.generic_visit(fdef)        # the kernel's body; nested functions keep their calls
-    if not rewriter.found:
+    if not (rewriter.found or changed):
         return None
+    closure.update(env)
     params = list(closure) + [STUB_NAME]
     outer = ast.FunctionDef(
         name="__tilejit_outer__",

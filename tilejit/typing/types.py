@@ -71,6 +71,18 @@ def format_shape(shape: Tuple[int, ...]) -> str:
     return "x".join(str(s) for s in shape) if shape else "()"
 
 
+class WideIntLiteral(types.IntegerLiteral):
+    """A Python int constant beyond int64 and uint64 (``2**64``, ``-2**63 - 1``), which Numba
+    cannot type. As in NumPy 2, comparisons take it (decided by value: ``int64_tile == 2**64``
+    is all False); any other use is an overflow (``promotion.promote_weak``)."""
+
+    def __init__(self, value: int):
+        self._literal_init(value)
+        self._literal_type_cache = types.uint64 if value > 0 else types.int64
+        types.Integer.__init__(self, name=f"Literal[int]({value})", bitwidth=64,
+                               signed=value < 0)
+
+
 # --------------------------------------------------------------------------------------------------
 class TileType(types.Type):
     """An immutable tile with a static shape (each extent a power of two) and a dtype."""
@@ -234,7 +246,11 @@ class DTypeType(_CallableValue):
         if isinstance(x, TileType):
             return x.copy(dtype=self.dtype)
         if is_scalar(x):
-            return scalar_type(self.dtype)
+            from .promotion import check_wide_int
+            check_wide_int(x, self.dtype, f"{self.dtype.name}(x)")
+            # bfloat16, float8...: no Numba scalar, a 0-d tile (as cuTile's strictly typed
+            # constants)
+            return value_type(self.dtype)
         raise TileTypingError(f"{self.dtype.name}(x) converts a number or a tile, got "
                               f"{describe_type(x)}")
 

@@ -70,7 +70,8 @@ def and_user_mask(lw, args, mask: TV, shape) -> TV:
     user_mask = lw.arg(args, "mask")
     if user_mask is None:
         return mask
-    return lw.em.binary("&", mask, lw.em.broadcast(lw.tv(user_mask, D.bool_), shape), D.bool_)
+    user_mask = lw.em.broadcast(lw.tv(user_mask, D.bool_), shape)
+    return user_mask if mask is None else lw.em.binary("&", mask, user_mask, D.bool_)
 
 
 
@@ -78,5 +79,5 @@ def and_user_mask(lw, args, mask: TV, shape) -> TV:
 import importlib as _importlib  # noqa: E402
 
 for _family in ("grid", "memory", "atomics", "creation", "elementwise", "dtype", "shape",
-                "reduction", "matmul", "misc", "random", "tiled_view", "assembly"):
+                "reduction", "matmul", "misc", "random", "tiled_view", "assembly", "raw_memory"):
     _importlib.import_module(f"{__name__}.{_family}")

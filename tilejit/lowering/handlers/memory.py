@@ -1,6 +1,8 @@
 """Loads and stores: tensors, partitions, tile views, gather and scatter."""
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
 from ... import dtypes as D
@@ -275,8 +277,9 @@ def _gather_scatter_target(lw, target):
 def _gather(lw, info, args, rty):
     x = _gather_scatter_target(lw, lw.arg(args, "x"))
     shape = rty.shape if isinstance(rty, NbTile) else ()
-    ptrs, mask = lw.element_pointers(x, lw.arg(args, "indices"), shape)
-    mask = and_user_mask(lw, args, mask, shape)
+    checked = lw.static_arg(info, args, "check_bounds", True)
+    ptrs, mask = lw.element_pointers(x, lw.arg(args, "indices"), shape, checked or lw.simulated)
+    mask = element_mask(lw, checked, args, mask, shape, "gather")
     mdt = D.uint8 if x.dtype.is_bool else x.dtype
     name = "padding_value" if args.get("padding_value") is not None else "other"
     other = lw.arg(args, name)
@@ -284,9 +287,28 @@ def _gather(lw, info, args, rty):
         other = lw.em.broadcast(lw.tv(other, mdt), shape)
     else:
         other = lw.em.const(lw.static_arg(info, args, name, 0), mdt, shape)
+    if mask is None:
+        other = None
     order, scope = access_semantics(lw, info, args)
+    hints = lw.hints(lw.static_arg(info, args, "latency", None), True)
     return lw.ordered_read(x, lambda t: lw.b.load_ptr_tko(
-        ptrs, mask=mask.value, padding=other.value, token=t, ordering=order, scope=scope), order)
+        ptrs, mask=mask and mask.value, padding=other and other.value, token=t, ordering=order,
+        scope=scope, hints=hints), order)
+
+
+def element_mask(lw, checked: bool, args, inbounds: Optional[TV], shape, op: str):
+    """The mask of a gather or scatter: in bounds and the user's ``mask=``. Under
+    ``check_bounds=False`` (``checked`` False) the kernel promised every index is in bounds: no
+    bounds mask (None when there is no user mask either); the simulator checks the promise."""
+    if checked:
+        return and_user_mask(lw, args, inbounds, shape)
+    user = and_user_mask(lw, args, None, shape)
+    if lw.simulated:
+        held = inbounds if user is None else lw.em.binary(
+            "|", inbounds, lw.em.logical_not(user), D.bool_)
+        lw.b.assert_(held.value, f"{op}: an index is out of bounds, but check_bounds=False "
+                                 f"promised none would be (pass check_bounds=True, the default)")
+    return user
 
 
 def element_access(lw, info, args, value_names):
@@ -297,8 +319,10 @@ def element_access(lw, info, args, value_names):
     idx = lw.arg(args, "indices")
     shape = np.broadcast_shapes(*[v.shape for v in vals], *[
         i.shape for i in (idx if isinstance(idx, tuple) else (idx,)) if isinstance(i, TV)])
-    ptrs, mask = lw.element_pointers(x, idx, shape)
-    mask = and_user_mask(lw, args, mask, shape)
+    # scatter has check_bounds=; the atomics check every index
+    checked = "check_bounds" not in args or lw.static_arg(info, args, "check_bounds", True)
+    ptrs, mask = lw.element_pointers(x, idx, shape, checked or lw.simulated)
+    mask = element_mask(lw, checked, args, mask, shape, "scatter")
     return x, ptrs, mask, [lw.em.broadcast(v, shape) for v in vals]
 
 
@@ -315,6 +339,8 @@ def _scatter(lw, info, args, rty):
     x, ptrs, mask, (vals,) = element_access(lw, info, args, ("values",))
     vals = lw._to_mem(vals, x)
     order, scope = access_semantics(lw, info, args)
+    hints = lw.hints(lw.static_arg(info, args, "latency", None), True)
     lw.ordered_write(x, lambda t: (None, lw.b.store_ptr_tko(
-        ptrs, vals.value, mask=mask.value, token=t, ordering=order, scope=scope)), order)
+        ptrs, vals.value, mask=mask and mask.value, token=t, ordering=order, scope=scope,
+        hints=hints)), order)
     return None

@@ -23,8 +23,20 @@ def _printf(lw, info, args, rty):
     vals = lw.arg(args, "args") or ()
     if not isinstance(vals, tuple):
         vals = (vals,)
-    lw._printf(fmt, list(vals))
+    # a constant argument (``printf("%f", 3.14)``) still fills its conversion: a value of the
+    # type a Python constant has in a kernel (bool and int as integers, float as float32)
+    lw._printf(fmt, [v if isinstance(v, TV) else _constant_for_printf(lw, v) for v in vals])
     return None
+
+
+def _constant_for_printf(lw, v) -> TV:
+    if isinstance(v, bool):
+        return lw.em.const(int(v), D.int32)
+    if isinstance(v, int):
+        return lw.em.const(v, D.int64 if v < 2 ** 63 else D.uint64)
+    if isinstance(v, float):
+        return lw.em.const(v, D.float32)
+    raise lw.error(f"printf: cannot print {v!r}")
 
 
 @handles(L.assert_)

@@ -10,7 +10,7 @@ import math
 
 from ... import dtypes as D
 from ... import language as L
-from ..emit import TV
+from ..emit import TV, WeakParamTV
 from . import handles
 
 M0, M1 = 0xD2511F53, 0xCD9E8D57
@@ -20,9 +20,13 @@ TWO_POW_M24 = 1.0 / 16777216.0
 TWO_PI = 2 * math.pi
 
 
-def _words(em, v: TV, shape):
-    """The low and high 32-bit words of integer ``v`` (as 64 bits), broadcast to ``shape``."""
-    v64 = em.broadcast(em.cast(v, D.int64 if v.dtype.is_signed else D.uint64), shape)
+def _words(em, v: TV, shape, is_seed: bool = False):
+    """The low and high 32-bit words of integer ``v`` (as 64 bits), broadcast to ``shape``. A
+    seed passed as a Python int is converted into uint64, so the call refuses a negative one,
+    as ``api.rand`` does."""
+    weak_seed = is_seed and type(v) is WeakParamTV
+    wide = D.uint64 if weak_seed or not v.dtype.is_signed else D.int64
+    v64 = em.broadcast(em.cast(v, wide), shape)
     v64 = TV(v64.value, D.uint64)
     lo = em.cast(v64, D.uint32)
     hi = em.cast(em.binary(">>", v64, em.const(32, D.uint64, shape), D.uint64), D.uint32)
@@ -34,7 +38,7 @@ def philox(em, seed: TV, offsets: TV):
     shape = offsets.shape
     c0, c1 = _words(em, offsets, shape)
     c2 = c3 = em.const(0, D.uint32, shape)
-    k0, k1 = _words(em, seed, shape)
+    k0, k1 = _words(em, seed, shape, is_seed=True)
     u32 = D.uint32
 
     def mul(a, m):

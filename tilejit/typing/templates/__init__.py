@@ -17,7 +17,8 @@ Importing this package registers every template in ``tilejit.typing.context.regi
 ``random``      randint4x, randint, rand, randn
 ``tiled_view``  ``x.tiled_view(...)`` (cuTile's TiledView): load, store, num_tiles, atomics
 ``assembly``    astile, insert, pack_to_bytes, unpack_from_bytes
+``raw_memory``  ``x.get_raw_memory()`` (cuTile's RawArrayMemory): loads, stores, atomics
 ==============  ===================================================================
 """
 from . import (operators, grid, memory, atomics, creation, elementwise, reduction,  # noqa: F401
-               matmul, shape, dtype, misc, random, tiled_view, assembly)
+               matmul, shape, dtype, misc, random, tiled_view, assembly, raw_memory)

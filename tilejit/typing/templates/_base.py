@@ -346,8 +346,9 @@ def read_only_error(action: str, ty) -> TileTypingError:
     return TileTypingError(
         f"cannot {action} a read-only {ty}: tensors passed to a kernel are read-only. To write an "
         f"output, pass it as a partition from the host (`out.partition(tile_shape)`) and call "
-        f"`z.store(tile)` on the partition parameter; for atomics or scatter into a whole tensor, "
-        f"pass `tile.atomic(out)`")
+        f"`z.store(tile)` on the partition parameter (for a NumPy array: "
+        f"`tile.partition(out, tile_shape)`); to store, scatter or use atomics anywhere in a "
+        f"whole tensor, pass `tile.writable(out)` (also spelled `tile.atomic(out)`)")
 
 
 # --------------------------------------------------------------------------------------------------

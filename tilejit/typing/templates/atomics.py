@@ -28,13 +28,18 @@ _ALLOWED = {
 }
 
 
+def check_atomic_dtype(name: str, d) -> None:
+    """``name`` (``"atomic_add"``) supports elements of dtype ``d``, or a TileTypingError."""
+    if d not in _ALLOWED[name]:
+        ok = ", ".join(x.name for x in _ALLOWED[name])
+        raise TileTypingError(f"{name}: Unsupported array dtype: {d} (supported: {ok})")
+
+
 def _target(b, name):
     # a tile view (w.partition(shape)) targets its tensor: indices are element coordinates
     target = b.target.source if isinstance(b.target, TensorPartitionViewType) else b.target
     x = array_arg(target, f"{name}: target", write_action=f"use {name} on")
-    if x.dtype not in _ALLOWED[name]:
-        ok = ", ".join(d.name for d in _ALLOWED[name])
-        raise TileTypingError(f"{name} is not supported for {x.dtype} elements (supported: {ok})")
+    check_atomic_dtype(name, x.dtype)
     memory_order_arg(b, ATOMIC_ORDERS, name)
     shape = gather_shape(b.indices, x.ndim, f"{name}: indices")
     mask_arg(b.mask, shape, f"{name}: mask")

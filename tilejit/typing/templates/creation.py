@@ -4,7 +4,7 @@ from __future__ import annotations
 from ... import dtypes as dt
 from ... import language
 from ..diagnostics import TileTypingError, describe_type
-from ..promotion import category, is_compute_only, materialize_dtype
+from ..promotion import category, check_wide_int, is_compute_only, materialize_dtype
 from ..types import DTypeType, TileType, dtype_of, is_pow2, is_scalar
 from ._base import dtype_arg, function_rule, int_arg, is_none, shape_arg
 
@@ -35,6 +35,7 @@ def _full(b):
         if category(dtype_of(v)) > category(d) and not is_compute_only(d):
             raise TileTypingError(f"tile.full: value {describe_type(v)} does not convert "
                                   f"implicitly to {d}; pass a value of that kind or convert it")
+    check_wide_int(v, d, "tile.full")
     return TileType(d, shape)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ... import language
 from ..diagnostics import TileTypingError, describe_type
+from ..promotion import check_wide_int
 from ..types import TileType, dtype_of, is_scalar, value_type
 from ._base import dtype_arg, enum_arg, function_rule, method_rule
 
@@ -33,6 +34,7 @@ def _astype(b):
     if isinstance(t, TileType):
         return t.copy(dtype=d)
     if is_scalar(t):
+        check_wide_int(t, d, "astype")
         return value_type(d)
     raise TileTypingError(f"astype needs a tile or scalar, got {describe_type(t)}")
 

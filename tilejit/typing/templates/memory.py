@@ -406,9 +406,19 @@ def _gather(b):
     if not (is_scalar(other) or (isinstance(other, TileType))):
         raise TileTypingError(f"gather: {name} must be a scalar or tile, got "
                               f"{describe_type(other)}")
-    value_arg(other, x.dtype, shape, f"gather: {name}")
+    # the default padding 0 (or 1) reads as False (True) from a bool array
+    if not (x.dtype.is_bool and isinstance(other, types.IntegerLiteral) and
+            other.literal_value in (0, 1)):
+        value_arg(other, x.dtype, shape, f"gather: {name}")
     memory_order_arg(b, LOAD_ORDERS, "gather")
+    _element_hints(b, "gather")
     return TileType(x.dtype, shape)
+
+
+def _element_hints(b, op: str) -> None:
+    """``check_bounds`` (a constant bool) and ``latency`` of a gather or scatter."""
+    bool_arg(b.check_bounds, f"{op}: check_bounds")
+    latency_arg(b.latency)
 
 
 @function_rule(language.scatter)
@@ -418,4 +428,5 @@ def _scatter(b):
     mask_arg(b.mask, shape, "scatter: mask")
     value_arg(b.values, x.dtype, shape, "scatter: values")
     memory_order_arg(b, STORE_ORDERS, "scatter")
+    _element_hints(b, "scatter")
     return types.none

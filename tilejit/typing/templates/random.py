@@ -21,6 +21,11 @@ def _check(b, op):
                                                               s.ndim == 0)):
         raise TileTypingError(f"{op}: seed must be an integer scalar (a kernel argument or a "
                               f"constant), got {describe_type(s)}")
+    if isinstance(s, types.IntegerLiteral) and not 0 <= s.literal_value < 1 << 64:
+        # api.rand's range; a run-time seed is checked at the call (lowering.handlers.random)
+        raise TileTypingError(f"{op}: seed {s.literal_value} is out of range: seeds are ints in "
+                              f"[0, 2**64), as in api.rand (use a non-negative seed, e.g. "
+                              f"{s.literal_value % (1 << 64)} for the same bits)")
     d = dtype_of(o)
     if d is None or not d.is_integer or not (is_scalar(o) or isinstance(o, TileType)):
         raise TileTypingError(f"{op}: offsets must be an integer tile or scalar (e.g. "

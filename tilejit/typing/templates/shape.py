@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import operator
+import warnings
 
 from numba.core import types
 from numba.core.typing.templates import signature
@@ -127,6 +128,61 @@ def _transpose(b):
 
 function_rule(language.transpose)(_transpose)
 method_rule(TileType, "transpose", _transpose_method_sig, op="Tile.transpose")(_transpose)
+
+_TRANSPOSE_WARNED: dict = {}        # warnings' registry: one warning per call site
+
+
+def warn_identity_transposes(func_ir, typemap) -> None:
+    """``TransposeWarning`` at each call of ``transpose`` in the typed ``func_ir`` whose explicit
+    axes leave a tile of 2+ dimensions as it is: a torch/cuTile user's swap (``t.transpose(0,
+    1)``) that NumPy's spelling, which tilejit follows, reads as the identity."""
+    for block in func_ir.blocks.values():
+        for stmt in block.body:
+            expr = getattr(stmt, "value", None)
+            if getattr(expr, "op", None) != "call":
+                continue
+            axes = _identity_transpose_axes(expr, typemap)
+            if axes is not None:
+                loc = stmt.loc
+                warnings.warn_explicit(
+                    f"transpose with the axes {axes} leaves this {len(axes)}-d tile unchanged: "
+                    f"tilejit's transpose follows NumPy (the axes are the complete new order), "
+                    f"not torch or cuTile (two axes to swap). To swap two axes write "
+                    f"tile.swapaxes(t, 0, 1) (or t.swapaxes(0, 1)); to reverse the axes, "
+                    f"t.transpose() or t.T", language.TransposeWarning, loc.filename, loc.line,
+                    registry=_TRANSPOSE_WARNED.setdefault(loc.filename, {}))
+
+
+def _identity_transpose_axes(expr, typemap):
+    """The explicit axes of a ``transpose`` call ``expr`` when they are the identity on a tile
+    of 2+ dimensions, else None."""
+    fnty = typemap.get(expr.func.name)
+    kws = dict(expr.kws)
+    if isinstance(fnty, types.BoundFunction) and getattr(fnty.template, "key", None) == \
+            "Tile.transpose":
+        if kws:                                 # axis0= / axis1=: cuTile's swap
+            return None
+        t, axes = fnty.this, [typemap.get(a.name) for a in expr.args]
+    elif isinstance(fnty, types.Function) and fnty.typing_key is language.transpose and \
+            expr.args:
+        t = typemap.get(expr.args[0].name)
+        axes = [typemap.get(a.name) for a in expr.args[1:]] + \
+            [typemap.get(v.name) for k, v in kws.items() if k == "axes"]
+    else:
+        return None
+    if not isinstance(t, TileType) or t.ndim < 2:
+        return None
+    vals = tuple(static_value(ty) for ty in axes)
+    if vals in ((), (None,)):
+        return None
+    one = vals[0] if len(vals) == 1 and isinstance(vals[0], tuple) else vals
+    if not all(isinstance(a, int) and not isinstance(a, bool) for a in one):
+        return None
+    try:
+        perm = permutation(one, t.ndim, "transpose")
+    except TileTypingError:
+        return None
+    return one if perm == tuple(range(t.ndim)) else None
 
 
 def _item_sig(t):

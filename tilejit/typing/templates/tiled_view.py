@@ -37,8 +37,8 @@ from ..diagnostics import TileTypingError, describe_type
 from ..types import (DTypeType, TensorPartitionViewType, TensorType, TileType, dtype_of,
                      format_shape, is_pow2, is_scalar)
 from . import _base
-from ._base import attribute_rule, bool_arg, enum_arg, int_arg, is_none, method_rule, \
-    read_only_error
+from ._base import attribute_rule, bool_arg, enum_arg, function_rule, int_arg, is_none, \
+    method_rule, read_only_error
 from .memory import latency_arg
 
 PaddingMode = language.PaddingMode
@@ -190,6 +190,29 @@ def check_implicit_cast(ty, dst: DType, what: str) -> None:
         raise TileTypingError(f"{what}: cannot implicitly cast {shown} to {dst}")
 
 
+def _register_implicit_cast():
+    from ...implicit_casts import implicit_cast
+
+    @function_rule(implicit_cast)
+    def _rule(b):
+        """cuTile's implicit conversion of an operand (the ``ct`` adapters' atomics)."""
+        dst = b.dtype.dtype if isinstance(b.dtype, DTypeType) else None
+        what = b.what.literal_value if isinstance(b.what, types.Literal) else "value"
+        if dst is None:
+            raise TileTypingError(f"{what}: the target dtype must be a dtype")
+        if not is_none(b.atomic):
+            from .atomics import check_atomic_dtype
+            check_atomic_dtype(b.atomic.literal_value, dst)
+        shape = _value_shape(b.x, what)
+        src = dtype_of(b.x)
+        if bool_arg(b.exact, "exact") and not isinstance(b.x, types.Literal) and src is not dst:
+            raise TileTypingError(f"Bitwise atomic read-modify-write operations require the "
+                                  f"update dtype ({src}) to exactly match the target dtype "
+                                  f"({dst})")
+        check_implicit_cast(b.x, dst, what)
+        return TileType(dst, shape)
+
+
 def _value_shape(ty, what: str) -> Tuple[int, ...]:
     if isinstance(ty, TileType):
         return ty.shape
@@ -332,3 +355,6 @@ def _atomic_rule(name: str):
 for _name in ATOMIC_STORES:
     method_rule(TiledViewType, _name, _atomic_sig,
                 op=f"TiledView.{_name}")(_atomic_rule(_name))
+
+
+_register_implicit_cast()
