@@ -329,8 +329,18 @@ class SimulatedMemory:
         """Yield (buffer, base, lane selector or None) per allocation touched by ``addrs``;
         ``device``: the device of the kernel accessing them (None: the host)."""
         tables = self._tables()
+        bases, ends, order, devs = tables
+        if addrs.size and bases.size:
+            # common case: every address in one allocation, found from the lowest and highest
+            # (an allocation is one range), on the kernel's device and aligned
+            lo, hi = int(addrs.min()), int(addrs.max())
+            i = int(np.searchsorted(bases, lo, side="right")) - 1
+            if i >= 0 and hi + itemsize <= int(ends[i]) and \
+                    (device is None or (int(devs[i]) if devs is not None else 0) == device) and \
+                    (itemsize == 1 or not (addrs % itemsize).any()):
+                yield order[i], int(bases[i]), None
+                return
         idx = self._resolve(addrs, itemsize, tables)
-        bases, _, order, devs = tables
         if device is not None:
             self._check_device(addrs, idx, devs, device)
         first = int(idx[0])

@@ -83,9 +83,12 @@ def _operands(op, c):
 def _reduce(op, c):
     dim = int(op.attrs["dim"])
     ins, outs, dts, (combine, whole) = _operands(op, c)
+    ndim = len(op.operands[0].type.shape)
+    # ``dim`` first, the others in order (np.moveaxis's result, without its checks per call)
+    perm = tuple([dim] + [i for i in range(ndim) if i != dim])
 
     def run(env):
-        xs = [np.moveaxis(np.asarray(env[s]), dim, 0) for s in ins]
+        xs = [np.asarray(env[s]).transpose(perm) for s in ins]
         if whole is not None:
             env[outs[0]] = np.asarray(whole(xs[0])).astype(dts[0], copy=False)
             return

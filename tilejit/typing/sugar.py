@@ -162,11 +162,10 @@ class _BoolOps(ast.NodeTransformer):
 _splits: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-class _Withs:
-    def __init__(self, ctx: _Context, assigned: set):
-        self.ctx = ctx
-        self.assigned = assigned        # the names the function assigns somewhere
-        self.changed = False
+class _StatementRewriter:
+    """Rewrites each statement of a body (nested bodies first, named ``FIELDS``) into a list of
+    statements; nested function and class definitions are left alone."""
+    FIELDS = ("body", "orelse", "finalbody")
 
     def statements(self, stmts: list) -> list:
         out = []
@@ -174,14 +173,24 @@ class _Withs:
             if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 out.append(s)
                 continue
-            for field in ("body", "orelse", "finalbody"):
+            for field in self.FIELDS:
                 if isinstance(getattr(s, field, None), list):
                     setattr(s, field, self.statements(getattr(s, field)))
-            if isinstance(s, ast.With):
-                out.extend(self._expand(s, s.items, s.body))
-            else:
-                out.append(s)
+            out += self.rewrite(s)
         return out
+
+    def rewrite(self, s) -> list:
+        raise NotImplementedError
+
+
+class _Withs(_StatementRewriter):
+    def __init__(self, ctx: _Context, assigned: set):
+        self.ctx = ctx
+        self.assigned = assigned        # the names the function assigns somewhere
+        self.changed = False
+
+    def rewrite(self, s) -> list:
+        return self._expand(s, s.items, s.body) if isinstance(s, ast.With) else [s]
 
     def _expand(self, node, items, body) -> list:
         self.changed = True
@@ -369,27 +378,20 @@ def _compile(fdefs: list, origin, ctx: _Context, line0: int) -> list:
 
 # --------------------------------------------------------------------------------------------------
 # tuple comprehensions over static_iter
-class _Comprehensions:
+class _Comprehensions(_StatementRewriter):
+    FIELDS = ("body", "orelse")
+
     def __init__(self, ctx: _Context):
         self.ctx = ctx
         self.changed = False
 
-    def statements(self, stmts: list) -> list:
-        out = []
-        for s in stmts:
-            if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                out.append(s)
-                continue
-            for field in ("body", "orelse"):
-                if isinstance(getattr(s, field, None), list):
-                    setattr(s, field, self.statements(getattr(s, field)))
-            before: list = []
-            # a while's test runs again each iteration: its comprehensions are left to the check
-            skip = {"body", "orelse", "finalbody", "handlers"} | (
-                {"test"} if isinstance(s, ast.While) else set())
-            self._hoist(s, before, skip)
-            out += before + [s]
-        return out
+    def rewrite(self, s) -> list:
+        before: list = []
+        # a while's test runs again each iteration: its comprehensions are left to the check
+        skip = {"body", "orelse", "finalbody", "handlers"} | (
+            {"test"} if isinstance(s, ast.While) else set())
+        self._hoist(s, before, skip)
+        return before + [s]
 
     def _hoist(self, node, before: list, skip=frozenset()) -> None:
         """Replace each ``tuple(genexpr)`` under ``node`` (in place; not inside another one or
