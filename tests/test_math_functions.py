@@ -176,7 +176,7 @@ def _kernel_ir(expr):
 @pytest.mark.parametrize("expr,match", [
     ("tile.add(a.astype(tile.int32), 1, rounding_mode=R.RZ)", "float operands only"),
     ("tile.mul(a.astype(tile.int32), 2, flush_to_zero=True)", "float operands only"),
-    ("tile.add(a, a, rounding_mode=R.APPROX)", "not available"),
+    ("tile.add(a, a, rounding_mode=R.APPROX)", "Rounding mode approx is not supported"),
     ("tile.erf(a, rounding_mode=R.RZ)", "takes no rounding_mode"),
     ("tile.log1p(a, flush_to_zero=True)", "has no flush_to_zero"),
     ("tile.sum(a.astype(tile.int32), rounding_mode=R.RZ) + a", "float tiles only"),
@@ -214,3 +214,31 @@ def test_the_reference_page_states_the_tested_bounds():
             for name in cells[0].replace("`", "").split(","):
                 stated[name.strip()] = tuple(0 if c == "exact" else int(c) for c in cells[1:3])
     assert stated == language.MATH_ACCURACY
+
+
+@tile.entry
+def _rounded_scans(out, x):
+    t = x.load((0,), (8,))
+    tile.store(out, (0,), tile.cumsum(t, 0, rounding_mode=tile.RoundingMode.RZ))
+    tile.store(out, (1,), tile.cumprod(t, 0, rounding_mode=tile.RoundingMode.RP))
+    tile.store(out, (2,), tile.broadcast_to(
+        tile.prod(t, rounding_mode=tile.RoundingMode.RM, flush_to_zero=True), (8,)))
+
+
+def test_prod_cumsum_and_cumprod_take_a_rounding_mode():
+    """As ``sum`` does (cuTile's ``ct.prod``/``ct.cumsum``/``ct.cumprod`` take them): each
+    combining step rounds the requested way."""
+    import tilejit.cutile as ct
+    x = np.array([1.1, 2.2, 3.3, 1e-3, 5.5, 6.6, 7.7, 8.8], np.float32)
+    out = np.zeros(24, np.float32)
+    _rounded_scans(tile.atomic(out), x).grid(1).sync()
+    exact_sum = np.cumsum(x.astype(np.float64))
+    exact_prod = np.cumprod(x.astype(np.float64))
+    assert (out[:8] <= exact_sum).all() and (out[8:16] >= exact_prod).all()
+    assert out[16] <= exact_prod[-1]
+    ir = _rounded_scans.inspect_tileir(tile.atomic(out), x)
+    assert "addf" in ir and "rounding<zero>" in ir and "rounding<positive_inf>" in ir
+    assert "rounding<negative_inf> flush_to_zero" in ir
+    assert ct.prod is tile.prod and ct.cumsum is tile.cumsum      # cuTile's names, unadapted
+    with pytest.raises(tile.TypingError, match="Rounding mode can only be used"):
+        _kernel_ir("tile.cumsum(a.astype(tile.int32), 0, rounding_mode=R.RZ).astype(tile.float32)")

@@ -40,8 +40,9 @@ class CompileOptions:
     opt_level: int = 3
     #: contract ``a * b + c`` into one fused multiply-add (one rounding instead of two)
     fma: bool = True
-    #: inline undecorated Python functions the kernel calls, as ``@tile.function`` helpers
-    #: (cuTile Python's rule, used by ``tilejit.cutile`` kernels); else calling one is an error
+    #: cuTile Python's language rules (``tilejit.cutile`` kernels): undecorated Python functions
+    #: the kernel calls are inlined as ``@tile.function`` helpers (else calling one is an error),
+    #: and the implicit promotions cuTile refuses are errors (typing/promotion.cutile_rules)
     plain_helpers: bool = False
     #: warps of the compute warp groups in tileiras's warp-specialized kernels (4: one warp group,
     #: 8: two, sharing the tile's registers); None lets tileiras choose. tileiras 13.4 takes 4 and

@@ -524,7 +524,13 @@ def sum(t, axis=None, keepdims=False, rounding_mode=None, flush_to_zero=False):
 
 
 
-prod = _reduction("prod", "Product (bool and integers narrower than 32 bits accumulate in int32)")
+@_stub
+def prod(t, axis=None, keepdims=False, rounding_mode=None, flush_to_zero=False):
+    """Product over ``axis`` (None: all axes; an int or a tuple of ints; negative counts from
+    the end). ``keepdims`` keeps reduced axes with extent 1. Bool and integers narrower than 32
+    bits accumulate in int32. ``rounding_mode`` and ``flush_to_zero`` as for :func:`sum`."""
+
+
 max = _nan_reduction("max", "Maximum")
 min = _nan_reduction("min", "Minimum")
 argmax = _nan_reduction("argmax", "Index (int32) of the first maximum (of the first NaN, "
@@ -548,13 +554,15 @@ def reduce(t, axis, fn, identity=None, keepdims=False):
 
 
 @_stub
-def cumsum(t, axis=0, reverse=False):
-    """Inclusive prefix sum along ``axis`` (accumulates like :func:`sum`)."""
+def cumsum(t, axis=0, reverse=False, rounding_mode=None, flush_to_zero=False):
+    """Inclusive prefix sum along ``axis`` (accumulates like :func:`sum`; ``rounding_mode`` and
+    ``flush_to_zero`` as for :func:`sum`)."""
 
 
 @_stub
-def cumprod(t, axis=0, reverse=False):
-    """Inclusive prefix product along ``axis`` (accumulates like :func:`prod`)."""
+def cumprod(t, axis=0, reverse=False, rounding_mode=None, flush_to_zero=False):
+    """Inclusive prefix product along ``axis`` (accumulates like :func:`prod`; ``rounding_mode``
+    and ``flush_to_zero`` as for :func:`sum`)."""
 
 
 @_stub

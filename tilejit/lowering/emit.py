@@ -504,7 +504,10 @@ class Emitter:
             extra = {"flush_to_zero": True} if ftz and dt is D.float32 else {}
             return b.addf(lhs, rhs, rounding_mode=rounding or "nearest_even", **extra)
         if kind == "prod":
-            return b.mulf(lhs, rhs) if fl else b.binary("muli", lhs, rhs)
+            if not fl:
+                return b.binary("muli", lhs, rhs)
+            extra = {"flush_to_zero": True} if ftz and dt is D.float32 else {}
+            return b.mulf(lhs, rhs, rounding_mode=rounding or "nearest_even", **extra)
         if kind in ("max", "min"):
             if dt.is_bool:
                 return b.binary("ori" if kind == "max" else "andi", lhs, rhs)
@@ -596,14 +599,15 @@ class Emitter:
         r = TV(op.results[1], D.int32)
         return self.keep_dim(r, x.shape, axis) if keepdims else r
 
-    def scan(self, kind: str, x: TV, axis: int, reverse: bool = False) -> TV:
+    def scan(self, kind: str, x: TV, axis: int, reverse: bool = False,
+             rounding: Optional[str] = None, ftz: bool = False) -> TV:
         x = self._widen_sum(kind, x)
         dt = x.dtype
         op = self.b.scan([x.value], axis, [self._typed_identity(self.identity(kind, dt), dt)],
                          reverse=reverse)
         lhs, rhs = op.regions[0].args
         with self.b.at(op.regions[0]):
-            self.b.yield_([self._combine(kind, lhs, rhs, dt)])
+            self.b.yield_([self._combine(kind, lhs, rhs, dt, rounding=rounding, ftz=ftz)])
         return TV(op.results[0], dt)
 
     # --- matmul --------------------------------------------------------------------------------

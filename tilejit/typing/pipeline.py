@@ -512,11 +512,17 @@ def type_kernel(pyfunc, arg_keys: Sequence, constants: Optional[dict] = None,
 
     ``arg_keys``: the C2 key tuples of the non-constant parameters, in parameter order.
     ``constants``: parameter name -> value for the ``tile.Constant[...]`` parameters (any other
-    parameter named here is treated as constant too). ``plain_helpers``: undecorated Python
-    functions the kernel calls are inlined like ``@tile.function`` helpers (cuTile's rule).
+    parameter named here is treated as constant too). ``plain_helpers``: cuTile Python's rules
+    (a ``tilejit.cutile`` kernel): undecorated Python functions the kernel calls are inlined like
+    ``@tile.function`` helpers, and the promotions cuTile refuses are errors
+    (:func:`.promotion.cutile_rules`).
     """
     pyfunc = _unwrap(pyfunc)
     params = _bind_params(pyfunc, arg_keys, constants)
+    if plain_helpers:           # a tilejit.cutile kernel: cuTile's promotion refusals too
+        from .promotion import cutile_rules
+        with cutile_rules():
+            return _run(pyfunc, params, True, plain_helpers)
     return _run(pyfunc, params, True, plain_helpers)
 
 

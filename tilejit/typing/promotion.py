@@ -42,6 +42,8 @@ ints.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 from typing import Sequence, Tuple
 
 import numpy as np
@@ -94,9 +96,46 @@ def elementwise_result(d: DType, *operands, what: str = "operands"):
     return TileType(d, broadcast_shapes(*shapes, what=what))
 
 # --------------------------------------------------------------------------------------------------
+#: cuTile Python's stricter rules for two tiles, on while a ``ct.kernel`` is typed
+#: (:func:`cutile_rules`): signed with unsigned ints and float16 with bfloat16 have no implicit
+#: common type, and the bitwise operators take equal dtypes only (cuTile raises TileTypeError
+#: where NumPy, and ``@tile.entry``, promote).
+_CUTILE = contextvars.ContextVar("tilejit_cutile_promotion", default=False)
+_BITWISE = frozenset(["&", "|", "^", "&=", "|=", "^="])
+
+
+@contextlib.contextmanager
+def cutile_rules():
+    token = _CUTILE.set(True)
+    try:
+        yield
+    finally:
+        _CUTILE.reset(token)
+
+
+def cutile_rules_on() -> bool:
+    """Whether a ``tilejit.cutile`` kernel is being typed (cuTile's stricter checks apply)."""
+    return _CUTILE.get()
+
+
+def _cutile_strong(a: DType, b: DType, op: str) -> None:
+    """Refuse what cuTile's promotion table refuses (``a`` is not ``b``)."""
+    if op in _BITWISE and not (a.is_float or b.is_float):
+        raise TileTypingError(f"Bitwise operands must have same data type, got {a} and {b} in "
+                              f"'{op}'; convert one with .astype(...)")
+    if a.is_bool or b.is_bool:
+        return
+    mixed_ints = a.is_integer and b.is_integer and a.is_signed != b.is_signed
+    if mixed_ints or {a, b} == {dt.float16, dt.bfloat16}:
+        raise TileTypingError(f"Implicit promotion of {a} and {b} is not supported. Please "
+                              f"perform an explicit cast instead (.astype(...))")
+
+
 def promote_strong(a: DType, b: DType, op: str = "") -> DType:
-    """Rule 1."""
+    """Rule 1 (with cuTile's refusals while :func:`cutile_rules` is on)."""
     where = f" in '{op}'" if op else ""
+    if a is not b and _CUTILE.get():
+        _cutile_strong(a, b, op)
     if a is b:
         if is_compute_only(a):
             raise _compute_only_error(a, op)

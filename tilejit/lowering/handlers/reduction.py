@@ -19,11 +19,7 @@ def _reduction(kind):
         axis = lw.static_arg(info, args, "axis", None)
         keep = lw.static_arg(info, args, "keepdims", False)
         nan = kind not in ("sum", "prod") and lw.static_arg(info, args, "propagate_nan", True)
-        rounding = {}
-        if kind == "sum":
-            mode = lw.static_arg(info, args, "rounding_mode", None)
-            rounding = {"rounding": mode.value if mode is not None else None,
-                        "ftz": bool(lw.static_arg(info, args, "flush_to_zero", False))}
+        rounding = _rounding(lw, info, args) if kind in ("sum", "prod") else {}
         if axis is None:
             r = lw.em.reduce_all(kind, t, keep, propagate_nan=nan, **rounding)
         elif kind in ("argmax", "argmin"):
@@ -47,8 +43,16 @@ def _scan(kind):
         t = lw.tv(lw.arg(args, "t"))
         axis = lw.static_arg(info, args, "axis", 0) % len(t.shape)
         rev = lw.static_arg(info, args, "reverse", False)
-        return lw.em.cast(lw.em.scan(kind, t, axis, rev), dt_of(rty))
+        return lw.em.cast(lw.em.scan(kind, t, axis, rev, **_rounding(lw, info, args)),
+                          dt_of(rty))
     return handler
+
+
+def _rounding(lw, info, args) -> dict:
+    """The ``rounding``/``ftz`` keywords of an emitted sum or product."""
+    mode = lw.static_arg(info, args, "rounding_mode", None)
+    return {"rounding": mode.value if mode is not None else None,
+            "ftz": bool(lw.static_arg(info, args, "flush_to_zero", False))}
 
 
 handles(L.cumsum)(_scan("sum"))

@@ -9,8 +9,8 @@ import operator
 from ... import dtypes as dt
 from ... import language
 from ..diagnostics import TileTypingError, describe_type
-from ..promotion import (elementwise_result, float_result, is_compute_only, materialize_dtype,
-                         result_dtype)
+from ..promotion import (cutile_rules_on, elementwise_result, float_result, is_compute_only,
+                         materialize_dtype, result_dtype)
 from ..types import TileType, dtype_of, is_scalar
 from ._base import bool_arg, enum_arg, function_rule
 
@@ -34,8 +34,9 @@ def rounding_arg(ty, op: str, allowed) -> None:
         raise TileTypingError(f"{op} takes no rounding_mode (Tile IR computes it one way); "
                               f"remove rounding_mode=tile.RoundingMode.{mode.name}")
     names = ", ".join(f"tile.RoundingMode.{m}" for m in allowed)
-    raise TileTypingError(f"{op}: rounding_mode=tile.RoundingMode.{mode.name} is not available; "
-                          f"{op} accepts {names} (or None for the default)")
+    raise TileTypingError(f"Rounding mode {mode.value} is not supported by {op} "
+                          f"(rounding_mode=tile.RoundingMode.{mode.name}); {op} accepts {names} "
+                          f"(or None for the default)")
 
 
 def flush_arg(ty, op: str, allowed: bool) -> None:
@@ -139,20 +140,30 @@ def _as_operator(fn, name):
         y = operand(b.y, f"tile.{name}: y")
         r = binary_type(fn, x, y)
         if "rounding_mode" in b._values:
-            arith_rounding(b, f"tile.{name}", dtype_of(r).is_float,
+            arith_rounding(b, f"tile.{name}", dtype_of(r),
                            f"operands only; these are {describe_type(x)} and {describe_type(y)}")
         return r
     return rule
 
 
-def arith_rounding(b, op: str, is_float: bool, what: str) -> None:
+def arith_rounding(b, op: str, d, what: str) -> None:
     """Check ``rounding_mode=``/``flush_to_zero=`` of an addition or multiplication (``tile.add``
-    ..., ``tile.sum``): an IEEE rounding, and only for floats (``what`` names the operands)."""
+    ..., ``tile.sum``) computing in dtype ``d``: an IEEE rounding, and only for floats (``what``
+    names the operands). The messages start with cuTile's words for the same errors."""
     mode = enum_arg(b.rounding_mode, language.RoundingMode, f"{op}: rounding_mode")
     ftz = bool_arg(b.flush_to_zero, f"{op}: flush_to_zero")
-    if not is_float and (mode is not None or ftz):
-        raise TileTypingError(f"{op}: rounding_mode and flush_to_zero apply to float {what}")
-    rounding_arg(b.rounding_mode, op, ("RN", "RZ", "RM", "RP"))
+    if mode is not None and mode.name not in ("RN", "RZ", "RM", "RP"):
+        raise TileTypingError(f"Rounding mode {mode.value} is not supported by {op}: it takes "
+                              f"tile.RoundingMode.RN, RZ, RM or RP (or None for the default)")
+    if not d.is_float and mode is not None:
+        raise TileTypingError(f"Rounding mode can only be used for unrestricted float types: "
+                              f"{op}: rounding_mode and flush_to_zero apply to float {what}")
+    if not d.is_float and ftz:
+        raise TileTypingError(f"Flush to zero can only be used for float32 type: {op}: "
+                              f"rounding_mode and flush_to_zero apply to float {what}")
+    if ftz and d is not dt.float32 and cutile_rules_on():
+        raise TileTypingError(f"Flush to zero can only be used for float32 type ({op} computes "
+                              f"in {d}); leave flush_to_zero out or convert to float32")
 function_rule(language.pow)(_as_operator(operator.pow, "pow"))
 function_rule(language.add)(_as_operator(operator.add, "add"))
 function_rule(language.sub)(_as_operator(operator.sub, "sub"))

@@ -217,13 +217,15 @@ def _binary(fn, args):
     elif base in (operator.and_, operator.or_, operator.xor):
         if d.is_float:
             raise TileTypingError(
-                f"bitwise operator '{sym}' is not defined for floating-point operands "
+                f"Bitwise operations require integers: bitwise operator '{sym}' is not defined "
+                f"for floating-point operands "
                 f"({describe_type(a)} and {describe_type(b)}); it needs bool or integer operands "
                 f"(to combine conditions, use {sym} on comparisons: (a > 0) {sym} (b > 0))")
     elif base in (operator.lshift, operator.rshift):
         if not d.is_integer:
-            raise TileTypingError(f"shift operator '{sym}' needs integer operands, got "
-                                  f"{describe_type(a)} and {describe_type(b)}")
+            raise TileTypingError(f"Bitwise shift requires an integer: shift operator '{sym}' "
+                                  f"needs integer operands, got {describe_type(a)} and "
+                                  f"{describe_type(b)}")
     res = _result(d, a, b, sym)
     if fn in INPLACE and isinstance(a, TileType):
         res = _inplace_result(a, res, sym)

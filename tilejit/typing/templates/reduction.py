@@ -65,9 +65,9 @@ def _reduction(name):
         keep = bool_arg(b.keepdims, f"{op}: keepdims")
         if name in NAN_REDUCTIONS:
             bool_arg(b.propagate_nan, f"{op}: propagate_nan")
-        if name == "sum":
+        if name in ("sum", "prod"):
             from .elementwise import arith_rounding
-            arith_rounding(b, op, t.dtype.is_float, f"tiles only, got a {t.dtype} tile")
+            arith_rounding(b, op, t.dtype, f"tiles only, got a {t.dtype} tile")
         if is_arg:
             d = dt.int32
         elif name in ("sum", "prod"):
@@ -91,6 +91,8 @@ def _scan(name):
         t = tile_input(b.t, op)
         axis_arg(b.axis, t.ndim, f"{op}: axis")
         bool_arg(b.reverse, f"{op}: reverse")
+        from .elementwise import arith_rounding
+        arith_rounding(b, op, t.dtype, f"tiles only, got a {t.dtype} tile")
         return TileType(accumulate_dtype(t.dtype), t.shape)
     return rule
 
