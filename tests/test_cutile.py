@@ -415,3 +415,38 @@ def test_gather_scatter_check_bounds_false_drops_the_bounds_masks():
     ir = unchecked_rows.inspect_tileir(a, tile.atomic(c), 8, False)
     assert "cmpi" not in ir and "xi1>" not in ir and "latency = 2" in ir
     assert "cmpi" in unchecked_rows.inspect_tileir(a, tile.atomic(c), 8, True)
+
+
+def _forward(func):
+    import functools
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        return func(*args, **kwargs)
+    return wrapper
+
+
+@_forward
+def _forwarded(x):
+    return x * 10
+
+
+@ct.kernel
+def _calls_forwarded(y):
+    ct.scatter(y, (), _forwarded(5))
+
+
+@ct.kernel
+def _np_call_of_a_tuple(x, TILE: ct.Constant[int]):
+    ct.store(x, index=(ct.bid(0),), tile=ct.full((TILE,), np.float32((1, 2, 3)), np.float32))
+
+
+def test_unsupported_python_is_a_clear_error_not_an_internal_one():
+    """Two of cuTile's tests that were tilejit internal errors: a decorator's ``**kwargs``
+    forwarding wrapper and ``np.float32((1, 2, 3))``."""
+    y = np.zeros((), np.int32)
+    with pytest.raises(tile.UnsupportedError, match=r"forwards keyword arguments"):
+        ct.launch(tile.Device(0).new_stream(), (1,), _calls_forwarded, (tile.atomic(y),))
+    x = np.zeros(8, np.float32)
+    with pytest.raises(ct.TileTypeError, match=r"cannot call"):
+        ct.launch(tile.Device(0).new_stream(), (1,), _np_call_of_a_tuple, (tile.atomic(x), 8))

@@ -136,3 +136,19 @@ def test_tuple_elements_helpers_and_bare_constants():
     y = api.from_numpy(np.array([7, 0], np.int32)).sync()
     _launch(_elements_and_functions, tile.atomic(y), 4)
     assert y.to_numpy().tolist() == [7, 12]
+
+
+@ct.kernel
+def _stored_method(x):
+    m = x.slice
+    f = ct.static_eval(m)
+    sub = f(0, 1, 2)
+    ct.scatter(x, 0, ct.gather(sub, 0))
+
+
+def test_a_method_returned_by_static_eval_keeps_its_receiver():
+    """cuTile's ``test_static_eval_stored_method`` (an internal error: the call lost ``x``)."""
+    x = np.array([10, 20, 30], np.int32)
+    ct.launch(tile.Device(0).new_stream(), (1,), _stored_method, (tile.atomic(x),))
+    tile.Device(0).synchronize()
+    assert x.tolist() == [20, 20, 30]

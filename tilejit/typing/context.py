@@ -184,6 +184,13 @@ class TileTypingContext(BaseContext):
             if text in self._condensed:
                 raise self._condensed[text] from None
             raise
+        except ValueError as e:
+            # Numba's own typers (``np.float32((1, 2, 3))``) ask for the type of a value it
+            # cannot type and raise a bare ValueError: a call tile kernels cannot make
+            raise TileTypingError(f"cannot call {func} with arguments "
+                                  f"({', '.join(str(a) for a in args)}): "
+                                  f"{str(e).replace(chr(27) + '[1m', '').replace(chr(27) + '[0m', '')}"
+                                  ) from None
 
 
 _context = None

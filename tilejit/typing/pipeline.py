@@ -158,10 +158,20 @@ class TypedKernel:
                 return d
             if isinstance(d, ir.Expr) and d.op == "cast":   # returned by an inlined helper
                 d = d.value
+            if isinstance(d, ir.Expr) and d.op == "call" and d.args and \
+                    self._is_static_eval(d.func.name, definitions):
+                d = d.args[-1]          # f = static_eval(m): the evaluated value is its last
             if not isinstance(d, ir.Var):
                 return None
             name = d.name
         return None
+
+    def _is_static_eval(self, name: str, definitions) -> bool:
+        """Whether variable ``name`` is the rewritten ``static_eval`` function."""
+        d = definitions.get(name)
+        if d is None:
+            d = next(iter(self.func_ir._definitions.get(name) or []), None)
+        return isinstance(d, (ir.Global, ir.FreeVar)) and d.name == static_eval.STUB_NAME
 
     # --- text -------------------------------------------------------------------------------------
     def signature_text(self) -> str:
@@ -314,10 +324,15 @@ def _translate(pyfunc, cutile: bool = False):
     func_id = bytecode.FunctionIdentity.from_function(pyfunc)
     try:
         func_ir = _Interpreter(func_id).interpret(bytecode.ByteCode(func_id=func_id))
-    except numba_errors.NumbaError as e:
+    except (numba_errors.NumbaError, numba_errors.UnsupportedBytecodeError) as e:
+        # (UnsupportedBytecodeError is no NumbaError: ``f(*args, **kwargs)`` forwarding)
         loc = getattr(e, "loc", None)
-        raise UnsupportedError(f"cannot compile '{pyfunc.__name__}': "
-                               f"{diag.first_line(str(e))}",
+        what = diag.first_line(str(e))
+        if "DICT_MERGE" in what or "DICT_UPDATE" in what:
+            what = (f"it forwards keyword arguments (f(**kwargs)), which tile kernels do not "
+                    f"support ({what}); call the wrapped function directly (a decorator's "
+                    f"wrapper: use its __wrapped__)")
+        raise UnsupportedError(f"cannot compile '{pyfunc.__name__}': {what}",
                                diag.source_location(loc, pyfunc.__name__)) from None
     except NotImplementedError as e:
         cells = pyfunc.__code__.co_cellvars
