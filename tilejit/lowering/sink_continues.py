@@ -36,13 +36,10 @@ def _all_continue(region: R.Region) -> bool:
 
 def _sink(loop, typemap, counter: List[int]) -> None:
     body = loop.body
-    if body.term is not None or not body.nodes or not isinstance(body.nodes[-1], R.If):
-        return
-    last = body.nodes[-1]
-    if last.results or not (_all_continue(last.then) and _all_continue(last.orelse)):
-        return
+    if body.term is not None or not _all_continue(body):
+        return                  # (already one continue at the end, or something leaves the loop)
     types = [c.type for c in loop.carried]
-    body.term = R.Continue([r.name for r in _to_yield(last, types, typemap, counter)])
+    body.term = R.Continue([r.name for r in _to_yield(body.nodes[-1], types, typemap, counter)])
 
 
 def _to_yield(node: R.If, types, typemap, counter: List[int]) -> List[R.Result]:

@@ -212,8 +212,19 @@ def _atan2(op, c):
     return map2(op, c, _wrap_math(np.arctan2, elem_of(op.result)))
 
 
+def _pick(is_max: bool, propagate: bool):
+    """NumPy's max or min: NaN-propagating (``maximum``) or NaN-ignoring (``fmax``)."""
+    return (np.maximum if is_max else np.minimum) if propagate else (np.fmax if is_max else np.fmin)
+
+
+def _quiet_nans(r):
+    """NaNs as NumPy's quiet NaN (maxf/minf canonicalize them)."""
+    nan = np.isnan(r)
+    return np.where(nan, np.array(np.nan, r.dtype), r) if nan.any() else r
+
+
 def _minmax(is_max: bool, propagate: bool):
-    pick = (np.maximum if is_max else np.minimum) if propagate else (np.fmax if is_max else np.fmin)
+    pick = _pick(is_max, propagate)
 
     def fn(a, b):
         a, b = np.asarray(a), np.asarray(b)
@@ -223,27 +234,25 @@ def _minmax(is_max: bool, propagate: bool):
         if np.any(z):
             neg_a = np.signbit(a)
             r = np.where(z, np.where(neg_a, b, a) if is_max else np.where(neg_a, a, b), r)
-        nan = np.isnan(r)
-        return np.where(nan, np.array(np.nan, r.dtype), r) if nan.any() else r
+        return _quiet_nans(r)
     return fn
 
 
 def _minmax_reduce(is_max: bool, propagate: bool):
     """``fn`` of :func:`_minmax` folded over axis 0 in one NumPy reduce: max and min pick an
     element, so the order of a tree does not matter once signed zeros and NaNs are settled."""
-    pick = (np.maximum if is_max else np.minimum) if propagate else (np.fmax if is_max else np.fmin)
+    pick = _pick(is_max, propagate)
 
     def reduce(x):
         r = pick.reduce(x, axis=0)
         z = r == 0
         if np.any(z):
-            zeros = x == 0
-            winner = (zeros & (np.signbit(x) != is_max)).any(axis=0)   # +0 for max, -0 for min
+            # +0 wins a max when present, -0 a min
+            winner = ((x == 0) & (np.signbit(x) != is_max)).any(axis=0)
             plus, minus = np.array(0.0, r.dtype), np.array(-0.0, r.dtype)
-            best = (plus if is_max else minus)
-            r = np.where(z, np.where(winner, best, minus if is_max else plus), r)
-        nan = np.isnan(r)
-        return np.where(nan, np.array(np.nan, r.dtype), r) if nan.any() else r
+            win, lose = (plus, minus) if is_max else (minus, plus)
+            r = np.where(z, np.where(winner, win, lose), r)
+        return _quiet_nans(r)
     return reduce
 
 

@@ -11,7 +11,7 @@ from ... import dtypes as D
 from ...implicit_casts import implicit_cast
 from ..abi import ArrayParam
 from ..emit import TV
-from . import handles
+from . import and_user_mask, handles
 from .memory import memory_semantics
 
 
@@ -57,9 +57,7 @@ def _access(lw, info, args):
     if shape:
         base = lw.b.broadcast(lw.b.reshape(base, (1,) * len(shape)), shape)
     ptrs = lw.b.offset(base, off.value)
-    user = lw.arg(args, "mask")
-    mask = None if user is None else lw.em.broadcast(lw.tv(user, D.bool_), shape)
-    return m, ptrs, mask, shape
+    return m, ptrs, and_user_mask(lw, args, None, shape), shape
 
 
 def _value(lw, args, name, m: RawMemoryRef, shape) -> TV:

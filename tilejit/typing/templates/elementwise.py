@@ -152,9 +152,7 @@ def arith_rounding(b, op: str, d, what: str) -> None:
     names the operands). The messages start with cuTile's words for the same errors."""
     mode = enum_arg(b.rounding_mode, language.RoundingMode, f"{op}: rounding_mode")
     ftz = bool_arg(b.flush_to_zero, f"{op}: flush_to_zero")
-    if mode is not None and mode.name not in ("RN", "RZ", "RM", "RP"):
-        raise TileTypingError(f"Rounding mode {mode.value} is not supported by {op}: it takes "
-                              f"tile.RoundingMode.RN, RZ, RM or RP (or None for the default)")
+    rounding_arg(b.rounding_mode, op, ("RN", "RZ", "RM", "RP"))
     if not d.is_float and mode is not None:
         raise TileTypingError(f"Rounding mode can only be used for unrestricted float types: "
                               f"{op}: rounding_mode and flush_to_zero apply to float {what}")
