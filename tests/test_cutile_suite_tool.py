@@ -65,6 +65,23 @@ CASES = [
     ("test_x.py:9: in test_y\n    assert mock.call_count == 1\nE   AssertionError: assert 0 == 1\n"
      "E    +  where 0 = <MagicMock name='compile_tile' id='1'>.call_count",
      "cuTile internals", "AssertionError: assert 0 == 1"),
+    ("test_x.py:164: in test_y\n    assert sig.parameters[0].shape_constant == (None, 1)\n"
+     "E   assert (None, None) == (None, 1)", "cuTile internals",
+     "assert (None, None) == (None, 1)"),
+    ("test_x.py:33: in test_y\n    ct.launch(s, (1,), k, (x, y))\n/w/tilejit/simulator/interp.py:"
+     "111: in run\n    raise e.cls(e.message)\nE   tilejit.simulator.errors.TileIndexError: load: "
+     "tile index (0,) is out of bounds: the array of shape (0,) has (0,) tiles of shape (8,)",
+     "undefined behaviour refused", "TileIndexError: load: tile index (0,) is out of bounds: "
+     "the array of shape (0,) has (0,) tiles of shape (8,)"),
+    ("test_x.py:33: in test_y\n    ct.launch(s, (1,), k, (x, y))\n/w/tilejit/simulator/interp.py:"
+     "111: in run\n    raise e.cls(e.message)\nE   tilejit.simulator.errors.TileIndexError: load: "
+     "tile index (2,) is out of bounds: the array of shape (10,) has (2,) tiles of shape (8,)",
+     "refused valid program", "TileIndexError: load: tile index (2,) is out of bounds: the "
+     "array of shape (10,) has (2,) tiles of shape (8,)"),
+    ("E   ModuleNotFoundError: No module named 'cuda.tile.compilation._signature'; "
+     "'cuda.tile.compilation' is not a package", "cuTile internals",
+     "ModuleNotFoundError: No module named 'cuda.tile.compilation._signature'; "
+     "'cuda.tile.compilation' is not a package"),
     ("E   Failed: Timeout >120.0s", "simulator limit", "Failed: Timeout >120.0s"),
     ("pytest process died (exit -9) in this test", "simulator limit",
      "pytest process died (exit -9) in this test"),
@@ -139,3 +156,11 @@ def test_read_junit_and_report(tmp_path):
     report.write(cases, str(tmp_path / "out"))
     assert (tmp_path / "out" / "report.md").exists()
     assert (tmp_path / "out" / "failures.json").exists()
+
+
+def test_rates_report_undefined_behaviour_apart():
+    t = {"passed": 90, "concerning": 100, "buckets": {"undefined behaviour refused": 5}}
+    assert report.rates(t) == ("90 of 100 concerning tilejit pass (90.0%); 90 of 95 (94.7%) "
+                               "leaving out the 5 undefined-behaviour tests tilejit refuses")
+    t["buckets"]["undefined behaviour refused"] = 0
+    assert report.rates(t) == "90 of 100 concerning tilejit pass (90.0%)"

@@ -121,3 +121,31 @@ def test_a_loaded_tile_used_elsewhere_is_permuted_in_registers():
     tiles = kn.T.reshape(2, 16, 2, 32)
     ref = tiles + kn.reshape(2, 32, 2, 16).transpose(2, 0, 3, 1).sum((2, 3))[:, None, :, None]
     np.testing.assert_allclose(out, ref.reshape(32, 64), rtol=1e-5)
+
+
+@tile.entry
+def _store_every_other(out, x, y, N: tile.Constant[int]):
+    acc = tile.zeros((16,), tile.float32)
+    for i in range(N):
+        if i % 2 == 0:
+            t = tile.load(x, (i,), (16,))
+            tile.store(out, (i,), t * 2.0)
+            acc += t
+    tile.store(y, (0,), acc)
+
+
+def test_a_loop_carries_only_what_it_changes():
+    # the tokens of arrays the loop never writes were threaded through the loop and its `if`,
+    # handed on unchanged; now the loop carries the accumulator and the stored array's tokens
+    x = dev(np.arange(64, dtype=np.float32))
+    out, y = api.zeros((64,)).sync(), api.zeros((16,)).sync()
+    args = (tile.writable(out), x, tile.writable(y), 4)
+    ir = _store_every_other.inspect_tileir(*args)
+    header = next(line for line in ir.splitlines() if re.search(r"\bfor %", line))
+    assert header.endswith("-> (tile<16xf32>, token, token) {"), header
+    _store_every_other(*args).grid(1).sync()
+    want = np.zeros(64, np.float32)
+    for i in (0, 2):
+        want[16 * i:16 * i + 16] = 2 * np.arange(16 * i, 16 * i + 16)
+    np.testing.assert_array_equal(out.to_numpy(), want)
+    np.testing.assert_array_equal(y.to_numpy(), np.arange(16) * 2 + 32)

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import Dict, Optional
 
-import ml_dtypes
-import numpy as np
 
 # DLPack DLDataTypeCode values (dlpack.h, v1.1)
 DL_INT, DL_UINT, DL_FLOAT, DL_BFLOAT, DL_BOOL = 0, 1, 2, 4, 6
@@ -20,7 +18,7 @@ DL_NONE = -1        # no DLPack code: never exchanged (float4 tensors hold one v
 class DType:
     """An element type. Compare with ``is`` or ``==``; use ``tile.float32`` etc., never construct."""
 
-    __slots__ = ("name", "kind", "bits", "tileir", "np_dtype", "dlpack_code", "_short")
+    __slots__ = ("name", "kind", "bits", "tileir", "_np", "dlpack_code", "_short")
 
     def __init__(self, name: str, kind: str, bits: int, tileir: str, np_dtype, dlpack_code: int,
                  short: str):
@@ -28,9 +26,17 @@ class DType:
         self.kind = kind            # 'b' bool, 'i' signed, 'u' unsigned, 'f' float
         self.bits = bits            # width of one element in memory
         self.tileir = tileir        # Tile IR element type name: "f32", "i32", "i1", "bf16" ...
-        self.np_dtype = np.dtype(np_dtype)
+        self._np = np_dtype         # NumPy's name, or ml_dtypes' as "ml_dtypes.bfloat16"
         self.dlpack_code = dlpack_code
         self._short = short
+
+    @property
+    def np_dtype(self):
+        """Its NumPy dtype (made on first use: ``import tilejit`` does not load NumPy)."""
+        np = self._np
+        if isinstance(np, str):
+            self._np = np = _numpy_dtype(np)
+        return np
 
     # --- classification -------------------------------------------------------------------------
     @property
@@ -89,32 +95,40 @@ def _make(name, kind, bits, tileir, np_dtype, dl, short) -> DType:
     return DType(name, kind, bits, tileir, np_dtype, dl, short)
 
 
-bool_ = _make("bool_", "b", 8, "i1", np.bool_, DL_BOOL, "b1")
-int8 = _make("int8", "i", 8, "i8", np.int8, DL_INT, "i8")
-int16 = _make("int16", "i", 16, "i16", np.int16, DL_INT, "i16")
-int32 = _make("int32", "i", 32, "i32", np.int32, DL_INT, "i32")
-int64 = _make("int64", "i", 64, "i64", np.int64, DL_INT, "i64")
-uint8 = _make("uint8", "u", 8, "i8", np.uint8, DL_UINT, "u8")
-uint16 = _make("uint16", "u", 16, "i16", np.uint16, DL_UINT, "u16")
-uint32 = _make("uint32", "u", 32, "i32", np.uint32, DL_UINT, "u32")
-uint64 = _make("uint64", "u", 64, "i64", np.uint64, DL_UINT, "u64")
-float16 = _make("float16", "f", 16, "f16", np.float16, DL_FLOAT, "f16")
-bfloat16 = _make("bfloat16", "f", 16, "bf16", ml_dtypes.bfloat16, DL_BFLOAT, "bf16")
-float32 = _make("float32", "f", 32, "f32", np.float32, DL_FLOAT, "f32")
-float64 = _make("float64", "f", 64, "f64", np.float64, DL_FLOAT, "f64")
+def _numpy_dtype(name: str):
+    import numpy as np
+    if name.startswith("ml_dtypes."):
+        import ml_dtypes
+        return np.dtype(getattr(ml_dtypes, name[len("ml_dtypes."):]))
+    return np.dtype(name)
+
+
+bool_ = _make("bool_", "b", 8, "i1", "bool", DL_BOOL, "b1")
+int8 = _make("int8", "i", 8, "i8", "int8", DL_INT, "i8")
+int16 = _make("int16", "i", 16, "i16", "int16", DL_INT, "i16")
+int32 = _make("int32", "i", 32, "i32", "int32", DL_INT, "i32")
+int64 = _make("int64", "i", 64, "i64", "int64", DL_INT, "i64")
+uint8 = _make("uint8", "u", 8, "i8", "uint8", DL_UINT, "u8")
+uint16 = _make("uint16", "u", 16, "i16", "uint16", DL_UINT, "u16")
+uint32 = _make("uint32", "u", 32, "i32", "uint32", DL_UINT, "u32")
+uint64 = _make("uint64", "u", 64, "i64", "uint64", DL_UINT, "u64")
+float16 = _make("float16", "f", 16, "f16", "float16", DL_FLOAT, "f16")
+bfloat16 = _make("bfloat16", "f", 16, "bf16", "ml_dtypes.bfloat16", DL_BFLOAT, "bf16")
+float32 = _make("float32", "f", 32, "f32", "float32", DL_FLOAT, "f32")
+float64 = _make("float64", "f", 64, "f64", "float64", DL_FLOAT, "f64")
 # tf32 is a compute format: stored as 32-bit floats whose low 13 mantissa bits are ignored.
-tfloat32 = _make("tfloat32", "f", 32, "tf32", np.float32, DL_FLOAT, "tf32")
-float8_e4m3fn = _make("float8_e4m3fn", "f", 8, "f8E4M3FN", ml_dtypes.float8_e4m3fn,
+tfloat32 = _make("tfloat32", "f", 32, "tf32", "float32", DL_FLOAT, "tf32")
+float8_e4m3fn = _make("float8_e4m3fn", "f", 8, "f8E4M3FN", "ml_dtypes.float8_e4m3fn",
                       DL_FLOAT8_E4M3FN, "f8e4m3")
-float8_e5m2 = _make("float8_e5m2", "f", 8, "f8E5M2", ml_dtypes.float8_e5m2, DL_FLOAT8_E5M2,
+float8_e5m2 = _make("float8_e5m2", "f", 8, "f8E5M2", "ml_dtypes.float8_e5m2", DL_FLOAT8_E5M2,
                     "f8e5m2")
 
 # the scale and element formats of block-scaled matmuls (tile.mma_scaled): float8_e8m0fnu is a
 # power of two 2**-127..2**127 (no zero, no sign); float4_e2m1fn holds +-{0, .5, 1, 1.5, 2, 3, 4, 6}
 # and, like ml_dtypes, takes one byte per element in memory
-float8_e8m0fnu = _make("float8_e8m0fnu", "f", 8, "f8E8M0FNU", ml_dtypes.float8_e8m0fnu,
+float8_e8m0fnu = _make("float8_e8m0fnu", "f", 8, "f8E8M0FNU", "ml_dtypes.float8_e8m0fnu",
                        DL_FLOAT8_E8M0FNU, "f8e8m0")
-float4_e2m1fn = _make("float4_e2m1fn", "f", 4, "f4E2M1FN", ml_dtypes.float4_e2m1fn, DL_NONE,
+float4_e2m1fn = _make("float4_e2m1fn", "f", 4, "f4E2M1FN", "ml_dtypes.float4_e2m1fn", DL_NONE,
                       "f4e2m1")
 
 ALL_DTYPES = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16,
@@ -125,10 +139,24 @@ _BY_NAME: Dict[str, DType] = {d.name: d for d in ALL_DTYPES}
 _BY_NAME.update({"bool": bool_, "half": float16, "float": float32, "double": float64,
                  "bf16": bfloat16, "tf32": tfloat32})
 # NumPy dtype -> DType; tfloat32 is never inferred from data (float32 storage means float32).
-_BY_NUMPY: Dict[np.dtype, DType] = {}
-for _d in ALL_DTYPES:
-    if _d is not tfloat32:
-        _BY_NUMPY.setdefault(_d.np_dtype, _d)
+_by_numpy: Dict = {}
+
+
+def by_numpy() -> Dict:
+    """NumPy dtype -> DType (built on first use: it loads NumPy and ml_dtypes)."""
+    if not _by_numpy:
+        table = {}
+        for d in ALL_DTYPES:
+            if d is not tfloat32:
+                table.setdefault(d.np_dtype, d)
+        _by_numpy.update(table)
+    return _by_numpy
+
+
+def __getattr__(name):
+    if name == "_BY_NUMPY":         # its name before it was built lazily (runtime/foreign.py)
+        return by_numpy()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def from_name(name: str) -> DType:
@@ -141,14 +169,16 @@ def from_name(name: str) -> DType:
 
 def from_numpy(dt) -> DType:
     """The DType of a NumPy dtype (or anything ``np.dtype()`` accepts)."""
+    import numpy as np
     npdt = np.dtype(dt)
+    table = by_numpy()
     try:
-        return _BY_NUMPY[npdt]
+        return table[npdt]
     except KeyError:
         pass
     if not npdt.isnative:
         native = npdt.newbyteorder("=")
-        if native in _BY_NUMPY:
+        if native in table:
             raise TypeError(
                 f"NumPy dtype {npdt.str} has non-native byte order (big-endian); GPUs and tilejit "
                 f"use the machine's byte order. Convert the array first: "
@@ -201,6 +231,7 @@ def result_type(a: DType, b: DType) -> Optional[DType]:
     if a is tfloat32 or b is tfloat32:
         other = b if a is tfloat32 else a
         return tfloat32 if other.is_float and other.bits <= 32 and not other.is_fp8 else None
+    import numpy as np
     try:
         r = np.result_type(a.np_dtype, b.np_dtype)
     except TypeError:
@@ -210,4 +241,4 @@ def result_type(a: DType, b: DType) -> Optional[DType]:
                 return a if a.bits > b.bits else b
             return float32
         return None
-    return _BY_NUMPY.get(r)
+    return by_numpy().get(r)

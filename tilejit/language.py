@@ -283,7 +283,10 @@ class MemoryOrder(enum.Enum):
 
 
 class MemoryScope(enum.Enum):
-    """Who the ordering is with (``memory_scope=``): the tile block, the device or the system."""
+    """Who the ordering is with (``memory_scope=``): the tile block, the device or the system.
+    ``NONE`` (cuTile's name) is no scope, the same as ``memory_scope=None``: what a weak access
+    has; an ordered access with ``NONE`` is an error (it needs a scope)."""
+    NONE = "none"
     BLOCK = "tl_blk"
     DEVICE = "device"
     SYS = "sys"

@@ -237,11 +237,13 @@ def reference(x, weight, target, bias=None, ce_weight=None, ignore_index=-100,
                         label_smoothing, reduction, softcap)
 
 
-#: Liger's test_fused_linear_cross_entropy.py tolerances (atol, rtol) by (reduction, dtype);
-#: "none" takes "mean"'s (Liger tests it in float32 only, at 1e-4)
+#: Liger's test_fused_linear_cross_entropy.py tolerances (atol, rtol) by (reduction, dtype).
+#: Liger tests "none" in float32 only; it takes "mean"'s there. In bfloat16 its per-row upstream
+#: gradients of O(1) make each weight-gradient entry a sum of BT bf16 products, as under "sum":
+#: at 1024x1024x4096 torch's own bf16 reference is 0.034 off a float32 one, so atol is 5e-2.
 TOLERANCES = {("mean", "bfloat16"): (5e-3, 5e-2), ("mean", "float32"): (1e-5, 5e-4),
               ("sum", "bfloat16"): (5.0, 5e1), ("sum", "float32"): (1e-3, 5e-2),
-              ("none", "bfloat16"): (5e-3, 5e-2), ("none", "float32"): (1e-5, 5e-4)}
+              ("none", "bfloat16"): (5e-2, 5e-2), ("none", "float32"): (1e-5, 5e-4)}
 
 
 def check(BT, H, V, dtype, device="cpu", reduction="mean", with_bias=True, options=False,

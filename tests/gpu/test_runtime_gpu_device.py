@@ -172,6 +172,7 @@ def test_await_does_not_block_the_event_loop(spin_fill):
 def test_memory_trim_returns_cached_pool_memory():
     # freed memory stays cached in the pool (release threshold: a quarter of the device) ...
     x = T.empty((1 << 26,), tile.float32).sync()          # 256 MiB
+    tile.Device(0).make_current()       # cuMemGetInfo reads the calling thread's current context
     free_with_x = driver.check(driver.drv.cuMemGetInfo())[0]
     del x
     gc.collect()

@@ -34,13 +34,15 @@ from ..language import Constant, MemoryOrder, MemoryScope, PaddingMode, Rounding
 from . import _language
 from ._language import *  # noqa: F401,F403  (the kernel language: load, store, mma, ...)
 from ._kernel import ByTarget, Kernel, function, kernel, launch
-from . import tune
+from ._annotations import Array, ArrayAnnotation, IndexedWithInt64, ListAnnotation
+from . import compilation, tune
 
 #: ``x: ct.ScalarInt64`` annotates an int64 scalar parameter (Python ints are int32 otherwise;
 #: one beyond int32 raises OverflowError)
 ScalarInt64 = int64
 
-__all__ = (["tune", "launch", "kernel", "function", "Kernel", "ByTarget", "Constant",
+__all__ = (["tune", "compilation", "launch", "kernel", "function", "Kernel", "ByTarget",
+            "Array", "ArrayAnnotation", "ListAnnotation", "IndexedWithInt64", "Constant",
             "ScalarInt64", "MemoryOrder", "MemoryScope", "PaddingMode", "RoundingMode", "DType",
             "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
             "float16", "bfloat16", "float32", "float64", "tfloat32", "float8_e4m3fn",

@@ -38,6 +38,7 @@ from ..runtime.argspec import atomic, normalize_grid
 from ..runtime.device import Device, current_ordinal
 from ..runtime.partition import ForeignPartition, Partition
 from ..runtime.stream import Stream, _object_device, _stream_handle
+from ._annotations import array_annotations, check_keys
 from ._writes import written_parameters
 
 _UNSPECIFIED = object()
@@ -117,6 +118,7 @@ class Kernel(_TileKernel):
                          opt_level=3 if level is None else level,
                          num_worker_warps=_for_target(num_worker_warps, None))
         self.options = dataclasses.replace(self.options, plain_helpers=True)
+        self._array_anns = array_annotations(pyfunc)      # ct.ArrayAnnotation / ListAnnotation
         self._by_target = any(isinstance(v, ByTarget) for v in self._hints.values())
         self._write_positions = None
         names = self.param_names
@@ -147,6 +149,8 @@ class Kernel(_TileKernel):
                 for name in inspect.signature(pyfunc).parameters}
 
     def _compile(self, keys, consts, target, options, *args, **kwargs):
+        if self._array_anns:
+            check_keys(self._array_anns, self.runtime_names, keys)
         if self._by_target and options == self.options:
             h = self._hints
             level = _for_target(h["opt_level"], target)
@@ -191,6 +195,9 @@ class Kernel(_TileKernel):
             array = _ARRAY_TYPES.get(type(v))
             if array is None:
                 array = _ARRAY_TYPES.put(type(v), _array_kind(v))
+            if array == _SEQUENCE:
+                values[i] = _writable_items(v)
+                continue
             if array:
                 if array == _MAY_BE_HOST and v.is_cpu:  # a CPU torch tensor: written back via NumPy
                     # (one that requires grad too, through its detached view: cuTile writes
@@ -295,11 +302,15 @@ class Kernel(_TileKernel):
         return super()._keys_for(args, generics)
 
     def _launch_values(self, args) -> tuple:
-        """``args`` with the arrays the kernel stores into passed writable."""
-        values = list(args)
+        """``args`` with lists as tuples and the arrays the kernel stores into passed
+        writable."""
+        values = list(as_launch_args(args))
         for i in self._writes():
             v = values[i]
-            if _array_kind(v):
+            kind = _array_kind(v)
+            if kind == _SEQUENCE:
+                values[i] = _writable_items(v)
+            elif kind:
                 values[i] = atomic(v)
         return tuple(values)
 
@@ -326,16 +337,60 @@ class _Bound(Kernel):
 
 
 _MAY_BE_HOST = 2
+# a tuple or list whose arrays are wrapped one by one (csrc/cutile.c leaves kinds above
+# _MAY_BE_HOST to Python's path)
+_SEQUENCE = 3
 
 
 def _array_kind(v) -> int:
-    """0 for what ``tile.atomic`` does not wrap (scalars, tuples, partitions), else an array:
-    ``_MAY_BE_HOST`` when its type can hold host memory (torch: ``is_cpu``), 1 otherwise. Decided
-    by the type (``_ARRAY_TYPES`` remembers it)."""
+    """0 for what ``tile.atomic`` does not wrap (scalars, partitions), ``_SEQUENCE`` for a tuple
+    or list, else an array: ``_MAY_BE_HOST`` when its type can hold host memory (torch:
+    ``is_cpu``), 1 otherwise. Decided by the type (``_ARRAY_TYPES`` remembers it)."""
+    if isinstance(v, (tuple, list)):
+        return _SEQUENCE
     if not hasattr(v, "shape") or isinstance(
-            v, (np.generic, Partition, ForeignPartition, atomic, tuple, list)):
+            v, (np.generic, Partition, ForeignPartition, atomic)):
         return 0
     return _MAY_BE_HOST if hasattr(type(v), "is_cpu") else 1
+
+
+def _writable_items(v) -> tuple:
+    """A tuple argument the kernel may store into, its arrays passed writable (a CPU torch
+    tensor that requires grad through its detached view, as a plain argument)."""
+    out = []
+    for x in v:
+        kind = _array_kind(x)
+        if kind == _MAY_BE_HOST and x.requires_grad:
+            x = x.detach()
+        out.append(atomic(x) if kind in (1, _MAY_BE_HOST) else x)
+    return tuple(out)
+
+
+def list_argument(v: list) -> tuple:
+    """cuTile's list argument as the tuple tilejit passes: a non-empty list of arrays of one
+    dtype and rank (cuTile's rules and messages). A kernel indexes it as a tuple (``len``,
+    ``xs[i]`` with a run-time ``i``); it is compiled for each length."""
+    if not v:
+        raise TypeError("Empty lists are not supported as kernel arguments")
+    first = None
+    for j, x in enumerate(v):
+        if _array_kind(x) not in (1, _MAY_BE_HOST) and not isinstance(x, atomic):
+            raise TypeError(f"Expected list items to be arrays, got {type(x).__name__} "
+                            f"(item #{j})")
+        a = x.value if isinstance(x, atomic) else x
+        sig = (str(a.dtype), len(a.shape))
+        if first is None:
+            first = sig
+        elif sig[0] != first[0]:
+            raise TypeError(f"Arrays in list vary in data type ({first[0]} vs {sig[0]})")
+        elif sig[1] != first[1]:
+            raise TypeError(f"Arrays in list vary in rank ({first[1]} vs {sig[1]})")
+    return tuple(v)
+
+
+def as_launch_args(args) -> tuple:
+    """``args`` with each list argument as its tuple (:func:`list_argument`)."""
+    return tuple(list_argument(a) if type(a) is list else a for a in args)
 
 
 # type of a written argument -> whether it is wrapped in tile.atomic (the launch hot path)
@@ -424,6 +479,11 @@ def launch(stream, grid, kernel, kernel_args, /) -> None:
                         f"({kernel.__name__}{kernel._sig})")
     grid = _grid3(grid)
     stream = _stream_of(stream)
+    if list in map(type, kernel_args):
+        # tilejit passes a list as a tuple: launches with lists take this path (csrc/cutile.c
+        # would hand a list to the kernel call as it is)
+        kernel_args = as_launch_args(kernel_args)
+        kernel._ct_plan = False
     k, values = kernel._plain_launch(kernel_args)
     op = k(*values)           # a KernelLaunch (made in C with the extension)
     op._grid = grid           # as op.grid(g), without a copy

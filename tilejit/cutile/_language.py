@@ -22,6 +22,8 @@ import inspect
 from .. import language as L
 from ..implicit_casts import implicit_cast as _implicit_cast
 from ..language import MemoryOrder, MemoryScope, PaddingMode, RoundingMode, TileFunction
+from .. import dtypes as _dt
+from ..dtypes import float32 as _float32
 
 _WEAK, _ACQ_REL, _DEVICE = MemoryOrder.WEAK, MemoryOrder.ACQ_REL, MemoryScope.DEVICE
 
@@ -97,9 +99,10 @@ def load(array, /, index, shape, *, order="C", padding_mode=PaddingMode.UNDETERM
 def store(array, /, index, tile, *, order="C", check_bounds=True, latency=None, allow_tma=None,
           memory_order=_WEAK, memory_scope=None):
     """``ct.store``: ``tile`` into the tile space of its shape of ``array`` at tile ``index``
-    (a scalar or 0-d tile writes one element), converted to the array's dtype as cuTile does.
+    (a scalar or 0-d tile writes one element), converted to the array's dtype by cuTile's
+    implicit conversion rule (a dtype it refuses is a compile error: ``.astype`` first).
     ``latency``/``allow_tma`` are tileiras hints."""
-    t = L.astype(tile, array.dtype)       # cuTile casts to the array's dtype on store
+    t = _implicit_cast(tile, array.dtype, "Stored tile is incompatible with array's dtype")
     if allow_tma is None:
         L.store(array, index, t, order=order, memory_order=memory_order,
                 memory_scope=memory_scope, latency=latency)
@@ -122,17 +125,21 @@ def num_tiles(array, /, axis, shape, order="C"):
 @_helper
 def gather(array, indices, /, *, mask=None, padding_value=0, check_bounds=True, latency=None):
     """``ct.gather``: ``array[indices]`` element-wise; out-of-bounds and masked-off elements
-    read as ``padding_value``."""
-    return L.gather(array, indices, mask=mask, other=padding_value, check_bounds=check_bounds,
-                    latency=latency)
+    read as ``padding_value`` (converted to the array's dtype by cuTile's implicit rule)."""
+    return L.gather(array, indices, mask=mask,
+                    other=_implicit_cast(padding_value, array.dtype, "Invalid padding value"),
+                    check_bounds=check_bounds, latency=latency)
 
 
 @_helper
 def scatter(array, indices, value, /, *, mask=None, check_bounds=True, latency=None):
-    """``ct.scatter``: ``array[indices] = value`` element-wise (converted to the array's dtype);
-    out-of-bounds and masked-off elements are skipped."""
-    L.scatter(array, indices, L.astype(value, array.dtype), mask=mask,
-              check_bounds=check_bounds, latency=latency)
+    """``ct.scatter``: ``array[indices] = value`` element-wise (converted to the array's dtype
+    by cuTile's implicit conversion rule, as ``ct.store``); out-of-bounds and masked-off
+    elements are skipped."""
+    L.scatter(array, indices,
+              _implicit_cast(value, array.dtype, "Stored value is incompatible with array's "
+                             "dtype"),
+              mask=mask, check_bounds=check_bounds, latency=latency)
 
 
 _BITWISE = ("atomic_and", "atomic_or", "atomic_xor")
@@ -221,14 +228,24 @@ def cat(tiles, /, axis):
 # --------------------------------------------------------------------------------------------------
 # Reductions and scans (cuTile: NaNs are ignored unless propagate_nan=True)
 @_helper
+def _float32_flush(dtype, flush_to_zero):
+    # cuTile refuses flush_to_zero on other dtypes (tilejit would only ignore it there)
+    if flush_to_zero:
+        L.static_assert(dtype == _float32, "Flush to zero can only be used for float32 type: "
+                        "convert the operands to float32 or drop flush_to_zero")
+
+
+@_helper
 def max(x, /, axis=None, *, keepdims=False, flush_to_zero=False, propagate_nan=False):
     """``ct.max``: the maximum over ``axis``; NaNs are ignored unless ``propagate_nan``."""
+    _float32_flush(x.dtype, flush_to_zero)
     return L.max(x, axis, keepdims, propagate_nan=propagate_nan)
 
 
 @_helper
 def min(x, /, axis=None, *, keepdims=False, flush_to_zero=False, propagate_nan=False):
     """``ct.min``: the minimum over ``axis``; NaNs are ignored unless ``propagate_nan``."""
+    _float32_flush(x.dtype, flush_to_zero)
     return L.min(x, axis, keepdims, propagate_nan=propagate_nan)
 
 
@@ -250,14 +267,18 @@ def argmin(x, /, axis=None, *, keepdims=False, propagate_nan=False):
 def maximum(x, y, /, *, flush_to_zero=False, propagate_nan=False):
     """``ct.maximum``: element-wise maximum; a NaN operand gives the other one unless
     ``propagate_nan``."""
-    return L.maximum(x, y, propagate_nan=propagate_nan)
+    r = L.maximum(x, y, propagate_nan=propagate_nan)
+    _float32_flush(r.dtype, flush_to_zero)
+    return r
 
 
 @_helper
 def minimum(x, y, /, *, flush_to_zero=False, propagate_nan=False):
     """``ct.minimum``: element-wise minimum; a NaN operand gives the other one unless
     ``propagate_nan``."""
-    return L.minimum(x, y, propagate_nan=propagate_nan)
+    r = L.minimum(x, y, propagate_nan=propagate_nan)
+    _float32_flush(r.dtype, flush_to_zero)
+    return r
 
 
 @_helper
@@ -301,10 +322,37 @@ def _rounded(core, name: str, verb: str, kind: str):
                  f"cuTile's signature."
     return _helper(fn)
 
-sum = _rounded(L.sum, "sum", "sums", "reduction")
-prod = _rounded(L.prod, "prod", "multiplies", "reduction")
-cumsum = _rounded(L.cumsum, "cumsum", "sums", "scan")
-cumprod = _rounded(L.cumprod, "cumprod", "multiplies", "scan")
+
+_NARROW_INTS = (_dt.int8, _dt.int16, _dt.uint8, _dt.uint16)
+
+
+@_helper
+def _own_dtype(r, x):
+    # cuTile sums and multiplies integers narrower than 32 bits in their own dtype (wrapping);
+    # tilejit's ops widen them to int32 as NumPy does. The two agree modulo the narrow range,
+    # so converting back gives cuTile's values and dtype (ct.store checks the dtype)
+    return r.astype(L.static_eval(x.dtype if x.dtype in _NARROW_INTS else r.dtype))
+
+
+def _narrow_kept(inner, name: str, kind: str):
+    if kind == "reduction":
+        def fn(x, /, axis=None, *, keepdims=False, rounding_mode=None, flush_to_zero=False):
+            return _own_dtype(inner(x, axis, keepdims, rounding_mode=rounding_mode,
+                                    flush_to_zero=flush_to_zero), x)
+    else:
+        def fn(x, /, axis=0, *, reverse=False, rounding_mode=None, flush_to_zero=False):
+            return _own_dtype(inner(x, axis, reverse, rounding_mode=rounding_mode,
+                                    flush_to_zero=flush_to_zero), x)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"``ct.{name}``: tilejit's op with cuTile's signature; narrow integers keep " \
+                 f"their dtype."
+    return _helper(fn)
+
+
+sum = _narrow_kept(_rounded(L.sum, "sum", "sums", "reduction"), "sum", "reduction")
+prod = _narrow_kept(_rounded(L.prod, "prod", "multiplies", "reduction"), "prod", "reduction")
+cumsum = _narrow_kept(_rounded(L.cumsum, "cumsum", "sums", "scan"), "cumsum", "scan")
+cumprod = _narrow_kept(_rounded(L.cumprod, "cumprod", "multiplies", "scan"), "cumprod", "scan")
 @_helper
 def _plus(x, y):
     return x + y

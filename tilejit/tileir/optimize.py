@@ -12,6 +12,10 @@
 * :func:`drop_unused_loop_tokens`: a memory token a ``for`` loop carries that nothing after the
   loop reads, and that inside the loop only feeds its own next value (through ``join_tokens``),
   is dropped with its joins (a loop of parallel stores, see ``lowering/tokens.py``).
+* :func:`drop_invariant_loop_values`: a value a ``for`` loop carries but hands on unchanged on
+  every path (typically the memory token of an array the loop never touches, threaded through
+  an ``if``) is replaced by its initial value, so the loop carries only what it changes, as
+  cuTile Python's loops do.
 """
 from __future__ import annotations
 
@@ -32,6 +36,7 @@ def optimize_module(module: Module, fma: bool = True) -> Module:
         if fma:
             contract_fma(fn)
         hoist_invariants(fn)
+        drop_invariant_loop_values(fn)
         drop_unused_loop_tokens(fn)
     return module
 
@@ -328,3 +333,53 @@ def _drop_dead_joins(fn: Function) -> None:
             return
         for op in dead:
             op.parent.ops.remove(op)
+
+
+# --------------------------------------------------------------------------------------------------
+# values a loop carries unchanged
+def drop_invariant_loop_values(fn: Function) -> None:
+    changed = True
+    while changed:
+        changed = False
+        for loop in [op for op in fn.walk() if op.name == "for"]:
+            for i in range(len(loop.results) - 1, -1, -1):
+                changed |= _drop_invariant(fn, loop, i)
+
+
+def _passed_through(v: Value, arg: Value) -> bool:
+    """``v`` is ``arg`` itself, or an ``if`` result every yielding branch of which hands on
+    ``arg`` (a branch that leaves by ``continue``/``break``/``return`` yields nothing)."""
+    if v is arg:
+        return True
+    op = v.owner
+    if not isinstance(op, Operation) or op.name != "if":
+        return False
+    yields = [r.terminator for r in op.regions
+              if r.terminator is not None and r.terminator.name == "yield"]
+    return bool(yields) and all(_passed_through(y.operands[v.index], arg) for y in yields)
+
+
+def _drop_invariant(fn: Function, loop: Operation, i: int) -> bool:
+    body = loop.regions[0]
+    arg = body.args[1 + i]
+    exits = [op for op in body.walk() if op.name in ("continue", "break") and
+             owning_loop(op) is loop]
+    if any(op.name == "break" for op in exits) or \
+            not all(_passed_through(op.operand_groups[0][i], arg) for op in exits):
+        return False
+    init = loop.group("initValues")[i]
+    for op in fn.walk():
+        for group in op.operand_groups:
+            for k, v in enumerate(group):
+                if v is arg or v is loop.results[i]:
+                    group[k] = init
+    for op in exits:
+        del op.operand_groups[0][i]
+    del loop.group("initValues")[i]
+    del body.args[1 + i]
+    del loop.results[i]
+    for k, v in enumerate(body.args):
+        v.index = k
+    for k, v in enumerate(loop.results):
+        v.index = k
+    return True

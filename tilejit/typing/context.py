@@ -19,6 +19,7 @@ from __future__ import annotations
 import enum
 import operator
 import threading
+from types import ModuleType as _ModuleType
 
 from numba.core import types
 from numba.core.errors import TypingError as NumbaTypingError
@@ -115,6 +116,17 @@ class _FilteredRegistry:
 _filtered_builtins = _FilteredRegistry(templates.builtin_registry)
 
 
+def _scalar_kind(ty):
+    """0, 1, 2 for a bool, integer, float scalar type (literals too); None for anything else."""
+    if isinstance(ty, types.Boolean) or isinstance(ty, types.BooleanLiteral):
+        return 0
+    if isinstance(ty, types.Integer) or isinstance(ty, types.IntegerLiteral):
+        return 1
+    if isinstance(ty, types.Float):
+        return 2
+    return None
+
+
 class TileTypingContext(BaseContext):
     """Typing context of tile kernels. Get the shared instance with :func:`get_context`."""
 
@@ -143,6 +155,10 @@ class TileTypingContext(BaseContext):
             return TileFunctionType(val)
         if isinstance(val, _dtypes.DType):
             return DTypeType(val)
+        if isinstance(val, _ModuleType):
+            # Numba's answer too, reached only after its generic typeof imports cffi and
+            # pycparser (~30 ms on the first kernel of a process) to rule out cffi objects
+            return types.Module(val)
         # the language's enums and the user's (an IntEnum member is the int it equals)
         if isinstance(val, type) and issubclass(val, enum.Enum):
             return EnumClassType(val)
@@ -156,6 +172,18 @@ class TileTypingContext(BaseContext):
         if not hasattr(typ.pymod, attr):
             return None
         return super().resolve_module_constants(typ, attr)
+
+    # --- joins ------------------------------------------------------------------------------------
+    def unify_pairs(self, first, second):
+        # cuTile gives a variable one type on every path; Numba would widen an int and a float
+        # (or a bool and an int) meeting at a join to the wider one. tilejit.cutile refuses
+        # that join as cuTile does (the error is diagnostics._merge_error's)
+        from .promotion import cutile_rules_on
+        if cutile_rules_on():
+            a, b = _scalar_kind(first), _scalar_kind(second)
+            if a is not None and b is not None and a != b:
+                return None
+        return super().unify_pairs(first, second)
 
     # --- attributes -------------------------------------------------------------------------------
     def resolve_getattr(self, typ, attr):

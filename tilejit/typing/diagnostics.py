@@ -553,13 +553,21 @@ def _merge_error(constraint, infer, func_ir, pyfunc) -> CompileError:
     if phi_block in headers:
         where = "it changes type from one loop iteration to the next"
     else:
-        where = "its type depends on path taken (it is assigned different types on different " \
-                "control-flow paths: if/else branches or before/inside a loop)"
-    msg = (f"variable '{name}' has type {describe_type(t_dst)} on one path and "
-           f"{describe_type(t_src)} on another: {where}. A variable that flows through an if/else "
+        where = "it is assigned different types on different control-flow paths: if/else " \
+                "branches or before/inside a loop"
+    msg = (f"Type of `{name}` depends on path taken: variable '{name}' has type "
+           f"{describe_type(t_dst)} on one path and {describe_type(t_src)} on another ({where}). "
+           f"A variable that flows through an if/else "
            f"or a loop must keep one tile type; convert with .astype(...) or "
            f"tile.broadcast_to(...) so both agree")
-    return TypingError(msg, source_location(constraint.loc, pyfunc.__name__))
+    loc = constraint.loc
+    if getattr(loc, "filename", None) != pyfunc.__code__.co_filename:
+        # the join is the first line of an inlined helper (``ct.store(x, i, a)``): show where
+        # the user assigned the other type instead
+        loc = next((st.loc for b in func_ir.blocks.values() for st in b.body
+                    if isinstance(st, ir.Assign) and st.target.name == constraint.src and
+                    getattr(st.loc, "filename", None) == pyfunc.__code__.co_filename), loc)
+    return TypingError(msg, source_location(loc, pyfunc.__name__))
 
 
 def plain_error(e, pyfunc, func_ir=None) -> CompileError:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import builtins
 import inspect
+import linecache
 import math
 import textwrap
 import types as pytypes
@@ -261,7 +262,7 @@ def check_source(pyfunc, entry: bool) -> bool:
     if done is not None and (entry in done):
         return True
     try:
-        lines, start = inspect.getsourcelines(pyfunc)
+        lines, start = source_lines(pyfunc)
     except (OSError, TypeError):
         return False
     src = "".join(lines)
@@ -280,6 +281,38 @@ def check_source(pyfunc, entry: bool) -> bool:
     v.visit(fdef)
     _source_checked.setdefault(code, set()).add(entry)
     return True
+
+
+def source_lines(pyfunc):
+    """``inspect.getsourcelines(pyfunc)`` without Python's tokenizer, whose first use in a process
+    compiles a large regular expression (~3 ms of the first kernel's typing): the function ends at
+    the first line indented no deeper than its ``def``, which must then parse. Anything else (a
+    lambda, a wrapper, a signature closed at the ``def``'s indentation) is inspect's."""
+    code = getattr(pyfunc, "__code__", None)
+    if code is None or hasattr(pyfunc, "__wrapped__"):
+        return inspect.getsourcelines(pyfunc)
+    linecache.checkcache(code.co_filename)
+    lines = linecache.getlines(code.co_filename, getattr(pyfunc, "__globals__", None))
+    first = code.co_firstlineno - 1
+    body = first
+    while 0 <= body < len(lines) and lines[body].lstrip().startswith("@"):
+        body += 1           # (a decorator's arguments on later lines: the parse check fails)
+    if not 0 <= body < len(lines) or \
+            not lines[body].lstrip().startswith(("def ", "async def ")):
+        return inspect.getsourcelines(pyfunc)
+    indent = len(lines[first]) - len(lines[first].lstrip())
+    end = body + 1
+    while end < len(lines):
+        text = lines[end].lstrip()
+        if text and not text.startswith("#") and len(lines[end]) - len(text) <= indent:
+            break
+        end += 1
+    block = lines[first:end]
+    try:
+        ast.parse(textwrap.dedent("".join(block)))
+    except SyntaxError:
+        return inspect.getsourcelines(pyfunc)
+    return block, first + 1
 
 
 def _indent_removed(src: str, dedented: str) -> int:

@@ -8,45 +8,54 @@ its first ``E   `` line; ``the innermost frame`` the last ``path:N: in f`` of th
 
 1. ``cuTile internals``: the test used cuTile's private API: the text names ``CuTileInternal``
    (``shim.Placeholder``) or a ``<placeholder cuda.tile._X>``; an import error names
-   ``cuda.tile._*``, ``cuda.tile_internal``, ``cutile_cache`` or a private name (``cannot import
+   ``cuda.tile._*`` (or a private submodule: ``cuda.tile.compilation._signature``),
+   ``cuda.tile_internal``, ``cutile_cache`` or a private name (``cannot import
    name '_tune'``); a private attribute is missing (``'Kernel' object has no attribute
    '_pyfunc'``); a mock of one reports (``<MagicMock name='compile_tile'``: the test patched
    ``cuda.tile._compile.compile_tile``); or the traceback passes through
    ``get_bytecode``/``filecheck`` (util.py's IR dumps: ``get_bytecode`` fails at once, on
-   ``isinstance(kernel, ct.kernel)``, a class in cuTile). Not tilejit's concern; left out of
-   "concerning tilejit".
+   ``isinstance(kernel, ct.kernel)``, a class in cuTile); or an assertion on the extents or
+   strides a JIT signature makes constants (``sig.parameters[0].shape_constant == (None, 1)``:
+   which launch values cuTile's dispatcher specializes on is its policy; tilejit's
+   ``from_kernel_args`` reports its own). Not tilejit's concern; left out of "concerning
+   tilejit".
 2. ``missing API``: a public name of cuTile that tilejit.cutile lacks (shim.py makes each a
    placeholder): ``MissingAPI: cuda.tile.X`` or ``<placeholder cuda.tile.X>`` (in a kernel's
    error); or an enum member: an AttributeError for ``Y`` where a frame's line reads
    ``ct.X.Y`` (``ct.RoundingMode.RA``). Key: ``X`` (up to its first private part), ``X.Y``.
 3. ``accepted invalid program``: ``DID NOT RAISE`` (cuTile rejects it, tilejit did not).
-4. ``simulator limit``: a pytest-timeout ``Timeout``; a pytest process killed in the test
+4. ``undefined behaviour refused``: what cuTile calls undefined behaviour and tilejit refuses on
+   purpose, with its message: a tile index out of bounds of an array with an empty extent (a
+   load from an empty slice: the simulator's ``TileIndexError`` "the array of shape (0,)").
+   Counted apart, still in "concerning tilejit" (report.py gives the pass rate with and
+   without them).
+5. ``simulator limit``: a pytest-timeout ``Timeout``; a pytest process killed in the test
    (``died (exit -9)``: out of memory, e.g. cuTile's 4 GiB int64-index tests); torch's ``not
    compiled with CUDA``, ``CUDA error``/``CUDA driver`` (a CUDA feature the harness does not
    map: graphs...); torch's CPU build lacking an op (``from the 'CPU' backend``, ``not
    implemented for 'Half'``); tilejit saying the simulator lacks it.
-5. ``harness``: the innermost frame is in ``tools/cutile_suite`` (the mapping itself).
-6. ``internal error``: ``internal error``, ``invalid Tile IR``, ``VerifyError`` or
+6. ``harness``: the innermost frame is in ``tools/cutile_suite`` (the mapping itself).
+7. ``internal error``: ``internal error``, ``invalid Tile IR``, ``VerifyError`` or
    ``InternalError`` ("This is a bug in tilejit") in the text, or
    a Python error (KeyError, AttributeError, IndexError, TypeError, ValueError, ...) whose
    innermost frame is in tilejit's own modules on a line that is not a deliberate ``raise``.
-7. ``different error``: tilejit rejected a program the test expects rejected, but not with
+8. ``different error``: tilejit rejected a program the test expects rejected, but not with
    cuTile's exception or message: ``Regex pattern did not match`` or the plugin's note
    ``[cutile_suite] expected X`` (another exception left a ``pytest.raises(X)`` block).
-8. ``refused valid program``: tilejit refused the kernel: its ``TypingError``,
+9. ``refused valid program``: tilejit refused the kernel: its ``TypingError``,
    ``UnsupportedError``, ``CompileError``, ``TileTypeError``/``TileSyntaxError`` or a deliberate
    ``raise`` in its modules (the test expected no error, or another one).
-9. ``wrong value``: an ``AssertionError`` (values, ``assert_equal``/``assert_close``: "Mismatched
+10. ``wrong value``: an ``AssertionError`` (values, ``assert_equal``/``assert_close``: "Mismatched
    elements", a test's own ``assert x == y``).
-10. ``other``: the rest.
+11. ``other``: the rest.
 """
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
 BUCKETS = ["wrong value", "internal error", "refused valid program", "accepted invalid program",
-           "different error", "missing API", "cuTile internals", "simulator limit", "harness",
-           "other"]
+           "different error", "missing API", "cuTile internals", "undefined behaviour refused",
+           "simulator limit", "harness", "other"]
 
 _FRAME = re.compile(r"^(\S[^\n]*?):\d+: in (\S+)\n(?:    (.*))?", re.M)   # pytest --tb=short
 _BUG_TYPES = ("KeyError", "AttributeError", "IndexError", "TypeError", "ValueError", "NameError",
@@ -120,10 +129,12 @@ def classify(case: Case):
 
     if ("CuTileInternal" in text or "<placeholder cuda.tile._" in text
             or re.search(r"(No module named|cannot import name .* from) "
-                         r"'(?:cuda\.tile(?:_internal|\._)|cutile_cache)", text)
+                         r"'(?:cuda\.tile(?:_internal|(?:\.[a-z]\w*)*\._)|cutile_cache)", text)
             or re.search(r"cannot import name '_\w+' from '(?:cuda\.tile|tilejit\.cutile)", text)
             or re.search(r"object has no attribute '_[a-z]\w*'", exc) or "<MagicMock name=" in text
-            or {"get_bytecode", "filecheck"} & funcs):
+            or {"get_bytecode", "filecheck"} & funcs
+            or (exc.startswith("assert ") and
+                re.search(r"\.parameters\[\d+\]\.(?:shape|stride)_constant ==", inner_line))):
         return "cuTile internals", _short(exc)
     m = _MISSING.search(text)
     if m:
@@ -135,6 +146,8 @@ def classify(case: Case):
         return "missing API", used[0]
     if "DID NOT RAISE" in text:
         return "accepted invalid program", _short(exc)
+    if re.match(r"(?:\w+\.)*TileIndexError: .*the array of shape \([^)]*\b0\b", exc):
+        return "undefined behaviour refused", _short(exc)
     if (re.search(r"Timeout|not compiled with CUDA|CUDA graph|CUDA error|CUDA driver|from the "
                   r"'CPU' backend|not implemented for '|died \(exit -9\)", exc)
             or re.search(r"not supported (by|on) the simulator", text)):

@@ -133,6 +133,7 @@ def main(argv=None) -> int:
     t = report.totals(cases)
     print(f"\ncollected {t['collected']}, concerning tilejit {t['concerning']}, passed "
           f"{t['passed']}, skipped {t['skipped']}, failed {t['failed']} ({elapsed:.0f} s)")
+    print(report.rates(t))
     for bucket, n in t["buckets"].items():
         if n:
             print(f"  {bucket:26} {n}")

@@ -14,10 +14,9 @@ finder:
 * re-export modules (``_exception``, ``_datatype``, ``_numeric_semantics``, ``_memory_model``):
   a public name is looked up on ``tilejit.cutile`` (as above), the others are placeholders of
   kind ``CuTileInternal``.
-* ``compilation``: tilejit.cutile has no AOT export; its ``KernelSignature.from_kernel_args`` and
-  ``export_kernel``, which cuTile's compile-only tests (test_typeinfer, test_constfold...) call,
-  compile with tilejit (``export_kernel``), so those tests test tilejit's front end. The rest of
-  ``compilation`` is MissingAPI.
+* ``compilation`` is tilejit.cutile's own; on a machine without tileiras its ``export_kernel``
+  writes Tile IR bytecode when a cubin is asked for, so cuTile's compile-only tests
+  (test_typeinfer, test_constfold...) still test tilejit's front end there.
 * a submodule ``tilejit.cutile`` has (``tilejit/cutile/X.py``): that module.
 * any other ``cuda.tile._X`` (cuTile's private API): a module of ``Placeholder`` values of kind
   ``CuTileInternal``; a public submodule ``tilejit.cutile`` lacks (``jax``; ``tune`` until
@@ -43,6 +42,7 @@ import types
 
 import tilejit
 import tilejit.cutile as _ct
+from tilejit.cutile import compilation as _compilation
 from tilejit import dtypes as _dtypes
 
 
@@ -135,57 +135,23 @@ class BytecodeVersion(enum.IntEnum):
 _RELEASED = [BytecodeVersion.V_13_1, BytecodeVersion.V_13_2, BytecodeVersion.V_13_3]
 
 
-class CallingConvention:
-    """cuTile's calling conventions, as a token: tilejit has one."""
-
-    def __init__(self, name="cutile_python_v1"):
-        self.name = name
-
-    @classmethod
-    def cutile_python_v1(cls):
-        return cls("cutile_python_v1")
-
-    @classmethod
-    def cutile_python_v2(cls):
-        return cls("cutile_python_v2")
-
-
-class KernelSignature:
-    """``compilation.KernelSignature.from_kernel_args``: the arguments to compile a kernel for.
-    Its constraints (``.parameters``...) are not modelled: MissingAPI."""
-
-    def __init__(self, *args, **kwargs):
-        self.kernel, self.args = None, None
-
-    @classmethod
-    def from_kernel_args(cls, kernel, args, calling_convention=None):
-        sig = cls()
-        sig.kernel, sig.args = kernel, tuple(args)
-        return sig
-
-    def __getattr__(self, attr):
-        raise MissingAPI(f"cuda.tile.compilation.KernelSignature.{attr}: not in tilejit.cutile")
-
-
-def export_kernel(kernel, signatures, output_file, gpu_code=None, output_format="cubin",
-                  **options):
-    """AOT export as a compile-only check: tilejit compiles ``kernel`` for each signature's
-    arguments (``Kernel.compile`` for ``gpu_code`` where tileiras is installed, else
-    ``Kernel.inspect_bytecode``: typing, lowering, verification) and writes the bytes."""
+def _export_kernel(kernel, signatures, output_file, gpu_code=None, output_format="cubin",
+                   **options):
+    """``compilation.export_kernel`` as a compile-only check where tileiras is missing (the
+    simulator's machine): the Tile IR bytecode instead of a cubin (typing, lowering,
+    verification all run)."""
     from tilejit.toolchain import tileiras
-    for sig in signatures:
-        if sig.args is None:
-            raise MissingAPI("cuda.tile.compilation.KernelSignature(constraints): "
-                             "not in tilejit.cutile")
-        if output_format == "cubin" and tileiras.available():
-            data = kernel.compile(*sig.args, arch=gpu_code)
-        else:
-            data = kernel.inspect_bytecode(*sig.args)
-        if isinstance(output_file, (str, os.PathLike)):
-            with open(output_file, "wb") as f:
-                f.write(data)
-        else:
-            output_file.write(data)
+    if output_format == "cubin" and not tileiras.available():
+        output_format = "tileir_bytecode"
+    return _EXPORT(kernel, signatures, output_file, gpu_code=gpu_code,
+                   output_format=output_format)
+
+
+_EXPORT = _compilation.export_kernel
+
+
+def _no_attribute(name):
+    raise AttributeError(name)
 
 
 def _implicit_cast_ok(src, dst):
@@ -205,14 +171,13 @@ def _infra():
                      "_SUPPORTED_VERSIONS": list(_RELEASED),
                      "_get_max_supported_bytecode_version": lambda *a, **k: _RELEASED[-1],
                      "_find_compiler_bin": lambda: arch},
-        "_cext": {"dev_features_enabled": lambda: False, "CallingConvention": CallingConvention,
+        "_cext": {"dev_features_enabled": lambda: False,
+                  "CallingConvention": _compilation.CallingConvention,
                   "get_compute_capability": lambda: dev.compute_capability},
         "_ir.typing_support": {"to_dtype": _dtypes.as_dtype},
         # the tests compute their expected results with cuTile's implicit-cast rule; tilejit's
         # (tiled_view.implicit_cast_ok) matches it on every dtype pair
         "_ir.cast_ops": {"_is_implicit_cast_ok": _implicit_cast_ok},
-        "compilation": {"CallingConvention": CallingConvention, "KernelSignature": KernelSignature,
-                        "export_kernel": export_kernel},
     }
 
 
@@ -273,6 +238,10 @@ def install(checkout: str, simulator: bool = False) -> None:
         raise AttributeError(f"module 'tilejit.cutile' has no attribute '{name}'")
 
     sys.modules["cuda.tile"] = cuda.tile = _ct
+    _compilation.export_kernel = _export_kernel
+    # cuTile's compilation names tilejit lacks (name mangling): MissingAPI where used
+    _compilation.__getattr__ = lambda name: Placeholder(f"compilation.{name}", MissingAPI) \
+        if not name.startswith("__") else _no_attribute(name)
     _ct.__getattr__ = missing
     sys.meta_path.insert(0, _Finder(public))
     if simulator:

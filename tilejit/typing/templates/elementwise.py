@@ -48,6 +48,23 @@ def flush_arg(ty, op: str, allowed: bool) -> None:
                               f"and tile.truediv")
 
 
+def cutile_float32_modes(b, op: str, d) -> None:
+    """cuTile refuses ``flush_to_zero=True`` and the ``APPROX``/``FULL`` roundings on any
+    dtype but float32 (``tilejit.cutile`` kernels only: tilejit's own ops flush float32 alone
+    and leave other dtypes exact, as documented)."""
+    if not cutile_rules_on():
+        return
+    mode = enum_arg(b.rounding_mode, language.RoundingMode, f"{op}: rounding_mode") \
+        if "rounding_mode" in b._values else None
+    if mode is not None and mode.name in ("APPROX", "FULL") and d is not dt.float32:
+        raise TileTypingError(f"Rounding mode {mode.value} can only be used for float32 type, "
+                              f"but got {d}: {op} computes in {d}; convert to float32 or drop "
+                              f"rounding_mode")
+    if bool_arg(b.flush_to_zero, f"{op}: flush_to_zero") and d is not dt.float32:
+        raise TileTypingError(f"Flush to zero can only be used for float32 type, but got {d}: "
+                              f"{op} computes in {d}; convert to float32 or drop flush_to_zero")
+
+
 def _math(name):
     op = f"tile.{name}"
 
@@ -56,6 +73,8 @@ def _math(name):
         rounding_arg(b.rounding_mode, op, language.MATH_ROUNDING.get(name, ()))
         flush_arg(b.flush_to_zero, op, name in language.MATH_FLUSH_TO_ZERO)
         d = dtype_of(x)
+        if d.is_float:
+            cutile_float32_modes(b, op, d)
         if not (name in language.KEEPS_INTEGERS and (d.is_integer or d.is_bool)):
             d = float_result(d)
         return elementwise_result(d, x)
@@ -102,6 +121,7 @@ def _truediv(b):
     rounding_arg(b.rounding_mode, "tile.truediv", TRUEDIV_ROUNDING)
     flush_arg(b.flush_to_zero, "tile.truediv", True)
     d = float_result(result_dtype((x, y), "tile.truediv"))
+    cutile_float32_modes(b, "tile.truediv", d)
     return elementwise_result(d, x, y, what="the operands of tile.truediv")
 
 

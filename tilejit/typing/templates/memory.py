@@ -88,15 +88,25 @@ ATOMIC_ORDERS = (_MO.RELAXED, _MO.ACQUIRE, _MO.RELEASE, _MO.ACQ_REL)
 def memory_order_arg(b, allowed, what: str):
     """``memory_order=`` and ``memory_scope=`` of a memory operation: an order in ``allowed``
     (Tile IR's rule for the operation) and a scope, which a weak access cannot have."""
+    # the messages start with cuTile's words, which name its operations
+    op = ("tile_load" if allowed is LOAD_ORDERS else "tile_store" if allowed is STORE_ORDERS
+          else "tile_atomic_cas" if "cas" in what else "tile_atomic_rmw")
     order = enum_arg(b.memory_order, language.MemoryOrder, f"{what}: memory_order",
                      allow_none=False)
     if order not in allowed:
         ok = ", ".join(f"tile.MemoryOrder.{m.name}" for m in allowed)
-        raise TileTypingError(f"{what}: memory_order=tile.MemoryOrder.{order.name} is not valid "
-                              f"here; use one of {ok}")
+        raise TileTypingError(f"Invalid memory order for {op}: {what}: memory_order="
+                              f"tile.MemoryOrder.{order.name} is not valid here; use one of {ok}")
     scope = enum_arg(b.memory_scope, language.MemoryScope, f"{what}: memory_scope")
+    if scope is language.MemoryScope.NONE:
+        if order is not _MO.WEAK:
+            raise TileTypingError(f"{op} with {order.name} memory ordering requires a memory "
+                                  f"scope: {what}: pass memory_scope=tile.MemoryScope.DEVICE "
+                                  f"(or BLOCK, SYS) instead of MemoryScope.NONE")
+        scope = None
     if order is _MO.WEAK and scope is not None:
-        raise TileTypingError(f"{what}: memory_scope=tile.MemoryScope.{scope.name} needs an "
+        raise TileTypingError(f"{op} with WEAK memory ordering cannot specify a memory scope: "
+                              f"{what}: memory_scope=tile.MemoryScope.{scope.name} needs an "
                               f"ordered access: a weak one has no scope; pass memory_order="
                               f"tile.MemoryOrder.RELAXED (or stronger) with it, or drop "
                               f"memory_scope")
@@ -123,11 +133,18 @@ def mask_arg(ty, shape, what: str):
         return None
     d = dtype_of(ty)
     if d is not dt.bool_ or not (isinstance(ty, TileType) or is_scalar(ty)):
-        raise TileTypingError(f"{what} must be a bool tile (e.g. a comparison), got "
-                              f"{describe_type(ty)}")
-    if isinstance(ty, TileType):
-        broadcast_shapes(ty.shape, shape, what=f"{what} and the indices")
+        raise TileTypingError(f"{what} must have boolean dtype (a bool tile, e.g. a "
+                              f"comparison), got {describe_type(ty)}")
+    # the access's shape is the indices' alone: a mask that would widen it is an error
+    if isinstance(ty, TileType) and not _broadcasts_to(ty.shape, tuple(shape)):
+        raise TileTypingError(f"{what} of shape {ty.shape} is not broadcastable to the indices' "
+                              f"shape {tuple(shape)}")
     return ty
+
+
+def _broadcasts_to(src, dst) -> bool:
+    return len(src) <= len(dst) and all(s in (1, d) for s, d in zip(reversed(src),
+                                                                      reversed(dst)))
 
 
 def value_arg(ty, dtype, shape, what: str, exact_shape: bool = False):

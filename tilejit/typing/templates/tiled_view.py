@@ -183,11 +183,13 @@ def check_implicit_cast(ty, dst: DType, what: str) -> None:
         ok = src.is_bool or (isinstance(value, int) and value in (0, 1))
     else:
         ok = _category(src) <= _category(dst)
-    if ok and isinstance(value, int) and not isinstance(value, bool) and dst.is_integer:
-        info = np.iinfo(dst.np_dtype)
-        ok = int(info.min) <= value <= int(info.max)
     if not ok:
         raise TileTypingError(f"{what}: cannot implicitly cast {shown} to {dst}")
+    if isinstance(value, int) and not isinstance(value, bool) and dst.is_integer:
+        info = np.iinfo(dst.np_dtype)
+        if not int(info.min) <= value <= int(info.max):
+            raise TileTypingError(f"{what}: {value} is out of range of {dst} "
+                                  f"[{info.min}, {info.max}]")
 
 
 def _register_implicit_cast():

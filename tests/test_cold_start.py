@@ -1,0 +1,174 @@
+"""Cold start: ``import tilejit`` loads only errors, dtypes and the kernel language (the rest on
+first use, PEP 562), and the first kernel typed in a process skips work that only costs time."""
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import tilejit as tile
+from tilejit.typing.reject import source_lines
+
+
+def _fresh(code: str) -> dict:
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                       text=True, timeout=300, env=None)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+LAZY_MODULES = ("numpy", "ml_dtypes", "numba", "cuda.bindings", "cuda.bindings.driver", "cffi",
+                "tilejit.runtime", "tilejit.deviceops", "tilejit.dispatcher", "tilejit.compiler",
+                "tilejit.autotune", "tilejit.toolchain", "tilejit.simulator", "tilejit.typing",
+                "tilejit.api")
+
+
+def test_import_loads_no_numpy_numba_bindings_or_compiler():
+    out = _fresh(f"""
+        import json, sys
+        import tilejit
+        print(json.dumps([m for m in {LAZY_MODULES!r} if m in sys.modules]))
+    """)
+    assert out == []
+
+
+def test_defining_a_kernel_does_not_load_numba():
+    out = _fresh("""
+        import json, sys
+        import tilejit as tile
+
+        @tile.entry
+        def k(z, x):
+            z.store(tile.load_tile_like(x, z))
+        print(json.dumps({"numba": "numba" in sys.modules, "kernel": type(k).__name__}))
+    """)
+    assert out == {"numba": False, "kernel": "Kernel"}
+
+
+def test_typing_a_kernel_does_not_import_cffi():
+    # Numba's generic typeof imports cffi and pycparser (~30 ms) to rule out cffi objects; the
+    # module global `tile` is typed before it gets there
+    out = _fresh("""
+        import json, sys
+        import tilejit as tile
+        from tilejit import api
+
+        @tile.entry
+        def k(z, x):
+            z.store(tile.load_tile_like(x, z) * 2)
+        x = api.empty((64,), dtype=tile.float32).sync()
+        k.inspect_tileir(x.partition((16,)), x)
+        print(json.dumps({"numba": "numba" in sys.modules, "cffi": "cffi" in sys.modules}))
+    """)
+    assert out == {"numba": True, "cffi": False}
+
+
+def test_autotune_is_the_decorator_even_after_its_module_is_imported():
+    out = _fresh("""
+        import importlib, json
+        import tilejit as tile
+        mod = importlib.import_module("tilejit.autotune")    # binds it on the package first
+        import tilejit.autotune as by_import
+        print(json.dumps([tile.autotune is mod.autotune, by_import is mod.autotune,
+                          callable(tile.autotune), "autotune" in dir(tile)]))
+    """)
+    assert out == [True, True, True, True]
+
+
+def test_lazy_names_dir_and_star_import():
+    for name in ("entry", "Kernel", "Tensor", "partition", "DeviceOp", "zip", "CompileOptions",
+                 "Config", "Autotuned", "CudaGraph", "Remark", "writable", "api", "runtime"):
+        assert name in dir(tile), name
+        assert getattr(tile, name) is not None
+    assert tile.writable is tile.atomic
+    assert tile.entry.__module__ == "tilejit.dispatcher"
+    ns = {}
+    exec("from tilejit import *", ns)
+    assert ns["entry"] is tile.entry and ns["float16"] is tile.float16 and "Tensor" in ns
+    with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
+        tile.no_such_name  # noqa: B018
+
+
+def test_dtypes_make_their_numpy_dtype_on_first_use():
+    out = _fresh("""
+        import json, sys
+        import tilejit as tile
+        before = "numpy" in sys.modules
+        import numpy as np, ml_dtypes
+        print(json.dumps([before, tile.float16.np_dtype == np.float16,
+                          tile.bfloat16.np_dtype == np.dtype(ml_dtypes.bfloat16),
+                          tile.dtypes.from_numpy(np.int32) is tile.int32,
+                          tile.dtypes.result_type(tile.float16, tile.int32) is tile.float64,
+                          len(tile.dtypes._BY_NUMPY)]))
+    """)
+    assert out == [False, True, True, True, True, 17]
+
+
+# --- source_lines: inspect.getsourcelines without the tokenizer ----------------------------------
+def _plain(a, b):
+    return a + b
+
+
+def _one_liner(x): return x * 2  # noqa: E704
+
+
+def _deco(*_a, **_k):
+    return lambda f: f
+
+
+@_deco(1,
+       2)
+def _decorated_over_lines(x):
+    return x
+
+
+def _signature_closed_at_def_indent(
+    a, b,
+):
+    return a
+
+
+def _string_at_column_zero(x):
+    s = """
+text at column zero
+"""
+    return s
+
+
+class _Holder:
+    @staticmethod
+    def method(x):
+        # a comment at the method's depth
+        y = x + 1
+# a comment at column zero inside the method's lines
+        return y
+
+
+@pytest.mark.parametrize("fn", [_plain, _one_liner, _decorated_over_lines,
+                                _signature_closed_at_def_indent, _string_at_column_zero,
+                                _Holder.method, lambda x: x + 1])
+def test_source_lines_matches_inspect(fn):
+    import inspect
+
+    def code_lines(ls):         # (trailing blank and comment lines may differ)
+        ls = list(ls)
+        while ls and (not ls[-1].strip() or ls[-1].lstrip().startswith("#")):
+            ls.pop()
+        return ls
+    lines, start = source_lines(fn)
+    want, want_start = inspect.getsourcelines(fn)
+    assert start == want_start
+    assert code_lines(lines) == code_lines(want)
+
+
+def test_static_imports_for_docs_and_checkers_match_the_lazy_table():
+    import ast
+    import inspect
+    tree = ast.parse(inspect.getsource(tile))
+    block = next(n for n in tree.body if isinstance(n, ast.If)
+                 and ast.unparse(n.test) == "_typing.TYPE_CHECKING")
+    names = {a.asname or a.name for n in block.body if isinstance(n, ast.ImportFrom)
+             for a in n.names}
+    names |= {t.id for n in block.body if isinstance(n, ast.Assign) for t in n.targets}
+    assert names == set(tile._LAZY)

@@ -1,0 +1,244 @@
+"""Programs cuTile Python refuses are refused by ``tilejit.cutile`` too, with cuTile's words
+(found by running cuTile's own suite, tools/cutile_suite): the implicit conversion of stored
+values, gather padding and masks."""
+import numpy as np
+import pytest
+
+import tilejit as tile
+import tilejit.cutile as ct
+
+pytestmark = pytest.mark.usefixtures("simulator_backend")
+
+
+def _launch(kernel, *args):
+    ct.launch(tile.Device(0).new_stream(), (1,), kernel, args)
+    tile.Device(0).synchronize()
+
+
+# --- stores convert by cuTile's implicit rule, never by an unchecked astype --------------------
+@ct.kernel
+def copy_by_scatter(x, y, TILE: ct.Constant[int]):
+    i = ct.arange(TILE, dtype=ct.int32)
+    ct.scatter(y, i, ct.gather(x, i))
+
+
+@ct.kernel
+def copy_by_store(x, y, TILE: ct.Constant[int]):
+    ct.store(y, index=(0,), tile=ct.load(x, index=(0,), shape=(TILE,)))
+
+
+@pytest.mark.parametrize("kernel", [copy_by_scatter, copy_by_store])
+@pytest.mark.parametrize("src, dst", [(np.float32, np.float16), (np.int32, np.int8),
+                                      (np.float16, np.int32), (np.int32, np.uint32),
+                                      (np.float32, np.bool_)])
+def test_a_narrowing_store_is_refused(kernel, src, dst):
+    x, y = np.ones(8, src), np.zeros(8, dst)
+    with pytest.raises(ct.TileTypeError, match=r"incompatible with array's dtype: cannot "
+                                               r"implicitly cast .*astype"):
+        _launch(kernel, x, tile.atomic(y), 8)
+
+
+@pytest.mark.parametrize("kernel", [copy_by_scatter, copy_by_store])
+@pytest.mark.parametrize("src, dst", [(np.int8, np.int32), (np.float16, np.float32),
+                                      (np.int32, np.float16), (np.bool_, np.float32)])
+def test_a_widening_store_converts(kernel, src, dst):
+    x, y = np.arange(8).astype(src), np.zeros(8, dst)
+    _launch(kernel, x, tile.atomic(y), 8)
+    np.testing.assert_array_equal(y, x.astype(dst))
+
+
+@ct.kernel
+def gather_padded(x, y, PAD: ct.Constant[int]):
+    i = ct.arange(8, dtype=ct.int32)
+    ct.scatter(y, i, ct.gather(x, i, padding_value=PAD))
+
+
+def test_gather_padding_follows_the_implicit_rule():
+    x, y = np.arange(4, dtype=np.int8), np.zeros(8, np.int32)
+    _launch(gather_padded, x, tile.atomic(y), 127)
+    np.testing.assert_array_equal(y, [0, 1, 2, 3, 127, 127, 127, 127])
+    with pytest.raises(ct.TileValueError, match=r"Invalid padding value: 128 is out of range "
+                                                r"of int8"):
+        _launch(gather_padded, x, tile.atomic(y), 128)
+
+
+@ct.kernel
+def gather_masked(x, y, m, SIZE: ct.Constant[int]):
+    i = ct.arange(8, dtype=ct.int32)
+    ct.scatter(y, i, ct.gather(x, i, mask=ct.arange(SIZE, dtype=ct.int32) < m))
+
+
+@ct.kernel
+def gather_int_mask(x, y):
+    i = ct.arange(8, dtype=ct.int32)
+    ct.scatter(y, i, ct.gather(x, i, mask=i))
+
+
+def test_gather_masks_are_bool_and_no_wider_than_the_indices():
+    x, y = np.arange(8, dtype=np.float32), np.zeros(8, np.float32)
+    with pytest.raises(ct.TileTypeError, match=r"mask must have boolean dtype"):
+        _launch(gather_int_mask, x, tile.atomic(y))
+    with pytest.raises(ct.TileTypeError, match=r"mask of shape \(4,\) is not broadcastable "
+                                               r"to the indices' shape \(8,\)"):
+        _launch(gather_masked, x, tile.atomic(y), 2, 4)
+
+
+@tile.entry
+def entry_scatter(x, y):
+    i = tile.arange(8, dtype=tile.int32)
+    tile.scatter(y, i, tile.gather(x, i, mask=i < 4))
+
+
+def test_tile_entry_keeps_its_exact_dtype_rule():
+    x, y = np.arange(8, dtype=np.int8), np.zeros(8, np.int32)
+    with pytest.raises(tile.TypingError, match=r"has dtype int8 but the destination holds "
+                                               r"int32"):
+        entry_scatter(x, tile.atomic(y)).grid(1).sync()
+
+
+# --- flush_to_zero and the APPROX/FULL roundings are float32-only in cuTile ---------------------
+@ct.kernel
+def sqrt_flushed(x, y, F: ct.Constant[bool]):
+    t = ct.load(x, index=(0,), shape=(8,))
+    ct.store(y, index=(0,), tile=ct.sqrt(t, flush_to_zero=F))
+
+
+@ct.kernel
+def maximum_flushed(x, y, F: ct.Constant[bool]):
+    t = ct.load(x, index=(0,), shape=(8,))
+    ct.store(y, index=(0,), tile=ct.maximum(t, t, flush_to_zero=F))
+
+
+@ct.kernel
+def max_flushed(x, y, F: ct.Constant[bool]):
+    ct.store(y, index=(0,), tile=ct.max(ct.load(x, index=(0,), shape=(8,)), flush_to_zero=F))
+
+
+@ct.kernel
+def tanh_full(x, y):
+    t = ct.load(x, index=(0,), shape=(8,))
+    ct.store(y, index=(0,), tile=ct.tanh(t, rounding_mode=ct.RoundingMode.FULL))
+
+
+@pytest.mark.parametrize("kernel", [sqrt_flushed, maximum_flushed])
+def test_flush_to_zero_needs_float32(kernel):
+    x = np.arange(8, dtype=np.float32)
+    y = np.zeros(8, np.float32)
+    _launch(kernel, x, tile.atomic(y), True)
+    np.testing.assert_allclose(y, np.sqrt(x) if kernel is sqrt_flushed else x)
+    with pytest.raises(ct.TileTypeError, match=r"Flush to zero can only be used for float32 "
+                                               r"type"):
+        _launch(kernel, x.astype(np.float16), tile.atomic(y.astype(np.float16)), True)
+    _launch(kernel, x.astype(np.float16), tile.atomic(y.astype(np.float16)), False)
+
+
+def test_reduction_flush_to_zero_needs_float32():
+    x, y = np.arange(8, dtype=np.float16), np.zeros((), np.float16)
+    with pytest.raises(ct.TileTypeError, match=r"Flush to zero can only be used for float32"):
+        _launch(max_flushed, x, tile.atomic(y), True)
+
+
+def test_full_rounding_needs_float32():
+    x = np.linspace(-1, 1, 8).astype(np.float16)
+    with pytest.raises(ct.TileTypeError, match=r"Rounding mode full can only be used for "
+                                               r"float32 type, but got float16"):
+        _launch(tanh_full, x, tile.atomic(np.zeros(8, np.float16)))
+
+
+@tile.entry
+def entry_sqrt_flushed(x, y):
+    tile.store(y, (0,), tile.sqrt(tile.load(x, (0,), (8,)), flush_to_zero=True))
+
+
+def test_tile_entry_flushes_float32_only_and_accepts_float16():
+    x, y = np.arange(8, dtype=np.float16), np.zeros(8, np.float16)
+    entry_sqrt_flushed(x, tile.atomic(y)).grid(1).sync()
+    np.testing.assert_array_equal(y, np.sqrt(x))
+
+
+# --- a variable keeps one type on every path ------------------------------------------------------
+@ct.kernel
+def int_or_float(x):
+    if ct.bid(0) == 0:
+        a = 1
+    else:
+        a = 2.0
+    ct.store(x, (0,), a)
+
+
+@ct.kernel
+def widened_in_a_loop(x):
+    a = 1
+    for _ in range(3):
+        a *= 2.0
+    ct.store(x, (0,), a)
+
+
+@pytest.mark.parametrize("kernel, line", [(int_or_float, "a = 1"), (widened_in_a_loop,
+                                                                     "for _ in range(3)")])
+def test_a_variable_whose_type_depends_on_the_path_is_refused(kernel, line):
+    with pytest.raises(ct.TileTypeError, match=r"Type of `a` depends on path taken: ") as e:
+        _launch(kernel, tile.atomic(np.zeros(1, np.float32)))
+    assert line in str(e.value)         # the user's line, not the inlined ct.store's
+
+
+@tile.entry
+def entry_int_or_float(x):
+    a = 1
+    if tile.bid(0) == 0:
+        a = 2.5
+    tile.store(x, (0,), a)
+
+
+def test_tile_entry_still_widens_at_joins():
+    x = np.zeros(1, np.float32)
+    entry_int_or_float(tile.atomic(x)).grid(1).sync()
+    assert x[0] == 2.5
+
+
+# --- MemoryScope.NONE: no scope ------------------------------------------------------------------
+@ct.kernel
+def copy_unscoped(x, y):
+    t = ct.load(x, index=(0,), shape=(4,), memory_scope=ct.MemoryScope.NONE)
+    ct.store(y, index=(0,), tile=t, memory_scope=ct.MemoryScope.NONE)
+
+
+@ct.kernel
+def add_unscoped(x, RAW: ct.Constant[bool]):
+    if RAW:
+        x.get_raw_memory().atomic_add_offset(0, 1, memory_order=ct.MemoryOrder.RELAXED,
+                                             memory_scope=ct.MemoryScope.NONE)
+    else:
+        ct.atomic_cas(x, 0, 0, 1, memory_scope=ct.MemoryScope.NONE)
+
+
+def test_memory_scope_none_is_a_weak_access_s_scope():
+    x, y = np.arange(4, dtype=np.int32), np.zeros(4, np.int32)
+    _launch(copy_unscoped, x, tile.atomic(y))
+    np.testing.assert_array_equal(y, x)
+
+
+@pytest.mark.parametrize("raw, op, order", [(True, "tile_atomic_rmw", "RELAXED"),
+                                            (False, "tile_atomic_cas", "ACQ_REL")])
+def test_an_ordered_access_needs_a_scope_other_than_none(raw, op, order):
+    with pytest.raises(ct.TileTypeError, match=fr"{op} with {order} memory ordering requires a "
+                                               fr"memory scope"):
+        _launch(add_unscoped, tile.atomic(np.zeros(1, np.int32)), raw)
+
+
+# --- cuTile sums narrow integers in their own dtype (ct.store then accepts the result) ------------
+@ct.kernel
+def sums_stored(x, y, z):
+    t = ct.load(x, index=(0,), shape=(8,))
+    ct.store(y, index=(0,), tile=ct.cumsum(t, 0))
+    ct.store(z, index=(), tile=ct.sum(t))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint16, np.int32, np.float16])
+def test_sums_keep_the_operands_dtype(dtype):
+    x = np.full(8, 100).astype(dtype)
+    y, z = np.zeros(8, dtype), np.zeros((), dtype)
+    _launch(sums_stored, x, tile.atomic(y), tile.atomic(z))
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(y, np.cumsum(x, dtype=dtype))   # wraps as cuTile's does
+        assert z == np.sum(x, dtype=dtype)
