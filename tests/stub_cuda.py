@@ -91,6 +91,7 @@ class StubExecutable:
         checks = getattr(_launch, "native_checks", lambda slots: b"")(slots)
         self._native = (ctypes.addressof(self.fn), ctx, native_layout(slots), checks)
         self.python_launches = 0
+        self.alias_ok = frozenset()
 
     def launch(self, grid, params, stream):
         """The Python path (the simulator's place when C gives the launch back)."""

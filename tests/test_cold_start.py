@@ -33,17 +33,75 @@ def test_import_loads_no_numpy_numba_bindings_or_compiler():
     assert out == []
 
 
-def test_defining_a_kernel_does_not_load_numba():
-    out = _fresh("""
+DEFINITION_FREE = ("numpy", "cuda.bindings", "numba", "tilejit.runtime", "tilejit.kernel_launch",
+                   "tilejit.deviceops", "tilejit.native")
+
+
+def test_defining_a_kernel_loads_no_numpy_numba_bindings_or_runtime():
+    # the launch side loads at the first launch (dispatcher._runtime): cuTile Python's
+    # definitions load none of these either
+    out = _fresh(f"""
         import json, sys
         import tilejit as tile
 
         @tile.entry
         def k(z, x):
             z.store(tile.load_tile_like(x, z))
-        print(json.dumps({"numba": "numba" in sys.modules, "kernel": type(k).__name__}))
+
+        @tile.entry(occupancy=2)
+        def k2(z, x, n: int, BK: tile.Constant[int] = 4):
+            z.store(tile.load_tile_like(x, z))
+        try:
+            tile.entry(lambda *a: None)
+        except TypeError as e:
+            err = str(e)
+        info = [type(k).__name__, k.__name__, k.param_names, k2.constant_names, repr(k2),
+                k.signatures, k2.options.occupancy, err]
+        print(json.dumps({{"loaded": [m for m in {DEFINITION_FREE!r} if m in sys.modules],
+                          "info": info}}))
     """)
-    assert out == {"numba": False, "kernel": "Kernel"}
+    assert out["loaded"] == []
+    kind, name, params, consts, rep, sigs, occ, err = out["info"]
+    assert (kind, name, params, consts, sigs, occ) == ("Kernel", "k", ["z", "x"], ["BK"], [], 2)
+    assert rep == "<tile.entry k2(z, x, n: int, BK: typing.Annotated[int, tile.Constant] = 4): 0 " \
+                  "compiled specializations, 0 launches>"
+    assert "must be a plain positional parameter" in err
+
+
+def test_a_kernel_defined_before_the_runtime_gets_its_c_launcher():
+    # kernels made before the first launch get their C launcher (and the globals it watches)
+    # when the runtime loads; both launch and give the right answer
+    out = _fresh("""
+        import json, sys
+        import tilejit as tile
+        SCALE = 3.0
+
+        @tile.entry
+        def scale(z, x):
+            z.store(tile.load_tile_like(x, z) * SCALE)
+
+        @tile.entry
+        def add(z, x, BK: tile.Constant[int]):
+            z.store(tile.load_tile_like(x, z) + BK)
+        from tilejit import api, native
+        x = api.arange(64, dtype=tile.float32).sync()
+        z = api.empty((64,), dtype=tile.float32).sync()
+        for _ in range(3):          # the later launches are the C launcher's, where it is built
+            scale(z.partition((16,)), x).sync()
+        a = z.to_numpy().tolist()
+        before = native.stats()["launches"]
+        for _ in range(3):
+            add(z.partition((16,)), x, 2).sync()
+        b = z.to_numpy().tolist()
+        c_launches = native.stats()["launches"] - before
+        print(json.dumps({"a": a[:3], "b": b[:3], "native": native.enabled(),
+                          "launchers": [scale._native is not None, add._native is not None],
+                          "c_launches": c_launches,
+                          "watch": scale._reads != ()}))
+    """)
+    assert out["a"] == [0.0, 3.0, 6.0] and out["b"] == [2.0, 3.0, 4.0] and out["watch"]
+    assert out["launchers"] == [out["native"]] * 2
+    assert (out["c_launches"] > 0) == out["native"]
 
 
 def test_typing_a_kernel_does_not_import_cffi():
@@ -172,3 +230,35 @@ def test_static_imports_for_docs_and_checkers_match_the_lazy_table():
              for a in n.names}
     names |= {t.id for n in block.body if isinstance(n, ast.Assign) for t in n.targets}
     assert names == set(tile._LAZY)
+
+
+def test_typing_pauses_the_cyclic_gc_and_restores_it(monkeypatch):
+    # typing runs with the cyclic GC off (its passes over Numba's IR free nothing); afterwards,
+    # also after a typing error, the GC is as the caller left it
+    import gc
+    from tilejit.typing import pipeline
+
+    during = []
+    infer = pipeline._infer
+    monkeypatch.setattr(pipeline, "_infer", lambda *a: (during.append(gc.isenabled()), infer(*a))[1])
+
+    @tile.entry
+    def k(z, x):
+        z.store(tile.load_tile_like(x, z))
+
+    @tile.entry
+    def bad(z, x):
+        z.store(tile.load_tile_like(x, z) + undefined_name)  # noqa: F821
+    keys, consts, _ = k._keys_for((tile.api.empty((64,)).sync().partition((16,)),
+                                   tile.api.empty((64,)).sync()))
+    try:
+        pipeline.type_kernel(k.py_func, keys, consts)
+        assert gc.isenabled() and during == [False]
+        with pytest.raises(tile.CompileError):
+            pipeline.type_kernel(bad.py_func, keys, consts)
+        assert gc.isenabled()
+        gc.disable()
+        pipeline.type_kernel(k.py_func, keys, consts)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -242,3 +242,131 @@ def test_sums_keep_the_operands_dtype(dtype):
     with np.errstate(over="ignore"):
         np.testing.assert_array_equal(y, np.cumsum(x, dtype=dtype))   # wraps as cuTile's does
         assert z == np.sum(x, dtype=dtype)
+
+
+# --- float `//` is cuTile's floor(x / y) in the operands' dtype; @tile.entry keeps NumPy's -----
+@ct.kernel
+def floor_divide(x, y, z, TILE: ct.Constant[int]):
+    tx, ty = ct.load(x, index=(0,), shape=(TILE,)), ct.load(y, index=(0,), shape=(TILE,))
+    ct.store(z, index=(0,), tile=tx // ty)
+
+
+@ct.kernel
+def floor_divide_by_call(x, y, z, TILE: ct.Constant[int]):
+    tx, ty = ct.load(x, index=(0,), shape=(TILE,)), ct.load(y, index=(0,), shape=(TILE,))
+    ct.store(z, index=(0,), tile=ct.floordiv(tx, ty))
+
+
+@pytest.mark.parametrize("kernel", [floor_divide, floor_divide_by_call])
+def test_float_floordiv_floors_the_rounded_quotient(kernel):
+    import ml_dtypes
+    from numerics_kernels import run_floordiv_mod
+    bf16 = ml_dtypes.bfloat16
+    # bfloat16 1 / 0.1001 = 9.990 rounds to 10.0; 100 / 1.1016 = 90.78 rounds to 91.0
+    x = np.array([1, 3, 100, -1, 7, 6, 0, 1] * 2, bf16)
+    y = np.array([0.1, 0.3, 1.1, 0.1, 2, -4, 3, 0] * 2, bf16)
+    z = np.zeros(16, bf16)
+    _launch(kernel, x, y, tile.atomic(z), 16)
+    with np.errstate(divide="ignore"):
+        want = np.floor((x.astype(np.float32) / y.astype(np.float32)).astype(bf16))
+    np.testing.assert_array_equal(z.astype(np.float32), want.astype(np.float32))
+    assert list(z[:4].astype(np.float32)) == [10, 10, 91, -10]
+    # the same operator in @tile.entry is NumPy's exact floor of the true quotient
+    x256, y256 = np.resize(x, 256), np.resize(y, 256)
+    q, _ = run_floordiv_mod(x256, y256)
+    assert list(q[:4].astype(np.float32)) == [9, 9, 90, -10]
+    np.testing.assert_array_equal(q, np.floor_divide(x256, y256))
+
+
+# --- a failed ct.assert_ prints its message on stdout, as the GPU does, and still raises -------
+@ct.kernel
+def assert_positive(x, TILE: ct.Constant[int]):
+    ct.assert_(ct.load(x, index=(ct.bid(0),), shape=(TILE,)) > 0, "x must be positive")
+
+
+def test_a_failed_assert_prints_its_message_on_stdout(capsys):
+    from tilejit.simulator import DeviceAssertionError
+    x = np.ones(16, np.float32)
+    ct.launch(tile.Device(0).new_stream(), (2,), assert_positive, (x, 8))
+    tile.Device(0).synchronize()
+    assert capsys.readouterr().out == ""
+    x[12] = -1
+    with pytest.raises(DeviceAssertionError, match="x must be positive"):
+        ct.launch(tile.Device(0).new_stream(), (2,), assert_positive, (x, 8))
+        tile.Device(0).synchronize()
+    lines = [line for line in capsys.readouterr().out.splitlines() if line]
+    # the location is the kernel's line, not the line of tilejit's ct.assert_ helper
+    line = assert_positive.py_func.__code__.co_firstlineno + 2     # (the decorator's line)
+    assert lines == [f"[block (1, 0, 0)] device assertion failed: x must be positive "
+                     f"({__file__}:{line})"]
+
+
+# --- ct.transpose without axes is for 2-d tiles only, as in cuTile ------------------------------
+@ct.kernel
+def transpose_default(x, y, SHAPE: ct.Constant[tuple]):
+    t = ct.load(x, index=(0,) * len(SHAPE), shape=SHAPE)
+    ct.store(y, index=(0,) * len(SHAPE), tile=ct.transpose(t))
+
+
+@pytest.mark.parametrize("shape, match", [
+    ((8,), "Cannot transpose a tile with fewer than 2 dimensions"),
+    ((2, 4, 8), r"`axes` must be specified for tile with more than 2 dimensions"),
+])
+def test_transpose_without_axes_needs_a_2d_tile(shape, match):
+    x = np.zeros(shape, np.float32)
+    with pytest.raises(ct.TileTypeError, match=match):
+        _launch(transpose_default, x, tile.atomic(np.zeros(shape[::-1], np.float32)), shape)
+
+
+def test_transpose_without_axes_swaps_a_2d_tile():
+    x = np.arange(32, dtype=np.float32).reshape(4, 8)
+    y = np.zeros((8, 4), np.float32)
+    _launch(transpose_default, x, tile.atomic(y), (4, 8))
+    np.testing.assert_array_equal(y, x.T)
+
+
+# --- mma/matmul dtypes cuTile refuses ------------------------------------------------------------
+@ct.kernel
+def mma_fast(a, b, c, FAST: ct.Constant[bool]):
+    acc = ct.mma(ct.load(a, (0, 0), (16, 16)), ct.load(b, (0, 0), (16, 16)),
+                 ct.load(c, (0, 0), (16, 16)), use_fast_acc=FAST)
+    ct.store(c, (0, 0), acc)
+
+
+def test_use_fast_acc_needs_fp8_inputs():
+    a = np.ones((16, 16), np.float16)
+    c = np.zeros((16, 16), np.float32)
+    _launch(mma_fast, a, a, tile.atomic(c), False)
+    np.testing.assert_array_equal(c, np.full((16, 16), 16, np.float32))
+    with pytest.raises(ct.TileTypeError, match="use_fast_acc is only supported for fp8"):
+        _launch(mma_fast, a, a, tile.atomic(c), True)
+
+
+@ct.kernel
+def matmul_mixed(a, b, c):
+    ct.store(c, (0, 0), ct.matmul(ct.load(a, (0, 0), (16, 16)), ct.load(b, (0, 0), (16, 16))))
+
+
+@pytest.mark.parametrize("da, db", [(np.uint8, np.int8), (np.float16, "bfloat16")])
+def test_matmul_of_operands_cutile_cannot_promote_is_refused(da, db):
+    import ml_dtypes
+    db = ml_dtypes.bfloat16 if db == "bfloat16" else db
+    a, b = np.ones((16, 16), da), np.ones((16, 16), db)
+    with pytest.raises(ct.TileTypeError, match="Implicit promotion of .* is not supported"):
+        _launch(matmul_mixed, a, b, tile.atomic(np.zeros((16, 16), np.int32)))
+
+
+@ct.kernel
+def _int8_matmul(A, B, C, N: ct.Constant[int]):
+    acc = ct.matmul(ct.load(A, index=(0, 0), shape=(N, N)), ct.load(B, index=(0, 0), shape=(N, N)))
+    ct.store(C, index=(0, 0), tile=acc)
+
+
+def test_matmul_of_int8_returns_int8_as_cutile():
+    # cuTile's matmul gives the operands' dtype (int8 wraps), where tilejit's `@` widens to int32
+    a = (np.arange(256) % 32).astype(np.int8).reshape(16, 16)
+    b = ((np.arange(256) * 7) % 32).astype(np.int8).reshape(16, 16)
+    c = np.zeros((16, 16), np.int8)
+    _launch(_int8_matmul, a, b, c, 16)
+    want = (a.astype(np.int32) @ b.astype(np.int32)).astype(np.int8)
+    np.testing.assert_array_equal(c, want)

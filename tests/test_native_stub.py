@@ -483,3 +483,36 @@ def test_cutile_python_scalars_are_strong_and_classified_in_c(stub, fake_torch, 
             assert stub_cuda.last()[3:] == exe.expected(_python_params(bound, values, s))
         with pytest.raises(OverflowError, match="out of bounds for int32"):
             ct.launch(s, (2,), ct_scaled, (xt, z, 0.5, 2 ** 31, True, 32))
+
+
+def test_a_dummy_shared_by_two_unwritten_outputs_launches_in_c(stub, stream):
+    """One dummy tensor for two outputs the launch's constants leave unwritten (Liger's cross
+    entropy without z_loss and accuracy): Python's judge accepts the pair once, the executable
+    keeps it (``alias_ok``), and later launches stay in C; the same pair under constants that
+    write both is still refused."""
+    import tilejit.cutile as ct
+
+    @ct.kernel
+    def maybe_both(x, a, b, N: ct.Constant[int], WRITE: ct.Constant[int]):
+        t = ct.load(x, index=(ct.bid(0),), shape=(N,))
+        if WRITE:
+            ct.store(a, index=(ct.bid(0),), tile=t)
+            ct.store(b, index=(ct.bid(0),), tile=t)
+
+    s = stream
+    x = api.from_numpy(np.arange(32, dtype=np.float32)).sync_on(s)
+    d = api.zeros((32,)).sync_on(s)
+    ct.launch(s, (2,), maybe_both, (x, d, d, 16, 0))              # compiles on the simulator
+    s.synchronize()
+    (bound,) = maybe_both._bound_by_key.values()
+    with stub_cuda.installed(bound) as stubs:
+        (exe,) = stubs.values()
+        native.reset_stats()
+        ct.launch(s, (2,), maybe_both, (x, d, d, 16, 0))          # judged in Python once
+        assert native.stats()["fallbacks"] == {"an output that may overlap another argument": 1}
+        assert exe.alias_ok == {(1, 2), (2, 1)} and exe.python_launches == 1
+        native.reset_stats()
+        ct.launch(s, (2,), maybe_both, (x, d, d, 16, 0))
+        assert native.stats() == {"launches": 1, "fallbacks": {}} and exe.python_launches == 1
+    with pytest.raises(tile.TensorError, match="stores into both 'a' and 'b'"):
+        ct.launch(s, (2,), maybe_both, (x, d, d, 16, 1))

@@ -48,7 +48,7 @@ def test_print_without_newline_continues_the_line(capsys):
     assert capsys.readouterr().out == "[block (0, 0, 0)] aaa"
 
 
-def test_assert_failure_names_message_block_and_elements(dev):
+def test_assert_failure_names_message_block_and_elements(dev, capsys):
     f, b = fn("as", [ptr("f32")])
     bx = b.get_tile_block_id()[0]
     x, _ = b.load_ptr_tko(b.offset(b.broadcast(b.reshape(f.args[0], (1,)), (8,)),
@@ -65,6 +65,9 @@ def test_assert_failure_names_message_block_and_elements(dev):
     assert e.block == (1, 0, 0) and e.message == "x must be >= block id"
     assert e.indices == [(6,)]
     assert "x must be >= block id" in str(e) and "(1, 0, 0)" in str(e) and "'assert'" in str(e)
+    # on stdout too, once, as the GPU prints it (scripts and cuTile's tests read it there)
+    assert capsys.readouterr().out == \
+        "[block (1, 0, 0)] device assertion failed: x must be >= block id\n"
 
 
 def test_scalar_assert(dev):

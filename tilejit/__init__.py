@@ -46,7 +46,8 @@ from .language import __all__ as _language_names
 
 # --- kernels: the @tile.entry dispatcher -------------------------------------------------------------
 _lazy(".compiler", "CompileOptions")
-_lazy(".dispatcher", "Kernel", "KernelLaunch", "PreparedLaunch", "entry")
+_lazy(".dispatcher", "Kernel", "entry")
+_lazy(".kernel_launch", "KernelLaunch", "PreparedLaunch")
 _lazy(".toolchain.remarks", "Remark")
 _lazy(".autotune", "Autotuned", "Config", "autotune")
 _lazy(".deviceops.graph", "CudaGraph")
@@ -62,7 +63,8 @@ if _typing.TYPE_CHECKING:
                             LaunchConfig, SchedulingPolicy, SingleStream, StreamPoolRoundRobin,
                             set_default_policy, shared, value, with_context, zip)
     from .deviceops.graph import CudaGraph
-    from .dispatcher import Kernel, KernelLaunch, PreparedLaunch, entry
+    from .dispatcher import Kernel, entry
+    from .kernel_launch import KernelLaunch, PreparedLaunch
     from .runtime import (Device, Event, ForeignPartition, Function, Module, Partition, Stream,
                           Tensor, atomic, current_device, from_dlpack, load_module_from_file,
                           load_module_from_ptx, partition)

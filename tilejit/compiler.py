@@ -16,6 +16,7 @@ tried first, so a process whose kernels were all compiled before never imports N
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sys
@@ -230,15 +231,19 @@ def _front_end(pyfunc, keys, constants, target, options, const_grid, name, versi
     from .tileir.optimize import optimize_module
     from .tileir.tileiras_workarounds import carried_loads_off_tma
     from .typing.pipeline import type_kernel
+    from .typing.promotion import cutile_rules
     t0 = time.perf_counter()
     typed = type_kernel(pyfunc, keys, constants, plain_helpers=options.plain_helpers)
     t1 = time.perf_counter()
     arch = target if target != SIM_TARGET else envvars.get("TILEJIT_ARCH")
     bc_version = version if version is not None else bytecode_version(target)
-    module = lower_kernel(structurize(typed), name=symbol(name or pyfunc.__name__), arch=arch,
-                          bytecode_version=bc_version, hints=options.hints(),
-                          const_grid=const_grid, grid_ones=grid_ones or (False, False, False),
-                          simulated=target == SIM_TARGET and not for_gpu)
+    # a tilejit.cutile kernel lowers under cuTile's rules too: a few operators are defined
+    # differently there (float `//` floors the quotient rounded to the operands' dtype)
+    with (cutile_rules() if options.plain_helpers else contextlib.nullcontext()):
+        module = lower_kernel(structurize(typed), name=symbol(name or pyfunc.__name__),
+                              arch=arch, bytecode_version=bc_version, hints=options.hints(),
+                              const_grid=const_grid, grid_ones=grid_ones or (False, False, False),
+                              simulated=target == SIM_TARGET and not for_gpu)
     optimize_module(module, fma=options.fma)
     # last: the optimizations make loads (a permute of a load becomes a transposed load)
     carried_loads_off_tma(module, lambda d: opt_hints_for(d, bc_version, arch))

@@ -13,34 +13,37 @@ from __future__ import annotations
 
 import inspect
 import re
+import sys
 import threading
 import time
 import warnings
+import weakref
 from dataclasses import dataclass
 from typing import Any, Dict, Optional, Sequence
 
-from . import backends
 from . import compiler as _compiler
 from . import dtypes as D
 from . import envvars
 from . import fingerprint
 from . import keys as _keys
 from . import language as L
-from . import native
 from .compiler import CompileOptions, Compiled
 from .errors import CompileError, LaunchError
-from .kernel_launch import MISSING as _MISSING
-from .kernel_launch import KernelLaunch, PreparedLaunch
+from .keys import MISSING as _MISSING
+from .keys import NO_GRID_FACTS
 from .memo import BoundedMemo
-from .deviceops.deviceop import DeviceFuture, DeviceOp, _sync_quietly
-from .runtime import argspec
-from .runtime.argspec import (NO_GRID_FACTS, classify, grid_from_partitions, grid_ones,
-                              release_partitions)
-from .runtime.device import default_arch
-from .runtime.memory import Storage, _FreeState
-from .runtime.partition import ForeignPartition, Partition
-from .runtime.stream import Stream
-from .runtime.tensor import Tensor
+
+# The launch side (kernel_launch, the runtime, NumPy, the CUDA bindings, the C launcher) loads at
+# a kernel's first launch, compile or inspection (_runtime()), not when a kernel is defined: a
+# cold start as cheap as cuTile Python's. _load_runtime binds these names; read from outside
+# before that, they load it (__getattr__).
+_LAUNCH_SIDE = frozenset((
+    "KernelLaunch", "PreparedLaunch", "backends", "classify", "grid_from_partitions", "grid_ones",
+    "release_partitions", "default_arch", "native", "argspec", "DeviceOp", "DeviceFuture",
+    "_sync_quietly", "_NATIVE_LAYOUT"))     # _NATIVE_LAYOUT: whether the C launch path is in
+_loaded = False
+_RUNTIME_LOCK = threading.Lock()
+_WITHOUT_LAUNCHER = weakref.WeakSet()   # kernels made before the runtime loaded: no C launcher yet
 
 # pytest hides this module's frames in tracebacks of user errors (compile errors...)
 from .tracebacks import hide_frames_of_user_errors as __tracebackhide__  # noqa: E402
@@ -190,6 +193,8 @@ class Kernel:
                 args += self._tail_defaults[n - self._first_default:]
             else:
                 args = self._bind(args, kwargs)
+        if not _loaded:
+            _runtime()
         return KernelLaunch(self, args)
 
     def _bound_for(self, values, options=None) -> Optional["_BoundKernel"]:
@@ -409,7 +414,7 @@ class Kernel:
                 exe = compiled.executables.get(device)
                 if exe is None:
                     t0 = time.perf_counter()
-                    exe = backends.of(device).load(compiled, device)
+                    exe = _runtime().backends.of(device).load(compiled, device)
                     self.stats.load_s += time.perf_counter() - t0
                     compiled.executables[device] = exe
         return exe
@@ -427,7 +432,7 @@ class Kernel:
             if exe is not None:
                 self.stats.cache_hits += 1
                 return exe
-        backend = backends.of(device)
+        backend = _runtime().backends.of(device)
         compiled = self.specialize(keys, consts or {}, backend.target(device),
                                    options or self.options, const_grid=const_grid,
                                    grid_ones=ones)
@@ -441,6 +446,7 @@ class Kernel:
         if len(args) not in (len(self.param_names), len(self.runtime_names)):
             args = self._bind(tuple(args), {})
         rt, consts = self._split(tuple(args), dict(generics or {}))
+        _runtime()
         try:
             infos = [classify(v, a) for v, a in zip(rt, self._anns)]
             try:
@@ -531,7 +537,7 @@ class Kernel:
                 ``TILEJIT_ARCH``.
             **generics: Values of ``tile.Constant`` parameters not among ``args``.
         """
-        arch = arch_or_raise(default_arch() if arch is None else arch)
+        arch = arch_or_raise(_runtime().default_arch() if arch is None else arch)
         keys, consts, ones = self._keys_for(args, generics)
         return self._compile(keys, consts, arch, self.options, grid_ones=ones).cubin
 
@@ -545,7 +551,7 @@ class Kernel:
             arch: Target architecture, as for :meth:`compile`.
             **generics: Values of ``tile.Constant`` parameters not among ``args``.
         """
-        arch = arch_or_raise(default_arch() if arch is None else arch)
+        arch = arch_or_raise(_runtime().default_arch() if arch is None else arch)
         keys, consts, ones = self._keys_for(args, generics)
         try:
             return _compiler.remarks(self.py_func, keys, consts, arch, self.options,
@@ -621,7 +627,11 @@ class _BoundKernel(Kernel):
 def _native_launcher(kernel):
     """The C launcher of ``kernel``'s plain launches, or None (pure Python). A kernel that
     binds constants (``_bindings``) gives it their positions: C then launches a call passing
-    them through the bound kernel its memo holds (KernelLaunch._launch_bound's hit path)."""
+    them through the bound kernel its memo holds (KernelLaunch._launch_bound's hit path).
+    Before the runtime has loaded, None: _load_runtime gives the kernel its launcher then."""
+    if not _loaded:
+        _WITHOUT_LAUNCHER.add(kernel)
+        return None
     ext = native.ext()
     if ext is None or not _NATIVE_LAYOUT:
         return None
@@ -633,6 +643,12 @@ def _native_launcher(kernel):
 def layout_args() -> tuple:
     """What ``set_layout`` reads: the runtime classes C reads by offset, and the prototypes of
     the objects it makes (each made by its class's one constructor)."""
+    if "KernelLaunch" not in globals():     # (not while _load_runtime calls it)
+        _runtime()
+    from .runtime.memory import Storage, _FreeState
+    from .runtime.partition import ForeignPartition, Partition
+    from .runtime.stream import Stream
+    from .runtime.tensor import Tensor
     launch = KernelLaunch(None, ())
     launch._ran = True          # lives as long as C does; each clone starts not run (C sets it)
     prototypes = (launch, Partition._new(None, None, False), ForeignPartition(None, None))
@@ -648,6 +664,7 @@ def _install_native() -> bool:
     runtime classes' __slots__ by offset: if one changed shape, set_layout says so and
     everything stays in Python. The objects it makes are clones of prototypes made here by each
     class's one constructor."""
+    from .runtime.tensor import Tensor
     ext = native.ext()
     if ext is None or not ext.set_layout(*layout_args()):
         return False
@@ -659,7 +676,50 @@ def _install_native() -> bool:
     return True
 
 
-_NATIVE_LAYOUT = _install_native()
+def _runtime():
+    """This module, with the launch side loaded (once; the first launch, compile or inspection
+    of any kernel pays for it)."""
+    if not _loaded:
+        with _RUNTIME_LOCK:
+            if not _loaded:
+                _load_runtime()
+    return _THIS
+
+
+def _load_runtime() -> None:
+    global KernelLaunch, PreparedLaunch, backends, classify, grid_from_partitions, grid_ones, \
+        release_partitions, default_arch, native, argspec, DeviceOp, DeviceFuture, _sync_quietly, \
+        _NATIVE_LAYOUT, _loaded
+    from . import backends as _backends
+    from . import kernel_launch
+    from . import native as _native_mod
+    from .deviceops.deviceop import DeviceFuture as _future, DeviceOp as _op, \
+        _sync_quietly as _quietly
+    from .runtime import argspec as _argspec
+    from .runtime.device import default_arch as _arch
+    native, argspec, backends, default_arch = _native_mod, _argspec, _backends, _arch
+    DeviceOp, DeviceFuture, _sync_quietly = _op, _future, _quietly
+    classify, grid_from_partitions = _argspec.classify, _argspec.grid_from_partitions
+    grid_ones, release_partitions = _argspec.grid_ones, _argspec.release_partitions
+    PreparedLaunch = kernel_launch.PreparedLaunch
+    KernelLaunch = kernel_launch.KernelLaunch
+    _NATIVE_LAYOUT = _install_native()
+    _loaded = True
+    while _WITHOUT_LAUNCHER:
+        k = _WITHOUT_LAUNCHER.pop()
+        k._native = _native_launcher(k)
+        k._watch_in_c()             # globals frozen by an inspection before: C checks them too
+
+
+_THIS = sys.modules[__name__]
+
+
+def __getattr__(name):
+    # the launch-side names (``from tilejit.dispatcher import KernelLaunch``) load it
+    if name in _LAUNCH_SIDE:
+        _runtime()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def entry(fn=None, *, occupancy=None, num_ctas=None, opt_level=3, fma=True, cache=True,

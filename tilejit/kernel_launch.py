@@ -34,7 +34,7 @@ from .runtime.partition import Partition
 from .runtime.stream import Stream
 from .runtime.tensor import Tensor
 
-MISSING = object()                              # a Constant left for .generics(...) to bind
+from .keys import MISSING  # noqa: E402  (a Constant left for .generics(...) to bind)
 _NO_GENERICS = types.MappingProxyType({})       # shared by every launch without generics
 
 # (device ordinal, torch's current stream there) -> (policy epoch, the Stream sync() runs on)
@@ -308,10 +308,12 @@ class KernelLaunch(DeviceOp):
         k = self.kernel
         device = stream.device
         check_launch_devices(infos, device, k.runtime_names)
-        check_launch_aliasing(infos, k.runtime_names, k, consts)
+        accepted = check_launch_aliasing(infos, k.runtime_names, k, consts)
         grid = grid_from_partitions(infos, self._grid, k.runtime_names)
         exe = k.executable_for(tuple([i.key for i in infos]), device, grid_ones(grid), consts,
                                self._options, self._const_grid, simple)
+        if accepted and not accepted <= getattr(exe, "alias_ok", accepted):
+            exe.alias_ok = exe.alias_ok | accepted     # the C launcher's answer next time
         return grid, exe
 
 

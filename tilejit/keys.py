@@ -393,6 +393,14 @@ def _value_key(v) -> Any:
     raise TypeError(f"cannot key constant value {v!r}")
 
 
+
+#: the grid facts of a launch whose grid is unknown (no axis known to have extent 1); here, not in
+#: runtime.argspec, so that the dispatcher's defaults need no runtime import
+NO_GRID_FACTS = (False, False, False)
+#: a tile.Constant left for .generics(...) to bind (kernel_launch and the dispatcher share it)
+MISSING = object()
+
+
 __all__ = ["Facts", "TensorKey", "PartitionKey", "ScalarKey", "TupleKey", "tensor_key",
            "partition_key", "scalar_key", "tuple_key", "merged_facts", "as_key", "abi_slots", "array_slots", "scalar_slot", "index_bits_for",
            "index_dtype", "constant_key", "constant_value"]

@@ -60,9 +60,25 @@ static int launch_grid(Arg *a, Py_ssize_t n, PyObject *explicit_grid, PyObject *
     return 1;
 }
 
-/* Every array on the launch's device, and no output overlapping another argument (anything
-   that might is left to Python's checks). 1, 0. */
-static int devices_and_aliases(Arg *a, Py_ssize_t n, PyObject *device) {
+/* Whether the executable accepts arguments i and j sharing memory: its `alias_ok` (a frozenset
+   of (i, j) pairs) holds the pair once Python's check_launch_aliasing has judged it harmless for
+   this specialization (a ct.kernel storing into at most one of them). 1, 0, -1. */
+static int alias_accepted(PyObject *exe, Py_ssize_t i, Py_ssize_t j) {
+    PyObject *ok = PyObject_GetAttr(exe, S_alias_ok);
+    if (!ok) { PyErr_Clear(); return 0; }
+    int r = 0;
+    if (PyFrozenSet_Check(ok) && PySet_GET_SIZE(ok)) {
+        PyObject *pair = Py_BuildValue("(nn)", i, j);
+        r = pair ? PySet_Contains(ok, pair) : -1;
+        Py_XDECREF(pair);
+    }
+    Py_DECREF(ok);
+    return r;
+}
+
+/* Every array on the launch's device, and no output overlapping another argument unless `exe`
+   accepts the pair (anything else that might overlap is left to Python's checks). 1, 0, -1. */
+static int devices_and_aliases(Arg *a, Py_ssize_t n, PyObject *device, PyObject *exe) {
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *st = a[i].storage;
         if (st && (Py_TYPE(st) != T_storage || SLOT(st, O.st_device) != device))
@@ -73,8 +89,10 @@ static int devices_and_aliases(Arg *a, Py_ssize_t n, PyObject *device) {
         for (Py_ssize_t j = 0; j < n; j++) {
             if (j == i || a[j].scalar) continue;
             if (a[i].start < a[j].end && a[j].start < a[i].end && a[i].start != a[i].end &&
-                a[j].start != a[j].end)
-                return give_up(R_ALIAS);
+                a[j].start != a[j].end) {
+                int ok = alias_accepted(exe, i, j);
+                if (ok != 1) return ok < 0 ? -1 : give_up(R_ALIAS);
+            }
         }
     }
     return 1;
@@ -225,9 +243,9 @@ int run_launch(Launcher *self, PyObject *args, PyObject *stream, PyObject *grid_
         ok = classify_arg(self, &a[i], PyTuple_GET_ITEM(args, i),
                           PyTuple_GET_ITEM(self->anns, i), &si, i);
     if (ok == 1) ok = launch_grid(a, n, grid_in == Py_None ? NULL : grid_in, &grid, g);
-    if (ok == 1) ok = devices_and_aliases(a, n, si.device);
     if (ok == 1 && !(exe = find_executable(self, a, n, si.device, g)))
         ok = PyErr_Occurred() ? -1 : 0;
+    if (ok == 1) ok = devices_and_aliases(a, n, si.device, exe);
     if (ok == 1) ok = launch_on(exe, a, n, &si, g, grid);
     Py_XDECREF(exe);
     release_partitions(a, n, ok != 0);  /* the launch consumed them (or failed) */

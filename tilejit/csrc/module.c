@@ -8,7 +8,7 @@ PyObject *S_acquire, *S_key, *S_params, *S_storage, *S_writable, *S_extent, *S_p
     *S_get_device, *S_is_neg, *S_dtype, *S_data_ptr, *S_shape, *S_stride, *S_kind_tensor,
     *S_kind_partition, *S_data, *S_device_id, *S_strides, *S_sealed, *S_ndim, *S_check_globals,
     *S_synchronize, *S_out_of_range, *S_raise_launch_error, *S_cuda_stream, *S_device_index,
-    *S_is_cpu, *S_ct_plan, *S_bindings;
+    *S_is_cpu, *S_ct_plan, *S_bindings, *S_alias_ok;
 PyObject *K_int, *K_float, *K_bool;
 PyObject *A_scalars;
 
@@ -177,7 +177,7 @@ static int intern_names(void) {
         {&S_synchronize, "synchronize"}, {&S_out_of_range, "scalar_out_of_range"},
         {&S_raise_launch_error, "raise_launch_error"}, {&S_cuda_stream, "cuda_stream"},
         {&S_device_index, "device_index"}, {&S_is_cpu, "is_cpu"},
-        {&S_ct_plan, "_ct_plan"}, {&S_bindings, "_bindings"},
+        {&S_ct_plan, "_ct_plan"}, {&S_bindings, "_bindings"}, {&S_alias_ok, "alias_ok"},
     };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (!(*names[i].var = PyUnicode_InternFromString(names[i].s))) return -1;

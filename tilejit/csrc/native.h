@@ -120,7 +120,7 @@ extern PyObject *S_acquire, *S_key, *S_params, *S_storage, *S_writable, *S_exten
     *S_get_device, *S_is_neg, *S_dtype, *S_data_ptr, *S_shape, *S_stride, *S_kind_tensor,
     *S_kind_partition, *S_data, *S_device_id, *S_strides, *S_sealed, *S_ndim, *S_check_globals,
     *S_synchronize, *S_out_of_range, *S_raise_launch_error, *S_cuda_stream, *S_device_index,
-    *S_is_cpu, *S_ct_plan, *S_bindings;
+    *S_is_cpu, *S_ct_plan, *S_bindings, *S_alias_ok;
 extern PyObject *K_int, *K_float, *K_bool;
 extern PyObject *A_scalars;     /* scalars.annotated_plans(), or NULL */
 

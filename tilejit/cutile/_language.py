@@ -69,7 +69,6 @@ insert = L.insert
 astile = L.astile
 pack_to_bytes = L.pack_to_bytes
 unpack_from_bytes = L.unpack_from_bytes
-matmul = L.matmul
 zeros = L.zeros
 ones = L.ones
 printf = L.printf
@@ -207,14 +206,21 @@ def full(shape, fill_value, dtype):
 def mma(x, y, /, acc, *, use_fast_acc=False):
     """``ct.mma``: ``x @ y + acc`` in ``acc``'s dtype. ``use_fast_acc`` (fp8 on Hopper): the
     tensor cores' reduced-precision sum (``tile.mma(..., fast_acc=True)``)."""
+    if use_fast_acc:
+        fp8 = static_eval(x.dtype in (_dt.float8_e4m3fn, _dt.float8_e5m2))
+        L.static_assert(fp8, "use_fast_acc is only supported for fp8 inputs (float8_e4m3fn, "
+                        "float8_e5m2); drop it for other dtypes")
     return L.mma(x, y, acc, fast_acc=use_fast_acc)
 
 
 @_helper
 def transpose(x, /, axis0=None, axis1=None):
     """``ct.transpose``: swap ``axis0`` and ``axis1``; with neither, the two axes of a 2-d tile
-    (tilejit reverses the axes of a tile of higher rank; ``ct.permute`` says which)."""
+    (as cuTile, a tile of another rank is then an error: ``ct.permute`` says which axes)."""
     if axis0 is None and axis1 is None:
+        L.static_assert(x.ndim >= 2, "Cannot transpose a tile with fewer than 2 dimensions")
+        L.static_assert(x.ndim <= 2, "`axes` must be specified for tile with more than 2 "
+                        "dimensions: ct.transpose(t, axis0, axis1) or ct.permute(t, axes)")
         return L.transpose(x)
     return L.swapaxes(x, axis0, axis1)
 
@@ -347,6 +353,20 @@ def _narrow_kept(inner, name: str, kind: str):
     fn.__doc__ = f"``ct.{name}``: tilejit's op with cuTile's signature; narrow integers keep " \
                  f"their dtype."
     return _helper(fn)
+
+
+#: operand dtypes whose product cuTile returns in that dtype, where tilejit's ``@`` widens it
+#: (int32 for int8/uint8, float32 for float8)
+_NARROW_MMA = (_dt.int8, _dt.uint8, _dt.float8_e4m3fn, _dt.float8_e5m2)
+
+
+@_helper
+def matmul(x, y, /):
+    """``ct.matmul``: tilejit's ``@``, with cuTile's result dtype (the operands' own for int8,
+    uint8 and float8, wrapping or rounding as cuTile does)."""
+    r = L.matmul(x, y)
+    return r.astype(L.static_eval(x.dtype if x.dtype in _NARROW_MMA and x.dtype == y.dtype
+                                  else r.dtype))
 
 
 sum = _narrow_kept(_rounded(L.sum, "sum", "sums", "reduction"), "sum", "reduction")
@@ -495,6 +515,9 @@ def _static_iter_missing(iterable):
 def _mma_scaled_missing(x, x_scale, y, y_scale, /, acc):
     L.static_assert(False, "ct.mma_scaled is not in this tilejit build yet (issue 25.1)")
 
+
+# advanced indexing is written with the adapters above
+from ._indexing import Slice, load_advanced_indexing, store_advanced_indexing  # noqa: E402,F401
 
 static_iter = getattr(L, "static_iter", _static_iter_missing)
 mma_scaled = getattr(L, "mma_scaled", _mma_scaled_missing)

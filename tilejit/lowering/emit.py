@@ -20,6 +20,7 @@ from ..dtypes import DType
 from ..errors import TypingError
 from ..tileir import Builder, TileType, Value
 from ..tileir import attrs as A
+from ..typing import promotion
 from . import mathlib, narrow
 
 
@@ -238,6 +239,10 @@ class Emitter:
     def floordiv(self, x: TV, y: TV) -> TV:
         b = self.b
         dt = x.dtype
+        if dt.is_float and promotion.cutile_rules_on():
+            # cuTile's definition: the floor of the quotient rounded to the operands' dtype
+            # (bfloat16 1 // bfloat16(0.1) is 10 there, where NumPy floors 9.99 to 9)
+            return TV(b.unary("floor", b.divf(x.value, y.value)), dt)
         if dt.is_float:
             return self._float_divmod(x, y, "div")
         rounding = "negative_inf" if dt.is_signed else "zero"

@@ -695,7 +695,7 @@ def grid_from_partitions(infos, grid=None, names: Optional[Sequence[str]] = None
     return g
 
 
-NO_GRID_FACTS = (False, False, False)
+NO_GRID_FACTS = _keys.NO_GRID_FACTS
 
 
 def grid_ones(grid) -> tuple:
@@ -771,17 +771,20 @@ def check_launch_devices(infos, device, names: Optional[Sequence[str]] = None) -
 
 
 def check_launch_aliasing(infos, names: Optional[Sequence[str]] = None, kernel=None,
-                          consts=None) -> None:
+                          consts=None) -> frozenset:
     """TensorError when an output (partition or tile.atomic tensor) shares memory with another
     argument of the same launch.
 
     A ``kernel`` with an ``_alias_conflict(infos, consts, k, j)`` method (``ct.kernel``) judges
     each aliased pair of runtime arguments ``k``, ``j`` itself: None when they may alias (as
     cuTile: the kernel specialized for the launch's constants stores into at most one of
-    them), else the reason, added to the message. It is asked only when two arguments alias."""
+    them), else the reason, added to the message. It is asked only when two arguments alias.
+    Returns the pairs it accepted, both ways round: the launch's executable keeps them
+    (``alias_ok``), so the C launcher accepts the same pairs without asking again."""
+    accepted = set()
     outs = [k for k, i in enumerate(infos) if i.writable]
     if not outs:
-        return
+        return frozenset()
     judge = getattr(kernel, "_alias_conflict", None)
     if any(i.kind == "tuple" for i in infos):
         infos, names = flat_infos(infos, names)
@@ -795,6 +798,7 @@ def check_launch_aliasing(infos, names: Optional[Sequence[str]] = None, kernel=N
             if _aliases(a, b):
                 why = judge(infos, consts, k, j) if judge is not None else ""
                 if why is None:
+                    accepted.update(((k, j), (j, k)))
                     continue
                 what = "partition" if a.kind == "partition" else "writable (tile.atomic) tensor"
                 raise TensorError(
@@ -802,6 +806,7 @@ def check_launch_aliasing(infos, names: Optional[Sequence[str]] = None, kernel=N
                     f"{f' ({why})' if why else ''}: an output may "
                     f"not alias another argument of the same launch. Pass a copy of the input "
                     f"(api.dup(x)) or write to a separate tensor")
+    return frozenset(accepted)
 
 
 def _aliases(a: ArgInfo, b: ArgInfo) -> bool:

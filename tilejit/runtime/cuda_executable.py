@@ -178,11 +178,14 @@ class CudaExecutable:
     """
 
     __slots__ = ("function", "packer", "name", "_native", "_ext", "_fast", "_thread_packers",
-                 "_lock", "_ctx", "checks")
+                 "_lock", "_ctx", "checks", "alias_ok")
 
     def __init__(self, function, slots: Sequence[str], name: str = None):
         self.function = function
         self.name = name or getattr(function, "name", "<kernel>")
+        # pairs of argument positions that may share memory (argspec.check_launch_aliasing's
+        # judgement for this specialization), read by the C launcher
+        self.alias_ok = frozenset()
         self.packer = pk = ParamPacker(slots)
         self.checks = pk.checks
         dev = function.device

@@ -5,9 +5,9 @@ redirections work), formatted by :mod:`.printf`, once per tile block per execute
 starts with ``[block (x, y, z)] `` so that the blocks' output can be told apart; blocks run one
 after another, so lines are never interleaved.
 
-``assert`` raises :class:`DeviceAssertionError` at the first block with a false element (the GPU
-prints the message and keeps going; the simulator stops the launch so the error is a Python
-exception the user sees).
+``assert`` prints its message on ``sys.stdout`` (as the GPU does) and raises
+:class:`DeviceAssertionError` at the first block with a false element (the GPU keeps going; the
+simulator stops the launch so the error is a Python exception the user sees).
 """
 from __future__ import annotations
 
@@ -59,6 +59,10 @@ def _assert(op, c):
         if ok.all():
             return
         bad = np.argwhere(~ok)
+        # the GPU prints a failed assertion's message on the process's stdout; scripts (and
+        # cuTile's tests) read it there, so the simulator prints it before raising
+        sys.stdout.write(f"{block_prefix(env[BLOCK_ID])}device assertion failed: {message}\n")
+        sys.stdout.flush()
         raise KernelFault(message, cls=DeviceAssertionError,
                           indices=[tuple(int(i) for i in b) for b in bad[:4]] if ok.ndim else [],
                           count=len(bad))

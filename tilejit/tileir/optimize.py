@@ -312,16 +312,22 @@ def _drop_token(loop: Operation, i: int, users) -> bool:
              owning_loop(op) is loop]
     if any(op.name == "break" for op in exits):
         return False
+    _remove_carried(loop, i, exits)
+    return True
+
+
+def _remove_carried(loop: Operation, i: int, exits) -> None:
+    """Delete carried value ``i`` of ``loop``: its initial value, body argument, result and the
+    operand of each of the loop's ``exits`` (its ``continue`` ops)."""
     for op in exits:
         del op.operand_groups[0][i]
     del loop.group("initValues")[i]
-    del body.args[1 + i]
+    del loop.regions[0].args[1 + i]
     del loop.results[i]
-    for k, v in enumerate(body.args):
+    for k, v in enumerate(loop.regions[0].args):
         v.index = k
     for k, v in enumerate(loop.results):
         v.index = k
-    return True
 
 
 def _drop_dead_joins(fn: Function) -> None:
@@ -373,13 +379,5 @@ def _drop_invariant(fn: Function, loop: Operation, i: int) -> bool:
             for k, v in enumerate(group):
                 if v is arg or v is loop.results[i]:
                     group[k] = init
-    for op in exits:
-        del op.operand_groups[0][i]
-    del loop.group("initValues")[i]
-    del body.args[1 + i]
-    del loop.results[i]
-    for k, v in enumerate(body.args):
-        v.index = k
-    for k, v in enumerate(loop.results):
-        v.index = k
+    _remove_carried(loop, i, exits)
     return True

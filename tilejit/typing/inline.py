@@ -246,6 +246,14 @@ def _inline_one(func_ir, label, index, helper, build_ir, stack, funcname):
     for name in sorted(names):
         var_map[name] = scope.redefine(f"{name}~{site}", loc=stmt.loc)
     ir_utils.replace_vars(blocks, var_map)
+    if (getattr(helper.py_func, "__module__", None) or "").startswith("tilejit."):
+        # an operation tilejit writes as a helper (ct.assert_, ct.floordiv...): its statements
+        # are the user's call, so messages and device assertions name the user's line
+        for b in blocks.values():
+            for inst in b.body:
+                inst.loc = stmt.loc
+                if isinstance(getattr(inst, "value", None), ir.Expr):
+                    inst.value.loc = stmt.loc
 
     # 3. parameters: `x = arg(i)` becomes `x = <caller var>` or a constant default
     after = max(blocks) + 1

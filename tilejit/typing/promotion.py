@@ -131,6 +131,13 @@ def _cutile_strong(a: DType, b: DType, op: str) -> None:
                               f"perform an explicit cast instead (.astype(...))")
 
 
+def refuse_as_cutile(a: DType, b: DType, op: str = "") -> None:
+    """While a ``ct.kernel`` is typed: the error cuTile gives for promoting ``a`` with ``b``, for
+    ops that promote their operands without going through :func:`promote_strong`."""
+    if a is not b and _CUTILE.get():
+        _cutile_strong(a, b, op)
+
+
 def promote_strong(a: DType, b: DType, op: str = "") -> DType:
     """Rule 1 (with cuTile's refusals while :func:`cutile_rules` is on)."""
     where = f" in '{op}'" if op else ""

@@ -24,6 +24,7 @@ from __future__ import annotations
 from ... import dtypes as dt
 from ... import language
 from ..diagnostics import TileTypingError, describe_type
+from ..promotion import refuse_as_cutile
 from ..types import TileType
 from ._base import NOT_STATIC, bool_arg, function_rule, is_none, static_value
 
@@ -112,6 +113,9 @@ def _mma(bd):
 
 
 def matmul_result(a, b):
+    if isinstance(a, TileType) and isinstance(b, TileType):
+        # cuTile promotes `a @ b`'s operands to one dtype first (uint8 with int8: none)
+        refuse_as_cutile(a.dtype, b.dtype, "@")
     out = _operands(a, b, "a @ b")
     return TileType(_MATMUL_OUT[a.dtype], out)
 
