@@ -74,6 +74,11 @@ CASES = [
      "undefined behaviour refused", "TileIndexError: load: tile index (0,) is out of bounds: "
      "the array of shape (0,) has (0,) tiles of shape (8,)"),
     ("test_x.py:33: in test_y\n    ct.launch(s, (1,), k, (x, y))\n/w/tilejit/simulator/interp.py:"
+     "111: in run\n    raise e.cls(e.message)\nE   tilejit.simulator.errors.TileIndexError: "
+     "sub_x.load: tile index (0,) is out of bounds: array 'sub_x' of shape (0,) has (0,) tiles",
+     "undefined behaviour refused", "TileIndexError: sub_x.load: tile index (0,) is out of "
+     "bounds: array 'sub_x' of shape (0,) has (0,) tiles"),
+    ("test_x.py:33: in test_y\n    ct.launch(s, (1,), k, (x, y))\n/w/tilejit/simulator/interp.py:"
      "111: in run\n    raise e.cls(e.message)\nE   tilejit.simulator.errors.TileIndexError: load: "
      "tile index (2,) is out of bounds: the array of shape (10,) has (2,) tiles of shape (8,)",
      "refused valid program", "TileIndexError: load: tile index (2,) is out of bounds: the "

@@ -26,7 +26,7 @@ its first ``E   `` line; ``the innermost frame`` the last ``path:N: in f`` of th
 3. ``accepted invalid program``: ``DID NOT RAISE`` (cuTile rejects it, tilejit did not).
 4. ``undefined behaviour refused``: what cuTile calls undefined behaviour and tilejit refuses on
    purpose, with its message: a tile index out of bounds of an array with an empty extent (a
-   load from an empty slice: the simulator's ``TileIndexError`` "the array of shape (0,)").
+   load from an empty slice: the simulator's ``TileIndexError`` "array 'x' of shape (0,)").
    Counted apart, still in "concerning tilejit" (report.py gives the pass rate with and
    without them).
 5. ``simulator limit``: a pytest-timeout ``Timeout``; a pytest process killed in the test
@@ -146,7 +146,8 @@ def classify(case: Case):
         return "missing API", used[0]
     if "DID NOT RAISE" in text:
         return "accepted invalid program", _short(exc)
-    if re.match(r"(?:\w+\.)*TileIndexError: .*the array of shape \([^)]*\b0\b", exc):
+    if re.match(r"(?:\w+\.)*TileIndexError: .*(?:the array|array '[^']*') of shape "
+                r"\([^)]*\b0\b", exc):
         return "undefined behaviour refused", _short(exc)
     if (re.search(r"Timeout|not compiled with CUDA|CUDA graph|CUDA error|CUDA driver|from the "
                   r"'CPU' backend|not implemented for '|died \(exit -9\)", exc)
