@@ -68,6 +68,55 @@ def test_defining_a_kernel_loads_no_numpy_numba_bindings_or_runtime():
     assert "must be a plain positional parameter" in err
 
 
+# (tilejit.native is loaded, without NumPy: ct.launch's C entry comes from it)
+CT_DEFINITION_FREE = tuple(m for m in DEFINITION_FREE if m != "tilejit.native") + (
+    "tilejit.autotune", "ml_dtypes", "tilejit.typing")
+
+
+def test_importing_cutile_and_defining_a_ct_kernel_loads_no_numpy_numba_bindings_or_runtime():
+    # as cuTile Python's: ct.launch is its C entry from the import on (whatever names were bound
+    # to it), and the launch side loads at the first launch, which replays in C from the next
+    out = _fresh(f"""
+        import json, sys
+        import tilejit.cutile as ct
+        from tilejit.cutile import launch
+
+        @ct.kernel
+        def scale(x, y, SCALE: ct.Constant[float], TILE: ct.Constant[int]):
+            t = ct.load(x, index=(ct.bid(0),), shape=(TILE,))
+            ct.store(y, index=(ct.bid(0),), tile=t * SCALE)
+
+        @ct.kernel(occupancy=ct.ByTarget(sm_100=2, default=1))
+        def hinted(x: ct.ScalarInt64, y: tuple[int, float]):
+            pass
+        loaded = [m for m in {CT_DEFINITION_FREE!r} if m in sys.modules]
+        info = [scale.param_names, scale.constant_names, hinted.param_names,
+                launch is ct.launch, type(ct.launch).__name__]
+        from tilejit import api, native
+        import tilejit as tile
+        x = api.arange(64, dtype=ct.float32).sync()
+        y = api.zeros((64,)).sync()
+        s = tile.Device(0).new_stream()
+        for _ in range(2):
+            launch(s, (2,), scale, (x, y, 2.0, 32))
+        s.synchronize()
+        native.reset_stats()
+        ct.launch(s, (2,), scale, (x, y, 3.0, 32))
+        ct.launch(s, (2,), scale, (x, y, 3.0, 32))
+        s.synchronize()
+        print(json.dumps({{"loaded": loaded, "info": info, "y": y.to_numpy()[:3].tolist(),
+                          "native": native.enabled(), "stats": native.stats()}}))
+    """)
+    assert out["loaded"] == []
+    params, consts, hinted, same, kind = out["info"]
+    assert (params, consts, hinted, same) == (["x", "y", "SCALE", "TILE"], ["SCALE", "TILE"],
+                                              ["x", "y"], True)
+    assert kind == ("builtin_function_or_method" if out["native"] else "function")
+    assert out["y"] == [0.0, 3.0, 6.0]
+    if out["native"]:       # the launch with new constants binds them in Python, the next replays
+        assert out["stats"]["launches"] == 1
+
+
 def test_a_kernel_defined_before_the_runtime_gets_its_c_launcher():
     # kernels made before the first launch get their C launcher (and the globals it watches)
     # when the runtime loads; both launch and give the right answer

@@ -370,3 +370,52 @@ def test_matmul_of_int8_returns_int8_as_cutile():
     _launch(_int8_matmul, a, b, c, 16)
     want = (a.astype(np.int32) @ b.astype(np.int32)).astype(np.int8)
     np.testing.assert_array_equal(c, want)
+
+
+@ct.kernel
+def _matmul_1d(A, B, C, D, K: ct.Constant[int], N: ct.Constant[int]):
+    a, b = ct.load(A, index=(0,), shape=(K,)), ct.load(B, index=(0, 0, 0), shape=(2, K, N))
+    ct.store(C, index=(0, 0), tile=ct.matmul(a, b))         # (K,) @ (2, K, N) -> (2, N)
+    m = ct.load(B, index=(0, 0, 0), shape=(2, K, N)).permute((0, 2, 1))
+    ct.store(D, index=(0,), tile=ct.matmul(ct.matmul(m, a), ct.load(A, index=(0,), shape=(N,))))
+
+
+def test_matmul_takes_1d_operands_as_numpy():
+    """cuTile's matmul (test_matmul_nd): a 1-D x is a row and a 1-D y a column, and the result
+    drops that axis; two 1-D operands give their dot product (tilejit's own `@` wants 2-D)."""
+    a = np.arange(8, dtype=np.float32) - 3
+    b = (np.arange(2 * 8 * 8, dtype=np.float32) % 5).reshape(2, 8, 8)
+    c, d = np.zeros((2, 8), np.float32), np.zeros(2, np.float32)
+    _launch(_matmul_1d, a, b, c, tile.atomic(d), 8, 8)
+    np.testing.assert_allclose(c, a @ b)
+    np.testing.assert_allclose(d, (b.transpose(0, 2, 1) @ a) @ a)
+
+
+def test_matmul_promotes_two_float_dtypes_to_the_wider():
+    """cuTile's test_matmul: float16 @ float32 is computed in float32 (tilejit's own `@` wants
+    one dtype); float16 with bfloat16 stays refused (the test above)."""
+    a = (np.arange(256) % 7).astype(np.float16).reshape(16, 16) / 4
+    b = (np.arange(256) % 5).astype(np.float32).reshape(16, 16) / 3
+    c = np.zeros((16, 16), np.float32)
+    _launch(matmul_mixed, a, b, tile.atomic(c))
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b, rtol=1e-6)
+
+
+@ct.kernel
+def _mma_2x2(a, b, c):
+    ct.store(c, (0, 0), ct.mma(ct.load(a, (0, 0), (2, 2)), ct.load(b, (0, 0), (2, 2)),
+                               ct.load(c, (0, 0), (2, 2))))
+
+
+@pytest.mark.parametrize("din, dacc, message", [
+    (np.int16, np.float32, "Unsupported input dtype int16"),
+    ("bfloat16", np.float16, "Unsupported acc dtype float16: bfloat16 inputs need a float32"),
+])
+def test_mma_dtype_errors_say_what_cutile_says(din, dacc, message):
+    import ml_dtypes
+    din = ml_dtypes.bfloat16 if din == "bfloat16" else din
+    a = np.ones((2, 2), din)
+    with pytest.raises(ct.TileTypeError, match=message):
+        _launch(_mma_2x2, a, a, tile.atomic(np.zeros((2, 2), dacc)))
+    with pytest.raises(ct.TileTypeError, match="Unsupported input dtype int32"):
+        _launch(matmul_mixed, *[np.ones((16, 16), np.int32)] * 2, np.zeros((16, 16), np.int32))

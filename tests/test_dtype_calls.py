@@ -94,3 +94,60 @@ def test_a_negative_e8m0_constant_is_refused():
 
     with pytest.raises(ct.TileValueError, match="Negative values cannot be represented"):
         ct.launch(tile.Device(0).new_stream(), (1,), k, ())
+
+
+# --- a dtype called with no value is its zero (cuTile's test_full value calls) --------------------
+@tile.entry
+def _zeros_entry(f, i, b):
+    tile.store(f, (0,), tile.full((4,), np.float16(), np.float16) + tile.float16(tile.float32()))
+    ones = tile.int32(tile.int64(~tile.uint32()))          # 0xffffffff, computed in uint32
+    tile.store(i, (0,), tile.full((4,), np.int32(), np.int32) + ones)
+    tile.store(b, (0,), tile.full((4,), np.bool_(), np.bool_) | tile.full((4,), tile.bool_(),
+                                                                           tile.bool_))
+
+
+@ct.kernel
+def _zeros_ct(f, h, i, b):
+    ct.store(f, index=(0,), tile=ct.full((4,), np.float32(), np.float32))
+    ct.store(h, index=(0,), tile=ct.full((4,), ct.bfloat16(), ct.bfloat16).astype(ct.float32))
+    ct.store(i, index=(0,), tile=ct.full((4,), np.int8(), np.int8) + ct.int8())
+    ct.store(b, index=(0,), tile=ct.full((4,), ct.bool_(), ct.bool_))
+
+
+def test_a_dtype_called_with_no_value_is_its_zero():
+    """``np.float16()`` is NumPy's zero of that type and ``ct.float32()`` cuTile's: typed as the
+    call of 0 (``~tile.uint32()`` is computed in uint32)."""
+    f, i, b = np.ones(4, np.float16), np.ones(4, np.int32), np.ones(4, np.bool_)
+    _zeros_entry(tile.atomic(f), tile.atomic(i), tile.atomic(b)).grid((1, 1, 1)).sync()
+    assert f.tolist() == [0.0] * 4 and i.tolist() == [-1] * 4 and b.tolist() == [False] * 4
+    f, h = np.ones(4, np.float32), np.ones(4, np.float32)
+    i8, b = np.ones(4, np.int8), np.ones(4, np.bool_)
+    ct.launch(tile.Device(0).new_stream(), (1,), _zeros_ct,
+              (tile.atomic(f), tile.atomic(h), tile.atomic(i8), tile.atomic(b)))
+    tile.Device(0).synchronize()
+    assert f.tolist() == h.tolist() == [0.0] * 4
+    assert i8.tolist() == [0] * 4 and b.tolist() == [False] * 4
+
+
+# --- ct.full converts a float into an integer dtype (cuTile's test_scalar_mod) -------------------
+@ct.kernel
+def _full_of_floats(z, f: float, F: ct.Constant[float]):
+    ct.store(z, index=(0,), tile=ct.full((2,), f, dtype=z.dtype))
+    ct.store(z, index=(1,), tile=ct.full((2,), F, dtype=z.dtype))
+
+
+def test_cutile_full_converts_a_float_into_an_integer_dtype():
+    """cuTile's full casts a run-time float (astype) and converts a constant as ``int()`` does;
+    tilejit's own ``tile.full`` asks for the conversion."""
+    z = np.zeros(4, np.int32)
+    ct.launch(tile.Device(0).new_stream(), (1,), _full_of_floats,
+              (tile.atomic(z), -7.9, 2.0 ** 33 + 5.5))
+    tile.Device(0).synchronize()
+    assert z.tolist() == [-7, -7, 5, 5]
+
+    @tile.entry
+    def k(z, f: float):
+        tile.store(z, (0,), tile.full((2,), f, tile.int32))
+
+    with pytest.raises(tile.TypingError, match=r"does not convert implicitly to int32"):
+        k(tile.atomic(z), 1.5).grid((1, 1, 1)).sync()

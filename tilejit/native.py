@@ -54,9 +54,6 @@ except ImportError as _e:         # not built (no compiler at install time)
     _IMPORT_ERROR = str(_e)
 else:
     _IMPORT_ERROR = ""
-    from .scalars import PYTHON_SCALARS as _PY, annotated_plans as _plans
-    _ext.set_scalar_keys(_PY[int][0], _PY[float][0], _PY[bool][0])
-    _ext.set_annotated_scalars(_plans())
 
 COST = "about 30 µs of host time per kernel call with torch tensors instead of about 6"
 BUILD_HINT = ("install a C compiler (e.g. `apt install gcc` or `conda install gcc`) and reinstall "
@@ -70,13 +67,32 @@ missing = True
 
 def enabled() -> bool:
     """Whether the C launch path is used (built, and not disabled with ``TILEJIT_NATIVE=0``).
-    Decided once per process: the C methods are installed when tilejit is imported."""
+    Decided once per process, at the first call (a kernel's first launch), which also gives the C
+    side its scalar plans."""
     global _enabled, missing
     if _enabled is None:
-        wanted = envvars.flag("TILEJIT_NATIVE", True)
+        wanted = _wanted()
+        if _ext is not None and wanted:
+            # the scalar plans need NumPy: set up here, not at import (tilejit.cutile's import
+            # takes ct_entry() only)
+            from .scalars import PYTHON_SCALARS as _PY, annotated_plans as _plans
+            _ext.set_scalar_keys(_PY[int][0], _PY[float][0], _PY[bool][0])
+            _ext.set_annotated_scalars(_plans())
         _enabled = _ext is not None and wanted
         missing = _ext is None and wanted
     return _enabled
+
+
+def _wanted() -> bool:
+    return envvars.flag("TILEJIT_NATIVE", True)
+
+
+def ct_entry(fallback):
+    """``ct.launch``: the C entry over ``fallback`` (its Python path) when the C path is built and
+    wanted, else ``fallback``. Cheap (nothing of the launch side is set up): the entry replays
+    only the plans Python records once the C path is installed, and hands everything else to
+    ``fallback``."""
+    return _ext.set_ct_fallback(fallback) if _ext is not None and _wanted() else fallback
 
 
 def warn_missing() -> None:

@@ -23,8 +23,6 @@ import math
 import warnings
 from typing import Optional, Tuple
 
-import numpy as np
-
 from . import dtypes as _dt
 from .keys import scalar_key
 
@@ -73,6 +71,7 @@ def _float_limit(d: _dt.DType) -> float:
     """The largest float64 that converts to ``d`` without overflowing to inf (round to nearest
     even: half an ulp above ``d``'s max still rounds down, the midpoint goes to inf)."""
     import ml_dtypes
+    import numpy as np
     np_dt = np.dtype(np.float32) if d is _dt.tfloat32 else d.np_dtype
     uint = np.dtype(f"u{np_dt.itemsize}")
     top = np.array(ml_dtypes.finfo(np_dt).max, np_dt)
@@ -90,6 +89,7 @@ def slot_range(slot: str):
     if slot_abi(slot) == "f64":
         hi = min(_float_limit(d) for d in intos)
         return 2, -hi, hi
+    import numpy as np
     lo, hi = (0, UINT64_MAX) if slot_abi(slot) == "u64" else (INT64_MIN, INT64_MAX)
     for d in intos:
         info = np.iinfo(d.np_dtype)
@@ -110,6 +110,7 @@ def out_of_range(value, intos) -> None:
 
 def check_int_fits(value: int, d: _dt.DType) -> None:
     """OverflowError, in NumPy's words, when the Python int ``value`` does not fit ``d``."""
+    import numpy as np      # (here: defining a kernel imports this module, not NumPy)
     info = np.iinfo(d.np_dtype)
     if not info.min <= value <= info.max:
         raise OverflowError(f"Python integer {value} out of bounds for {d.name}")
@@ -124,6 +125,7 @@ def constant_for(value, d: _dt.DType):
         v = int(value)
         check_int_fits(v, d)
         if v > INT64_MAX:               # uint64 beyond int64: a strong NumPy scalar
+            import numpy as np
             return np.uint64(v)
         return v
     return float(value)
@@ -145,6 +147,7 @@ def annotated_plans() -> dict:
     ``(key, lo, hi)``: the argument's key (weak: it is a Python scalar) and the range its value
     must lie in to travel as is (an int that fits the dtype; a float that does not overflow
     it, or any NaN or inf), else None. A bool travels as 0/1."""
+    import numpy as np
     out = {}
     for d in _dt.ALL_DTYPES:
         key = scalar_key(d.name, True)

@@ -23,23 +23,51 @@ import re
 import typing
 from typing import Optional
 
-import numpy as np
-
 from .. import dtypes as D
 from .. import keys as _keys
+from .. import native as _native
 from .. import scalars as _scalars
 from ..dispatcher import Kernel as _TileKernel
-from .. import native as _native
-from ..dispatcher import _NATIVE_LAYOUT, _native_launcher
+from ..dispatcher import _native_launcher
 from ..language import TileFunction
 from ..memo import BoundedMemo
-from ..runtime.argspec import MAX_GRID_DIM as _GRID_LIMIT
-from ..runtime.argspec import atomic, normalize_grid
-from ..runtime.device import Device, current_ordinal
-from ..runtime.partition import ForeignPartition, Partition
-from ..runtime.stream import Stream, _object_device, _stream_handle
 from ._annotations import array_annotations, check_keys
 from ._writes import written_parameters
+
+# The launch side (NumPy, the runtime, whether the C path is in) loads at the first ct.launch or
+# inspection (_load), not when tilejit.cutile is imported or a kernel defined: a cold start as
+# cheap as cuTile Python's. _load binds these names; read from outside before, they load it.
+_LAUNCH_SIDE = frozenset((
+    "np", "_GRID_LIMIT", "atomic", "normalize_grid", "current_ordinal", "ForeignPartition",
+    "Partition", "Stream", "_object_device", "_stream_handle", "_C_PATH"))
+_loaded = False
+
+
+def _load() -> None:
+    global np, _GRID_LIMIT, atomic, normalize_grid, current_ordinal, ForeignPartition, \
+        Partition, Stream, _object_device, _stream_handle, _C_PATH, _loaded
+    import numpy
+    from .. import dispatcher
+    from ..runtime import argspec
+    from ..runtime.device import current_ordinal as _ordinal
+    from ..runtime.partition import ForeignPartition as _foreign, Partition as _partition
+    from ..runtime.stream import Stream as _stream, _object_device as _device_of, \
+        _stream_handle as _handle_of
+    np, _GRID_LIMIT = numpy, argspec.MAX_GRID_DIM
+    atomic, normalize_grid, current_ordinal = argspec.atomic, argspec.normalize_grid, _ordinal
+    ForeignPartition, Partition = _foreign, _partition
+    Stream, _object_device, _stream_handle = _stream, _device_of, _handle_of
+    # whether ct.launch records the plans its C entry replays: the C path's layout installed
+    _C_PATH = bool(dispatcher._runtime()._NATIVE_LAYOUT)
+    _loaded = True
+
+
+def __getattr__(name):
+    if name in _LAUNCH_SIDE:
+        _load()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _UNSPECIFIED = object()
 _SM = re.compile(r"sm_\d+[a-z]?")
@@ -173,6 +201,8 @@ class Kernel(_TileKernel):
         """(the kernel to launch, its runtime values) of ``ct.launch(..., args)``: the kernel
         bound to the values of its ``ct.Constant`` parameters, so the launch is a plain one (the
         C path), with the arrays it stores into passed writable. (The launch hot path.)"""
+        if not _loaded:
+            _load()
         if self._constants_of is not None:
             raw = self._constants_of(args)
             try:
@@ -304,6 +334,8 @@ class Kernel(_TileKernel):
     def _launch_values(self, args) -> tuple:
         """``args`` with lists as tuples and the arrays the kernel stores into passed
         writable."""
+        if not _loaded:
+            _load()
         values = list(as_launch_args(args))
         for i in self._writes():
             v = values[i]
@@ -346,6 +378,8 @@ def _array_kind(v) -> int:
     """0 for what ``tile.atomic`` does not wrap (scalars, partitions), ``_SEQUENCE`` for a tuple
     or list, else an array: ``_MAY_BE_HOST`` when its type can hold host memory (torch:
     ``is_cpu``), 1 otherwise. Decided by the type (``_ARRAY_TYPES`` remembers it)."""
+    if not _loaded:
+        _load()
     if isinstance(v, (tuple, list)):
         return _SEQUENCE
     if not hasattr(v, "shape") or isinstance(
@@ -429,6 +463,8 @@ def _stream_of(obj) -> Stream:
     """A tilejit Stream for ``obj``: a tile.Stream, a torch or CuPy stream, a ``cuda.core``
     stream or an int handle. Foreign streams get one long-lived wrapper per handle, so
     consecutive launches on one stream are ordered by the stream itself (no events)."""
+    if not _loaded:
+        _load()
     if type(obj) is Stream:
         return obj
     handle = getattr(obj, "cuda_stream", None)       # torch, with its device (every device
@@ -466,6 +502,8 @@ def launch(stream, grid, kernel, kernel_args, /) -> None:
     the ``ct.Constant`` parameters, in parameter order). Arrays the kernel stores into are
     written in place (NumPy arrays are copied in and back before this returns)."""
     # the Python path: checks, binds the constants, launches, records the plan C replays
+    if not _loaded:
+        _load()
     if not isinstance(kernel, Kernel):
         hint = (" (a tilejit @tile.entry kernel runs with kernel(*args).grid(g).sync())"
                 if isinstance(kernel, _TileKernel) else "")
@@ -492,16 +530,17 @@ def launch(stream, grid, kernel, kernel_args, /) -> None:
         kernel._ct_plan = kernel._launch_plan()
 
 
-# With the C launcher (its layout installed: its objects are made there), ct.launch is the C
-# entry itself (csrc/cutile.c: ct_entry): a replayed launch runs no Python frame, and the Python
-# function above runs when it cannot replay.
-_C_PATH = bool(_NATIVE_LAYOUT)
-if _C_PATH:
-    launch = _native.ext().set_ct_fallback(launch)
+# With the C extension built and wanted, ct.launch is the C entry itself from the import on
+# (csrc/cutile.c: ct_entry), whatever names were bound to it: a replayed launch runs no Python
+# frame, and the Python function above runs when it cannot replay (before the runtime has loaded
+# and the C path's layout is installed (_C_PATH), no kernel has a plan to replay).
+launch = _native.ct_entry(launch)
 
 
 def _grid3(grid) -> tuple:
     """``grid`` as a checked 3-tuple (a 3-tuple of small ints as is)."""
+    if not _loaded:
+        _load()
     if type(grid) is tuple and len(grid) == 3:
         x, y, z = grid
         if type(x) is int and type(y) is int and type(z) is int and \

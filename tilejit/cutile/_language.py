@@ -360,11 +360,33 @@ def _narrow_kept(inner, name: str, kind: str):
 _NARROW_MMA = (_dt.int8, _dt.uint8, _dt.float8_e4m3fn, _dt.float8_e5m2)
 
 
+#: float dtypes cuTile's matmul promotes to the wider of two (float16 with bfloat16 it refuses)
+_MATMUL_PROMOTES = (_dt.float16, _dt.bfloat16, _dt.float32, _dt.float64)
+
+
+def _matmul_dtype(a, b):
+    """The dtypes ``ct.matmul`` converts its operands to: both the wider float where cuTile
+    promotes, else their own (tilejit's ``@`` then accepts them or says why not)."""
+    if a is b or {a, b} == {_dt.float16, _dt.bfloat16} or not (a in _MATMUL_PROMOTES
+                                                              and b in _MATMUL_PROMOTES):
+        return a, b
+    wide = a if a.bits > b.bits else b
+    return wide, wide
+
+
 @_helper
 def matmul(x, y, /):
     """``ct.matmul``: tilejit's ``@``, with cuTile's result dtype (the operands' own for int8,
-    uint8 and float8, wrapping or rounding as cuTile does)."""
-    r = L.matmul(x, y)
+    uint8 and float8, wrapping or rounding as cuTile does); two float dtypes are promoted to the
+    wider. A 1-D operand is a row (``x``) or a column (``y``) whose axis the result drops, as in
+    ``numpy.matmul``."""
+    # (static shapes, no branch: a helper's tile ranks are only known while typing)
+    d = L.static_eval(_matmul_dtype(x.dtype, y.dtype))
+    row = L.reshape(x, L.static_eval((1,) + x.shape if x.ndim == 1 else x.shape)).astype(d[0])
+    column = L.reshape(y, L.static_eval(y.shape + (1,) if y.ndim == 1 else y.shape)).astype(d[1])
+    r = L.matmul(row, column)
+    r = L.reshape(r, L.static_eval(r.shape[:r.ndim - 2] + (r.shape[-2:-1] if x.ndim > 1 else ())
+                                   + (r.shape[-1:] if y.ndim > 1 else ())))
     return r.astype(L.static_eval(x.dtype if x.dtype in _NARROW_MMA and x.dtype == y.dtype
                                   else r.dtype))
 

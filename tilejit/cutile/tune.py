@@ -41,13 +41,30 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Generic, List, Optional, Sequence, Tuple, TypeVar
 
 from .. import dtypes as _D
-from ..runtime import backend as _backend
-from ..runtime.argspec import grid_ones as _grid_ones
 from ._kernel import Kernel, _grid3, _stream_of
 from ._kernel import launch as _launch
 
-# the module (``tilejit.autotune`` as an attribute of the package is the decorator)
-_autotune = importlib.import_module("tilejit.autotune")
+
+def __getattr__(name):
+    # _backend (the runtime's) and _autotune (the module ``tilejit.autotune``: as an attribute
+    # of the package it is the decorator) load at the first search, not when tilejit.cutile is
+    # imported (the runtime and NumPy with them)
+    if name == "_backend":
+        from ..runtime import backend as mod
+    elif name == "_autotune":
+        mod = importlib.import_module("tilejit.autotune")
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = mod
+    return mod
+
+
+def _lazy(name: str):
+    """This module's ``name``, loaded by __getattr__ when not yet (or as a test set it)."""
+    g = globals()
+    return g[name] if name in g else __getattr__(name)
+
+
 T = TypeVar("T")
 
 #: warm-up runs of each config before it is timed
@@ -177,6 +194,7 @@ class _Candidate:
         cache entry (``ct.launch`` with the same kernel object finds it). Safe in threads once
         ``launch_keys`` are made (in one thread: they may import foreign arrays)."""
         from .. import backends
+        from ..runtime.argspec import grid_ones as _grid_ones
         bound, keys, consts = launch_keys or self.launch_keys()
         device = _stream_of(self.stream).device
         bound.specialize(keys, consts, backends.of(device).target(device),
@@ -239,7 +257,8 @@ class _Timer:
         from .. import api
         from ..runtime.stream import Event
         self.api, self.Event, self.stream = api, Event, stream
-        self.scratch = api.zeros((_autotune.L2_FLUSH_BYTES // 4,), _D.int32).sync_on(stream)
+        flush = _lazy("_autotune").L2_FLUSH_BYTES
+        self.scratch = api.zeros((flush // 4,), _D.int32).sync_on(stream)
 
     def runs(self, c: _Candidate, n: int) -> List[float]:
         """Microseconds of ``n`` runs of ``c``, added to its samples."""
@@ -307,7 +326,7 @@ def _timed(configs, stream, grid_fn, kernel, args_fn, hints_fn, quiet: bool,
                 best = min((d.mean_us for d in done), default=None)
                 while not c.converged():
                     if best is not None and c.mean_us - c.margin_us > \
-                            _autotune.SLOW_TRIAL * best:
+                            _lazy("_autotune").SLOW_TRIAL * best:
                         break                           # it cannot win
                     timer.runs(c, BATCH)
             except Exception as e:  # noqa: BLE001 - a config that fails is a result
@@ -317,8 +336,8 @@ def _timed(configs, stream, grid_fn, kernel, args_fn, hints_fn, quiet: bool,
             done.append(c)
         if len(done) > 1:
             try:
-                _autotune.settle([c.mean_us for c in done],
-                                 lambda i: timer.runs(done[i], BATCH))
+                _lazy("_autotune").settle([c.mean_us for c in done],
+                                          lambda i: timer.runs(done[i], BATCH))
             except Exception:  # noqa: BLE001 - a config that ran fails now: the first pass
                 pass
     finally:
@@ -408,6 +427,7 @@ def exhaustive_search(
         A :class:`TuningResult`. Raises ValueError when the space is empty or no config ran.
         On the simulator the first config that compiles is the result, untimed.
     """
+    _backend = _lazy("_backend")
     configs = list(search_space)
     if not configs:
         raise ValueError("Search space is empty.")

@@ -520,12 +520,12 @@ class Lowering(ControlFlow):
             vals = [self.static(a) for a in e.args]
             return fnval(*vals)
         fnty = self.typemap.get(e.func.name)
-        if isinstance(fnty, types.NumberClass) and len(e.args) == 1 and not e.kws:
-            return self._number_call(fnty, e.args[0])
+        if isinstance(fnty, types.NumberClass) and len(e.args) <= 1 and not e.kws:
+            return self._number_call(fnty, e.args[0] if e.args else None)
         if isinstance(fnty, EnumClassType):             # Color(0): the typing found the member
             return static_value(self.typemap[target])
-        if isinstance(fnty, DTypeType) and len(e.args) == 1:
-            return self._dtype_call(fnty.dtype, e.args[0])
+        if isinstance(fnty, DTypeType) and len(e.args) <= 1:
+            return self._dtype_call(fnty.dtype, e.args[0] if e.args else None)
         info = self.call_info(e)
         handler = handler_of(info.stub, info.op)
         if handler is None:
@@ -536,8 +536,9 @@ class Lowering(ControlFlow):
 
     def _dtype_call(self, d: DType, arg) -> TV:
         """``tile.uint32(3)``: a value of dtype ``d`` (constants converted as a C cast does:
-        ``uint32(-1)`` wraps, ``bool_(5)`` is True), a run-time value cast."""
-        v = self.value(arg)
+        ``uint32(-1)`` wraps, ``bool_(5)`` is True), a run-time value cast; no ``arg``
+        (``float32()``) is the zero."""
+        v = 0 if arg is None else self.value(arg)
         if isinstance(v, (bool, int, float, np.number, np.bool_)):
             if d.name == "float8_e8m0fnu" and v < 0:
                 raise self.error(f"float8_e8m0fnu({v}): Negative values cannot be represented "
@@ -549,9 +550,9 @@ class Lowering(ControlFlow):
 
     def _number_call(self, fnty, arg):
         """``np.float32(x)`` and the like: a constant is converted now (NumPy's rounding and
-        wrap-around), a run-time value is cast."""
+        wrap-around), a run-time value is cast; no ``arg`` (``np.float32()``) is the zero."""
         d = dtype_of(fnty.instance_type)
-        v = self.value(arg)
+        v = 0 if arg is None else self.value(arg)
         if isinstance(v, (bool, int, float, np.number, np.bool_)):
             try:
                 with np.errstate(over="ignore"):

@@ -26,6 +26,7 @@ from numba.core.errors import TypingError as NumbaTypingError
 from numba.core.target_extension import Generic, target_override, target_registry
 from numba.core.typing import templates
 from numba.core.typing.context import BaseContext
+from numba.core.typing.templates import signature
 
 from .. import dtypes as _dtypes
 from .. import language
@@ -196,6 +197,9 @@ class TileTypingContext(BaseContext):
 
     # --- calls ------------------------------------------------------------------------------------
     def resolve_function_type(self, func, args, kws):
+        if isinstance(func, types.NumberClass) and not args and not kws:
+            # np.float32() is NumPy's zero of that type (Numba's typer takes one value)
+            return signature(func.instance_type)
         col = Collector.current()
         start = len(col.errors) if col is not None else 0
         try:

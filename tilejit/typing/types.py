@@ -240,8 +240,10 @@ class DTypeType(_CallableValue):
 
     def _call_type(self, args, kws):
         from .diagnostics import TileTypingError, describe_type
-        if kws or len(args) != 1:
+        if kws or len(args) > 1:
             raise TileTypingError(f"{self.dtype.name}(x) takes one value")
+        if not args:                    # float32(): that dtype's zero, as float32(0)
+            return value_type(self.dtype)
         (x,) = args
         if isinstance(x, TileType):
             return x.copy(dtype=self.dtype)

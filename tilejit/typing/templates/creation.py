@@ -4,7 +4,8 @@ from __future__ import annotations
 from ... import dtypes as dt
 from ... import language
 from ..diagnostics import TileTypingError, describe_type
-from ..promotion import category, check_wide_int, is_compute_only, materialize_dtype
+from ..promotion import (INT, category, check_wide_int, cutile_rules_on, is_compute_only,
+                         materialize_dtype)
 from ..types import DTypeType, TileType, dtype_of, is_pow2, is_scalar
 from ._base import dtype_arg, function_rule, int_arg, is_none, shape_arg
 
@@ -32,7 +33,10 @@ def _full(b):
         d = materialize_dtype((v,))
     else:
         d = dtype_arg(b.dtype, "tile.full: dtype")
-        if category(dtype_of(v)) > category(d) and not is_compute_only(d):
+        # cuTile's full converts a float into an integer dtype as astype does (a constant as
+        # int() does, wrapping): tilejit.cutile follows it, tilejit asks for the conversion
+        cutile_cast = cutile_rules_on() and category(d) == INT
+        if category(dtype_of(v)) > category(d) and not is_compute_only(d) and not cutile_cast:
             raise TileTypingError(f"tile.full: value {describe_type(v)} does not convert "
                                   f"implicitly to {d}; pass a value of that kind or convert it")
     check_wide_int(v, d, "tile.full")

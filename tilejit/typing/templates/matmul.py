@@ -54,7 +54,7 @@ def _operands(a, b, op):
             raise TileTypingError(f"{op}: a and b must have the same dtype, got {a.dtype} and "
                                   f"{b.dtype}; convert one with .astype()")
     if a.dtype not in _ACC:
-        raise TileTypingError(f"{op}: unsupported input dtype {a.dtype} (supported: "
+        raise TileTypingError(f"{op}: Unsupported input dtype {a.dtype} (supported: "
                               f"{', '.join(d.name for d in _ACC)})")
     return matmul_shape(a.shape, b.shape, op)
 
@@ -107,8 +107,8 @@ def _mma(bd):
             f"acc must be {out} (a=(M, K), b=(K, N), acc=(M, N))")
     if acc.dtype not in _ACC[a.dtype]:
         ok = " or ".join(d.name for d in _ACC[a.dtype])
-        raise TileTypingError(f"tile.mma: {a.dtype} inputs need a {ok} accumulator, got "
-                              f"{acc.dtype}")
+        raise TileTypingError(f"tile.mma: Unsupported acc dtype {acc.dtype}: {a.dtype} inputs "
+                              f"need a {ok} accumulator")
     return acc
 
 
