@@ -344,12 +344,10 @@ def _drop_dead_joins(fn: Function) -> None:
 # --------------------------------------------------------------------------------------------------
 # values a loop carries unchanged
 def drop_invariant_loop_values(fn: Function) -> None:
-    changed = True
-    while changed:
-        changed = False
-        for loop in [op for op in fn.walk() if op.name == "for"]:
-            for i in range(len(loop.results) - 1, -1, -1):
-                changed |= _drop_invariant(fn, loop, i)
+    # inner loops first (reversed pre-order): an inner loop's dropped result becomes its initial
+    # value, often the outer loop's own carried value, which the outer loop then hands on too
+    for loop in reversed([op for op in fn.walk() if op.name == "for"]):
+        _drop_invariants(fn, loop)
 
 
 def _passed_through(v: Value, arg: Value) -> bool:
@@ -365,19 +363,24 @@ def _passed_through(v: Value, arg: Value) -> bool:
     return bool(yields) and all(_passed_through(y.operands[v.index], arg) for y in yields)
 
 
-def _drop_invariant(fn: Function, loop: Operation, i: int) -> bool:
+def _drop_invariants(fn: Function, loop: Operation) -> None:
+    """Replace the values ``loop`` hands on unchanged on every path by their initial values, and
+    stop carrying them."""
     body = loop.regions[0]
-    arg = body.args[1 + i]
     exits = [op for op in body.walk() if op.name in ("continue", "break") and
              owning_loop(op) is loop]
-    if any(op.name == "break" for op in exits) or \
-            not all(_passed_through(op.operand_groups[0][i], arg) for op in exits):
-        return False
-    init = loop.group("initValues")[i]
+    if any(op.name == "break" for op in exits):
+        return
+    drop = [i for i in range(len(loop.results))
+            if all(_passed_through(op.operand_groups[0][i], body.args[1 + i]) for op in exits)]
+    if not drop:
+        return
+    subst = {}
+    for i in drop:
+        subst[body.args[1 + i]] = subst[loop.results[i]] = loop.group("initValues")[i]
     for op in fn.walk():
         for group in op.operand_groups:
             for k, v in enumerate(group):
-                if v is arg or v is loop.results[i]:
-                    group[k] = init
-    _remove_carried(loop, i, exits)
-    return True
+                group[k] = subst.get(v, v)
+    for i in reversed(drop):
+        _remove_carried(loop, i, exits)
