@@ -433,22 +433,15 @@ def _key_of(c, writable: bool, name: str):
 
 def _facts(c: ArrayConstraint) -> _keys.Facts:
     """The key facts ``c`` guarantees (only those: an assumption tilejit would otherwise take
-    from the launch is left out)."""
-    unit = max(1, _keys.ALIGN_BYTES // c.dtype.itemsize)
-    least = min(_keys.SHAPE_DIV_MIN, unit)
-    shape_div = []
-    for const, div in zip(c.shape_constant, c.shape_divisible_by):
-        d = _keys.largest_pow2_divisor(const if const is not None else div,
-                                       _keys.SHAPE_DIV_CAP)
-        shape_div.append(d if d >= least and d > 1 else 1)
-    stride_div = []
-    for const, div in zip(c.stride_constant, c.stride_divisible_by):
-        d = const if const is not None else div
-        stride_div.append(unit if d % unit == 0 else 1)
-    base = _keys.ALIGN_BYTES if c.base_addr_divisible_by % _keys.ALIGN_BYTES == 0 else 1
-    return _keys.Facts(32 if c.index_dtype in (D.int32, D.uint32) else 64, base,
-                       tuple(shape_div), tuple(stride_div),
-                       tuple(s == 1 for s in c.stride_constant))
+    from the launch is left out): ``Facts.of``'s rules applied to the guaranteed divisors (or
+    constants), with the index width and unit strides the constraint states."""
+    def known(consts, divisors):
+        return [k if k is not None else d for k, d in zip(consts, divisors)]
+    shape = known(c.shape_constant, c.shape_divisible_by)
+    strides = known(c.stride_constant, c.stride_divisible_by)
+    f = _keys.Facts.of(c.base_addr_divisible_by, shape, strides, c.dtype.itemsize)
+    return f._replace(index_bits=32 if c.index_dtype in (D.int32, D.uint32) else 64,
+                      stride_one=tuple(s == 1 for s in c.stride_constant))
 
 
 def _compile_keys(kernel, keys, consts, output_format, gpu_code) -> bytes:
@@ -484,15 +477,14 @@ def export_kernel(kernel, signatures, output_file, gpu_code: Optional[str] = Non
         raise NotImplementedError(f"tilejit exports one kernel per file, got "
                                   f"{len(signatures)} signatures: call export_kernel once per "
                                   f"signature")
-    out = bytearray()
-    for sig in signatures:
-        example = getattr(sig, "_example_args", None)
-        if example is None:
-            out += _compile_keys(kernel, *_keys_from(kernel, sig), output_format, gpu_code)
-        elif output_format == "cubin":
-            out += kernel.compile(*example, arch=gpu_code)
-        else:
-            out += kernel.inspect_bytecode(*example)
+    (sig,) = signatures
+    example = getattr(sig, "_example_args", None)
+    if example is None:
+        out = _compile_keys(kernel, *_keys_from(kernel, sig), output_format, gpu_code)
+    elif output_format == "cubin":
+        out = kernel.compile(*example, arch=gpu_code)
+    else:
+        out = kernel.inspect_bytecode(*example)
     if isinstance(output_file, (str, os.PathLike)):
         with open(output_file, "wb") as f:
             f.write(out)
