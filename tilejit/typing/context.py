@@ -119,9 +119,9 @@ _filtered_builtins = _FilteredRegistry(templates.builtin_registry)
 
 def _scalar_kind(ty):
     """0, 1, 2 for a bool, integer, float scalar type (literals too); None for anything else."""
-    if isinstance(ty, types.Boolean) or isinstance(ty, types.BooleanLiteral):
+    if isinstance(ty, types.Boolean):           # BooleanLiteral and IntegerLiteral subclass
         return 0
-    if isinstance(ty, types.Integer) or isinstance(ty, types.IntegerLiteral):
+    if isinstance(ty, types.Integer):
         return 1
     if isinstance(ty, types.Float):
         return 2
